@@ -1,0 +1,366 @@
+/*
+ * compare.c - judging a tensor pair element by element, in bounded memory, on all cores.
+ *
+ * Per element (e = eager, c = compiled), special values first:
+ *   exact tolerance (inputs, integers, bool): fail iff the stored bits differ;
+ *   NaN vs NaN: equal (0 ulps); NaN or Inf on one side only, or Inf vs -Inf: a NaN/Inf
+ *   pattern mismatch, fails, kept out of the error figures;
+ *   -0 vs +0: 0 ulps apart, a mismatch only with signedZeros;
+ *   otherwise the error figures below, and fail iff parity_tolerance_score > 1.
+ * Error figures: |c - e|; relative error |c - e| / max(|e|, smallest normal of the dtype),
+ * so values near zero (and subnormals) do not explode; ULP distance in the tensor's own
+ * dtype via ordered-integer keys (formats/dtype.h); relative L2 over finite pairs.
+ *
+ * Memory: two slab buffers per side (double buffering) plus per-block decode scratch on the
+ * stack, whatever the tensor's size. Threads: HDF5 reads are serialised by the library's
+ * global lock, so the calling thread reads slab k+1 while worker threads judge slab k.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "compare.h"
+
+#define BATCH 512                      /* elements decoded at a time (stack scratch) */
+#define BLOCK_ELEMS (1u << 16)         /* elements per work unit merged in order */
+#define INLINE_LIMIT (1u << 18)        /* tensors below this are judged inline */
+#define DEFAULT_SLAB_BYTES (8u << 20)  /* per side, per slab */
+
+void compare_stats_init(parity_tensor_stats *pStats)
+{
+    memset(pStats, 0, sizeof *pStats);
+    pStats->worstScore = -1.0;
+}
+
+static int ulp_bucket(uint64_t ulp)
+{
+    return ulp == 0 ? 0 : 64 - __builtin_clzll(ulp);
+}
+
+static int bits_differ(const unsigned char *a, const unsigned char *b, size_t nSize)
+{
+    switch (nSize) {
+    case 1: return a[0] != b[0];
+    case 2: { uint16_t x, y; memcpy(&x, a, 2); memcpy(&y, b, 2); return x != y; }
+    case 4: { uint32_t x, y; memcpy(&x, a, 4); memcpy(&y, b, 4); return x != y; }
+    default: { uint64_t x, y; memcpy(&x, a, 8); memcpy(&y, b, 8); return x != y; }
+    }
+}
+
+/* Records a failing element in the bounding box. */
+static void mark_failing(const compare_spec *pSpec, uint64_t linear, parity_tensor_stats *pStats)
+{
+    uint64_t aIndex[PARITY_MAX_RANK];
+    int iDim;
+    parity_unravel(pSpec->rank, pSpec->aDim, linear, aIndex);
+    for (iDim = 0; iDim < pSpec->rank; iDim++) {
+        if (pStats->nMismatch == 0 || aIndex[iDim] < pStats->aSliceLo[iDim])
+            pStats->aSliceLo[iDim] = aIndex[iDim];
+        if (pStats->nMismatch == 0 || aIndex[iDim] + 1 > pStats->aSliceHi[iDim])
+            pStats->aSliceHi[iDim] = aIndex[iDim] + 1;
+    }
+    pStats->nMismatch++;
+}
+
+void compare_block(const compare_spec *pSpec, const void *pEager, const void *pCompiled,
+                   uint64_t first, size_t n, parity_tensor_stats *pStats)
+{
+    const parity_tolerance *pTol = &pSpec->tol;
+    size_t nSize = parity_dtype_size(pSpec->dtype);
+    double floorRel = parity_dtype_smallest_normal(pSpec->dtype);
+    double aE[BATCH], aC[BATCH];
+    int64_t aKeyE[BATCH], aKeyC[BATCH];
+    const unsigned char *pE = pEager, *pC = pCompiled;
+    size_t iBase, i;
+
+    pStats->nElem += n;
+    for (iBase = 0; iBase < n; iBase += BATCH) {
+        size_t nBatch = n - iBase < BATCH ? n - iBase : BATCH;
+        const unsigned char *pBatchE = pE + iBase * nSize, *pBatchC = pC + iBase * nSize;
+        parity_decode(pSpec->dtype, pBatchE, aE, nBatch);
+        parity_decode(pSpec->dtype, pBatchC, aC, nBatch);
+        parity_ulp_keys(pSpec->dtype, pBatchE, aKeyE, nBatch);
+        parity_ulp_keys(pSpec->dtype, pBatchC, aKeyC, nBatch);
+        for (i = 0; i < nBatch; i++) {
+            double e = aE[i], c = aC[i], d, score;
+            uint64_t ulp, linear = first + iBase + i;
+            int differ = bits_differ(pBatchE + i * nSize, pBatchC + i * nSize, nSize);
+
+            if (!differ) {
+                /* Identical bits: the common case, 0 error by construction. */
+                pStats->aUlpHist[0]++;
+                if (e == e && e - e == 0.0) pStats->sumSqRef += e * e;
+                if (pStats->worstScore < 0.0) {
+                    pStats->worstScore = 0.0;
+                    pStats->worstLinear = linear;
+                }
+                continue;
+            }
+            pStats->nBitDiff++;
+            if (pTol->exact) {
+                /* Bit for bit: inputs must be the very same data. */
+                score = INFINITY;
+                if (e != e || c != c || e - e != 0.0 || c - c != 0.0) {
+                    if (!(e != e && c != c)) pStats->nNanMismatch++;
+                } else {
+                    d = fabs(c - e);
+                    ulp = parity_ulp_distance(aKeyE[i], aKeyC[i]);
+                    if (d > pStats->maxAbsErr) pStats->maxAbsErr = d;
+                    if (d / fmax(fabs(e), floorRel) > pStats->maxRelErr)
+                        pStats->maxRelErr = d / fmax(fabs(e), floorRel);
+                    if (ulp > pStats->maxUlp) pStats->maxUlp = ulp;
+                    if (e == 0.0 && c == 0.0) pStats->nSignedZeroMismatch++;
+                    pStats->sumSqDiff += d * d;
+                    pStats->sumSqRef += e * e;
+                    pStats->aUlpHist[ulp_bucket(ulp)]++;
+                }
+            } else if (e != e || c != c) {
+                if (e != e && c != c) {          /* NaN vs NaN (any payload): equal */
+                    pStats->aUlpHist[0]++;
+                    score = 0.0;
+                } else {
+                    pStats->nNanMismatch++;
+                    score = INFINITY;
+                }
+            } else if (e - e != 0.0 || c - c != 0.0) {
+                /* At least one infinity and bits differ: Inf vs finite or Inf vs -Inf. */
+                pStats->nNanMismatch++;
+                score = INFINITY;
+            } else if (e == 0.0 && c == 0.0) {
+                /* -0 vs +0: bits differ, values equal, 0 ulps apart. */
+                pStats->nSignedZeroMismatch++;
+                pStats->aUlpHist[0]++;
+                score = pTol->signedZeros ? INFINITY : 0.0;
+            } else {
+                d = fabs(c - e);
+                ulp = parity_ulp_distance(aKeyE[i], aKeyC[i]);
+                if (d > pStats->maxAbsErr) pStats->maxAbsErr = d;
+                if (d / fmax(fabs(e), floorRel) > pStats->maxRelErr)
+                    pStats->maxRelErr = d / fmax(fabs(e), floorRel);
+                if (ulp > pStats->maxUlp) pStats->maxUlp = ulp;
+                pStats->sumSqDiff += d * d;
+                pStats->sumSqRef += e * e;
+                pStats->aUlpHist[ulp_bucket(ulp)]++;
+                score = parity_tolerance_score(pTol, e, d, ulp);
+            }
+            if (score > pStats->worstScore) {
+                pStats->worstScore = score;
+                pStats->worstLinear = linear;
+            }
+            if (score > 1.0) mark_failing(pSpec, linear, pStats);
+        }
+    }
+}
+
+void compare_stats_merge(parity_tensor_stats *pInto, const parity_tensor_stats *pFrom, int rank)
+{
+    int iDim, k;
+
+    if (pFrom->nMismatch > 0) {
+        for (iDim = 0; iDim < rank; iDim++) {
+            if (pInto->nMismatch == 0 || pFrom->aSliceLo[iDim] < pInto->aSliceLo[iDim])
+                pInto->aSliceLo[iDim] = pFrom->aSliceLo[iDim];
+            if (pInto->nMismatch == 0 || pFrom->aSliceHi[iDim] > pInto->aSliceHi[iDim])
+                pInto->aSliceHi[iDim] = pFrom->aSliceHi[iDim];
+        }
+    }
+    pInto->nElem += pFrom->nElem;
+    pInto->nMismatch += pFrom->nMismatch;
+    pInto->nNanMismatch += pFrom->nNanMismatch;
+    pInto->nSignedZeroMismatch += pFrom->nSignedZeroMismatch;
+    pInto->nBitDiff += pFrom->nBitDiff;
+    if (pFrom->maxAbsErr > pInto->maxAbsErr) pInto->maxAbsErr = pFrom->maxAbsErr;
+    if (pFrom->maxRelErr > pInto->maxRelErr) pInto->maxRelErr = pFrom->maxRelErr;
+    if (pFrom->maxUlp > pInto->maxUlp) pInto->maxUlp = pFrom->maxUlp;
+    pInto->sumSqDiff += pFrom->sumSqDiff;
+    pInto->sumSqRef += pFrom->sumSqRef;
+    /* pFrom covers later indices, so on a tie the earlier (pInto's) index stays. */
+    if (pFrom->worstScore > pInto->worstScore) {
+        pInto->worstScore = pFrom->worstScore;
+        pInto->worstLinear = pFrom->worstLinear;
+    }
+    for (k = 0; k < PARITY_ULP_BUCKETS; k++) pInto->aUlpHist[k] += pFrom->aUlpHist[k];
+}
+
+/* ---- the worker pool ------------------------------------------------------------- */
+
+typedef struct {
+    pthread_mutex_t mutex;
+    pthread_cond_t cvWork;   /* a slab was posted, or shutdown */
+    pthread_cond_t cvDone;   /* the last block of the slab finished */
+    const compare_spec *pSpec;
+    const unsigned char *pE, *pC;
+    uint64_t first;          /* linear index of the slab's first element */
+    size_t nElem;
+    size_t nBlock, nNextBlock, nDoneBlock;
+    parity_tensor_stats *aPartial;
+    unsigned generation;
+    int shutdown;
+} pool;
+
+static void *pool_worker(void *pArg)
+{
+    pool *p = pArg;
+    pthread_mutex_lock(&p->mutex);
+    for (;;) {
+        while (!p->shutdown && p->nNextBlock >= p->nBlock)
+            pthread_cond_wait(&p->cvWork, &p->mutex);
+        if (p->shutdown) break;
+        {
+            size_t iBlock = p->nNextBlock++;
+            size_t nSize = parity_dtype_size(p->pSpec->dtype);
+            size_t start = iBlock * BLOCK_ELEMS;
+            size_t n = p->nElem - start < BLOCK_ELEMS ? p->nElem - start : BLOCK_ELEMS;
+            parity_tensor_stats *pPart = &p->aPartial[iBlock];
+            pthread_mutex_unlock(&p->mutex);
+            compare_stats_init(pPart);
+            compare_block(p->pSpec, p->pE + start * nSize, p->pC + start * nSize,
+                          p->first + start, n, pPart);
+            pthread_mutex_lock(&p->mutex);
+            if (++p->nDoneBlock == p->nBlock) pthread_cond_signal(&p->cvDone);
+        }
+    }
+    pthread_mutex_unlock(&p->mutex);
+    return NULL;
+}
+
+/* Waits for the posted slab and merges its blocks, in order, into pStats. */
+static void pool_collect(pool *p, parity_tensor_stats *pStats)
+{
+    size_t i;
+    pthread_mutex_lock(&p->mutex);
+    while (p->nDoneBlock < p->nBlock) pthread_cond_wait(&p->cvDone, &p->mutex);
+    for (i = 0; i < p->nBlock; i++) compare_stats_merge(pStats, &p->aPartial[i], p->pSpec->rank);
+    p->nBlock = p->nNextBlock = p->nDoneBlock = 0;
+    pthread_mutex_unlock(&p->mutex);
+}
+
+static void pool_post(pool *p, const void *pE, const void *pC, uint64_t first, size_t n)
+{
+    pthread_mutex_lock(&p->mutex);
+    p->pE = pE;
+    p->pC = pC;
+    p->first = first;
+    p->nElem = n;
+    p->nBlock = (n + BLOCK_ELEMS - 1) / BLOCK_ELEMS;
+    p->nNextBlock = p->nDoneBlock = 0;
+    pthread_cond_broadcast(&p->cvWork);
+    pthread_mutex_unlock(&p->mutex);
+}
+
+static int default_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (n > 64 ? 64 : (int)n);
+}
+
+int compare_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled,
+                   const parity_tensor_info *pInfo, const parity_tolerance *pTol,
+                   int nThreads, uint64_t nSlabBytes, parity_tensor_stats *pStats,
+                   char *zErr, size_t nErr)
+{
+    compare_spec spec = { pInfo->dtype, pInfo->rank, pInfo->aDim, *pTol };
+    size_t nSize = parity_dtype_size(pInfo->dtype);
+    uint64_t nSlabElem, rowAlign = 1;
+    parity_slab_plan plan;
+    parity_slab slab;
+    unsigned char *aBuf[2][2] = { { NULL, NULL }, { NULL, NULL } };
+    pthread_t aThread[64];
+    pool p;
+    int nStarted = 0, usePool = 0, poolReady = 0, iBuf = 0, pending = 0, rc = -1, i;
+    const uint64_t *aChunk = parity_tensor_reader_chunk(pEager);
+
+    compare_stats_init(pStats);
+    memset(&p, 0, sizeof p);
+    if (nSlabBytes == 0) nSlabBytes = DEFAULT_SLAB_BYTES;
+    nSlabElem = nSlabBytes / nSize;
+    if (nSlabElem < BLOCK_ELEMS) nSlabElem = BLOCK_ELEMS;
+    if (nThreads <= 0) nThreads = default_threads();
+    if (nThreads > 64) nThreads = 64;
+
+    {
+        /* Align slabs to the eager side's chunks along the split dimension. */
+        parity_slab_plan probe;
+        parity_slab_plan_init(&probe, pInfo->rank, pInfo->aDim, nSlabElem, 1);
+        if (probe.splitDim >= 0 && aChunk[probe.splitDim] > 0) rowAlign = aChunk[probe.splitDim];
+    }
+    parity_slab_plan_init(&plan, pInfo->rank, pInfo->aDim, nSlabElem, rowAlign);
+    {
+        uint64_t nCap = plan.nStep * plan.nInner;
+        if (nCap == 0 || pInfo->rank == 0) nCap = 1;
+        for (i = 0; i < 2; i++) {
+            aBuf[i][0] = malloc(nCap * nSize);
+            aBuf[i][1] = malloc(nCap * nSize);
+            if (!aBuf[i][0] || !aBuf[i][1]) {
+                snprintf(zErr, nErr, "out of memory for slab buffers");
+                goto cleanup;
+            }
+        }
+    }
+
+    usePool = pInfo->nElem >= INLINE_LIMIT && nThreads > 1;
+    if (usePool) {
+        poolReady = 1;
+        pthread_mutex_init(&p.mutex, NULL);
+        pthread_cond_init(&p.cvWork, NULL);
+        pthread_cond_init(&p.cvDone, NULL);
+        p.pSpec = &spec;
+        p.aPartial = malloc(((plan.nStep * plan.nInner + BLOCK_ELEMS - 1) / BLOCK_ELEMS + 1) *
+                            sizeof(parity_tensor_stats));
+        if (!p.aPartial) { snprintf(zErr, nErr, "out of memory"); goto cleanup; }
+        for (i = 0; i < nThreads; i++) {
+            if (pthread_create(&aThread[i], NULL, pool_worker, &p) != 0) break;
+            nStarted++;
+        }
+        if (nStarted == 0) usePool = 0;
+    }
+
+    while (parity_slab_next(&plan, &slab)) {
+        if (parity_tensor_read(pEager, &slab, aBuf[iBuf][0], zErr, nErr) != 0) {
+            char zWhy[PARITY_ERR_LEN];
+            snprintf(zWhy, sizeof zWhy, "%s", zErr);
+            snprintf(zErr, nErr, "eager: %s", zWhy);
+            goto drain;
+        }
+        if (parity_tensor_read(pCompiled, &slab, aBuf[iBuf][1], zErr, nErr) != 0) {
+            char zWhy[PARITY_ERR_LEN];
+            snprintf(zWhy, sizeof zWhy, "%s", zErr);
+            snprintf(zErr, nErr, "compiled: %s", zWhy);
+            goto drain;
+        }
+        if (usePool) {
+            if (pending) pool_collect(&p, pStats);
+            pool_post(&p, aBuf[iBuf][0], aBuf[iBuf][1], slab.first, slab.n);
+            pending = 1;
+            iBuf ^= 1;   /* the next read fills the other pair while workers judge this */
+        } else {
+            parity_tensor_stats part;
+            compare_stats_init(&part);
+            compare_block(&spec, aBuf[iBuf][0], aBuf[iBuf][1], slab.first, slab.n, &part);
+            compare_stats_merge(pStats, &part, spec.rank);
+        }
+    }
+    rc = 0;
+drain:
+    if (pending) pool_collect(&p, pStats);
+cleanup:
+    if (nStarted > 0) {
+        pthread_mutex_lock(&p.mutex);
+        p.shutdown = 1;
+        pthread_cond_broadcast(&p.cvWork);
+        pthread_mutex_unlock(&p.mutex);
+        for (i = 0; i < nStarted; i++) pthread_join(aThread[i], NULL);
+    }
+    free(p.aPartial);
+    if (poolReady) {
+        pthread_mutex_destroy(&p.mutex);
+        pthread_cond_destroy(&p.cvWork);
+        pthread_cond_destroy(&p.cvDone);
+    }
+    for (i = 0; i < 2; i++) {
+        free(aBuf[i][0]);
+        free(aBuf[i][1]);
+    }
+    return rc;
+}

@@ -1,0 +1,136 @@
+/*
+ * diff.h - the comparison engine: two captures in, one parity_diff_result out.
+ *
+ * parity_diff_run matches tensors by path, orders them (see order.c), compares each pair
+ * in streamed slabs (compare.c) and fills a result that the report writers (reports/)
+ * read. It never prints: warnings and errors are carried in the result.
+ *
+ * Contract (also in diff/REPORT.md):
+ * - inputs: a tensor named by some eager "inputs" attribute is compared bit for bit;
+ *   any difference makes inputs_match false and the verdict fail.
+ * - statuses: pass, fail, error, missing_in_compiled, missing_in_eager, shape_mismatch,
+ *   dtype_mismatch. verdict: any error -> error; else any fail, shape/dtype mismatch or
+ *   differing input -> fail; else pass. missing_* fail only with strict.
+ */
+#ifndef PARITY_DIFF_H
+#define PARITY_DIFF_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "../formats/capture.h"
+#include "../tolerance/tolerance.h"
+
+#define PARITY_ULP_BUCKETS 64   /* bucket 0: distance 0; bucket k: [2^(k-1), 2^k) */
+
+typedef enum {
+    PARITY_ST_PASS,
+    PARITY_ST_FAIL,
+    PARITY_ST_ERROR,
+    PARITY_ST_MISSING_IN_COMPILED,
+    PARITY_ST_MISSING_IN_EAGER,
+    PARITY_ST_SHAPE_MISMATCH,
+    PARITY_ST_DTYPE_MISMATCH
+} parity_status;
+
+typedef enum { PARITY_VERDICT_PASS, PARITY_VERDICT_FAIL, PARITY_VERDICT_ERROR } parity_verdict;
+
+const char *parity_status_name(parity_status st);
+const char *parity_verdict_name(parity_verdict v);
+
+/* Statistics of one compared tensor pair. Error figures (max_abs_err, max_rel_err,
+ * max_ulp, rel_l2) cover elements finite on both sides; elements where exactly one side is
+ * NaN or Inf, or the two are different infinities, count in nNanMismatch and fail. */
+typedef struct {
+    uint64_t nElem;
+    uint64_t nMismatch;            /* elements that fail, all causes */
+    uint64_t nNanMismatch;         /* NaN/Inf pattern differences */
+    uint64_t nSignedZeroMismatch;  /* -0 vs +0 (failing only with signedZeros) */
+    uint64_t nBitDiff;             /* elements whose bits differ at all */
+    double maxAbsErr;
+    double maxRelErr;              /* |c - e| / max(|e|, smallest normal of dtype) */
+    uint64_t maxUlp;
+    double sumSqDiff;              /* sum (c - e)^2 over finite pairs */
+    double sumSqRef;               /* sum e^2 over finite pairs */
+    double worstScore;             /* largest error / allowed error; -1 when nElem == 0 */
+    uint64_t worstLinear;          /* lowest linear index attaining worstScore */
+    uint64_t aSliceLo[PARITY_MAX_RANK];  /* bounding box of failing elements, valid */
+    uint64_t aSliceHi[PARITY_MAX_RANK];  /* when nMismatch > 0; half-open */
+    uint64_t aUlpHist[PARITY_ULP_BUCKETS];
+} parity_tensor_stats;
+
+/* relative L2 error sqrt(sumSqDiff / sumSqRef); 0 when both are 0, +Inf when only the
+ * reference is 0. */
+double parity_stats_rel_l2(const parity_tensor_stats *pStats);
+
+typedef struct {
+    char *zName;
+    char *zOp;                 /* eager "op", or NULL */
+    int hasOrder;
+    int64_t iOrder;
+    parity_dtype dtype;        /* eager dtype (compiled's when missing in eager) */
+    parity_dtype dtypeCompiled;
+    int rank;
+    uint64_t aDim[PARITY_MAX_RANK];
+    int rankCompiled;
+    uint64_t aDimCompiled[PARITY_MAX_RANK];
+    parity_status status;
+    char *zCause;              /* NULL until the judgement work fills it */
+    char *zMessage;            /* why status is error, or NULL */
+    int isInput;               /* named by an eager "inputs" attribute */
+    int hasStats;              /* stats filled (status pass or fail) */
+    parity_tensor_stats stats;
+    parity_tolerance tol;      /* the tolerance that was applied */
+    char **azWarning;
+    size_t nWarning;
+} parity_tensor_result;
+
+typedef struct {
+    parity_verdict verdict;
+    char *zEagerFile;
+    char *zCompiledFile;
+    char *zFirstDivergence;    /* name, or NULL */
+    int inputsMatch;
+    char **azInputDiffers;     /* names of inputs that differ */
+    size_t nInputDiffers;
+    parity_attr *aEagerRoot;   /* all root attributes, copied */
+    size_t nEagerRoot;
+    parity_attr *aCompiledRoot;
+    size_t nCompiledRoot;
+    char **azIdentityDiffers;  /* identity keys whose values differ */
+    size_t nIdentityDiffers;
+    char **azWarning;          /* global warnings (for example dangling inputs) */
+    size_t nWarning;
+    parity_tensor_result *aTensor;  /* execution order; then tensors only in compiled */
+    size_t nTensor;
+    /* echo of the options that shaped the verdict */
+    int strict;
+    int signedZeros;
+} parity_diff_result;
+
+typedef struct {
+    int strict;               /* missing_in_* fail */
+    int signedZeros;          /* -0 vs +0 fails */
+    int hasRtol, hasAtol;     /* overrides of the per-dtype defaults */
+    double rtol, atol;
+    int hasMaxUlp;
+    uint64_t maxUlp;
+    int nThreads;             /* compute threads; 0 picks the number of cores */
+    uint64_t nSlabBytes;      /* bytes per side per slab read; 0 picks the default */
+} parity_diff_options;
+
+void parity_diff_options_init(parity_diff_options *pOpt);
+
+/* Compares the two captures. Returns 0 with *pResult filled (any verdict), or -1 when a
+ * file cannot be read at all (zErr names it). */
+int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
+                    const char *zCompiled, parity_diff_result *pResult, char *zErr,
+                    size_t nErr);
+void parity_diff_result_free(parity_diff_result *pResult);
+
+/* Identity keys (compared, listed in identity.differs) and telemetry keys (reported side
+ * by side, never compared). NULL-terminated. */
+extern const char *const parity_identity_keys[];
+extern const char *const parity_telemetry_keys[];
+int parity_is_telemetry_key(const char *zKey);
+
+#endif

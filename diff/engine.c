@@ -1,0 +1,374 @@
+/*
+ * engine.c - parity_diff_run: two captures in, a judged parity_diff_result out.
+ *
+ * Steps: open both captures; order the eager tensors (order.c); mark inputs (tensors named
+ * by an eager "inputs" attribute); for each eager tensor in order, match the compiled tensor
+ * by path and judge it (compare.c); append compiled-only tensors; then first divergence,
+ * verdict and identity. The graph always comes from the eager capture: the compiled side
+ * may have fused intermediates away, so its own dangling "inputs" are not warned about.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "diff.h"
+#include "compare.h"
+#include "order.h"
+#include "isolate.h"
+
+void parity_diff_options_init(parity_diff_options *pOpt)
+{
+    memset(pOpt, 0, sizeof *pOpt);
+}
+
+static char *dup_string(const char *z)
+{
+    return z ? strdup(z) : NULL;
+}
+
+static int push_string(char ***pazList, size_t *pn, const char *z)
+{
+    char **azNew = realloc(*pazList, (*pn + 1) * sizeof(char *));
+    if (!azNew) return -1;
+    *pazList = azNew;
+    azNew[*pn] = strdup(z);
+    if (!azNew[*pn]) return -1;
+    (*pn)++;
+    return 0;
+}
+
+static void free_strings(char **az, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++) free(az[i]);
+    free(az);
+}
+
+/* Deep copy of attributes, so the result outlives the captures. */
+static int copy_attrs(const parity_attr *aSrc, size_t n, parity_attr **paDst)
+{
+    parity_attr *aDst = calloc(n ? n : 1, sizeof(parity_attr));
+    size_t i, k;
+    if (!aDst) return -1;
+    for (i = 0; i < n; i++) {
+        const parity_attr *s = &aSrc[i];
+        parity_attr *d = &aDst[i];
+        *d = *s;
+        d->zName = strdup(s->zName);
+        d->azStr = NULL;
+        d->aInt = NULL;
+        d->aFloat = NULL;
+        if (s->azStr) {
+            d->azStr = calloc(s->n ? s->n : 1, sizeof(char *));
+            if (d->azStr) for (k = 0; k < s->n; k++) d->azStr[k] = strdup(s->azStr[k]);
+        }
+        if (s->aInt) {
+            d->aInt = malloc((s->n ? s->n : 1) * sizeof(int64_t));
+            if (d->aInt) memcpy(d->aInt, s->aInt, s->n * sizeof(int64_t));
+        }
+        if (s->aFloat) {
+            d->aFloat = malloc((s->n ? s->n : 1) * sizeof(double));
+            if (d->aFloat) memcpy(d->aFloat, s->aFloat, s->n * sizeof(double));
+        }
+    }
+    *paDst = aDst;
+    return 0;
+}
+
+static void free_attrs(parity_attr *aAttr, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        free(aAttr[i].zName);
+        if (aAttr[i].azStr) free_strings(aAttr[i].azStr, aAttr[i].n);
+        free(aAttr[i].aInt);
+        free(aAttr[i].aFloat);
+    }
+    free(aAttr);
+}
+
+static int same_shape(const parity_tensor_info *a, const parity_tensor_info *b)
+{
+    int i;
+    if (a->rank != b->rank) return 0;
+    for (i = 0; i < a->rank; i++)
+        if (a->aDim[i] != b->aDim[i]) return 0;
+    return 1;
+}
+
+static void choose_tolerance(const parity_diff_options *pOpt, parity_dtype dt, int isInput,
+                             parity_tolerance *pTol)
+{
+    parity_tolerance_default(dt, pTol);
+    pTol->signedZeros = pOpt->signedZeros;
+    if (isInput) {
+        pTol->exact = 1;   /* the runs must have consumed the same declared data */
+        return;
+    }
+    if (pTol->exact) return;
+    if (pOpt->hasRtol) pTol->rtol = pOpt->rtol;
+    if (pOpt->hasAtol) pTol->atol = pOpt->atol;
+    if (pOpt->hasMaxUlp) {
+        pTol->useUlp = 1;
+        pTol->maxUlp = pOpt->maxUlp;
+    }
+}
+
+static void fill_shape(parity_tensor_result *pR, const parity_tensor_info *pE,
+                       const parity_tensor_info *pC)
+{
+    const parity_tensor_info *pMain = pE ? pE : pC;
+    pR->dtype = pMain->dtype;
+    pR->rank = pMain->rank;
+    memcpy(pR->aDim, pMain->aDim, sizeof pR->aDim);
+    pR->dtypeCompiled = pC ? pC->dtype : PARITY_DT_INVALID;
+    pR->rankCompiled = pC ? pC->rank : -1;
+    if (pC) memcpy(pR->aDimCompiled, pC->aDim, sizeof pR->aDimCompiled);
+}
+
+/* Judges one matched pair. */
+static void judge_pair(const parity_diff_options *pOpt, parity_capture *pEagerCap, size_t iE,
+                       parity_capture *pCompCap, long iC, parity_tensor_result *pR)
+{
+    const parity_tensor_info *pE = parity_capture_tensor(pEagerCap, iE);
+    const parity_tensor_info *pC = iC >= 0 ? parity_capture_tensor(pCompCap, (size_t)iC) : NULL;
+    parity_tensor_reader *pRdE = NULL, *pRdC = NULL;
+    char zErr[PARITY_ERR_LEN], zMsg[PARITY_ERR_LEN + 64];
+
+    fill_shape(pR, pE, pC);
+    choose_tolerance(pOpt, pE->dtype, pR->isInput, &pR->tol);
+    if (pE->zError || (pC && pC->zError)) {
+        snprintf(zMsg, sizeof zMsg, "%s: %s", pE->zError ? "eager" : "compiled",
+                 pE->zError ? pE->zError : pC->zError);
+        pR->status = PARITY_ST_ERROR;
+        pR->zMessage = strdup(zMsg);
+        return;
+    }
+    if (!pC) { pR->status = PARITY_ST_MISSING_IN_COMPILED; return; }
+    if (pE->dtype != pC->dtype) { pR->status = PARITY_ST_DTYPE_MISMATCH; return; }
+    if (!same_shape(pE, pC)) { pR->status = PARITY_ST_SHAPE_MISMATCH; return; }
+
+    parity_isolate_set_current(parity_capture_filename(pEagerCap));
+    if (parity_tensor_reader_open(pEagerCap, iE, &pRdE, zErr, sizeof zErr) != 0) {
+        snprintf(zMsg, sizeof zMsg, "eager: %s", zErr);
+        goto error;
+    }
+    parity_isolate_set_current(parity_capture_filename(pCompCap));
+    if (parity_tensor_reader_open(pCompCap, (size_t)iC, &pRdC, zErr, sizeof zErr) != 0) {
+        snprintf(zMsg, sizeof zMsg, "compiled: %s", zErr);
+        goto error;
+    }
+    parity_isolate_set_current(parity_capture_filename(pEagerCap));
+    if (compare_tensor(pRdE, pRdC, pE, &pR->tol, pOpt->nThreads, pOpt->nSlabBytes,
+                       &pR->stats, zErr, sizeof zErr) != 0) {
+        snprintf(zMsg, sizeof zMsg, "%s", zErr);
+        goto error;
+    }
+    pR->hasStats = 1;
+    pR->status = pR->stats.nMismatch > 0 ? PARITY_ST_FAIL : PARITY_ST_PASS;
+    parity_tensor_reader_close(pRdE);
+    parity_tensor_reader_close(pRdC);
+    return;
+error:
+    pR->status = PARITY_ST_ERROR;
+    pR->zMessage = strdup(zMsg);
+    parity_tensor_reader_close(pRdE);
+    parity_tensor_reader_close(pRdC);
+}
+
+static int is_failing_status(parity_status st, int strict)
+{
+    return st == PARITY_ST_FAIL || st == PARITY_ST_SHAPE_MISMATCH ||
+           st == PARITY_ST_DTYPE_MISMATCH ||
+           (strict && (st == PARITY_ST_MISSING_IN_COMPILED || st == PARITY_ST_MISSING_IN_EAGER));
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* identity.differs: every root key present on either side whose text form differs,
+ * except "side", "parity_format" and telemetry. Sorted by name. */
+static int compute_identity(parity_diff_result *pRes)
+{
+    char zA[4096], zB[4096];
+    size_t i, pass;
+    for (pass = 0; pass < 2; pass++) {
+        const parity_attr *aMine = pass == 0 ? pRes->aEagerRoot : pRes->aCompiledRoot;
+        size_t nMine = pass == 0 ? pRes->nEagerRoot : pRes->nCompiledRoot;
+        const parity_attr *aOther = pass == 0 ? pRes->aCompiledRoot : pRes->aEagerRoot;
+        size_t nOther = pass == 0 ? pRes->nCompiledRoot : pRes->nEagerRoot;
+        for (i = 0; i < nMine; i++) {
+            const char *zKey = aMine[i].zName;
+            const parity_attr *pOther = parity_attr_find(aOther, nOther, zKey);
+            if (strcmp(zKey, "side") == 0 || strcmp(zKey, "parity_format") == 0 ||
+                parity_is_telemetry_key(zKey))
+                continue;
+            if (pass == 1 && pOther) continue;   /* both present: judged in pass 0 */
+            if (pOther && aMine[i].kind == pOther->kind && aMine[i].isArray == pOther->isArray &&
+                strcmp(parity_attr_format(&aMine[i], zA, sizeof zA),
+                       parity_attr_format(pOther, zB, sizeof zB)) == 0)
+                continue;
+            if (push_string(&pRes->azIdentityDiffers, &pRes->nIdentityDiffers, zKey) != 0) return -1;
+        }
+    }
+    qsort(pRes->azIdentityDiffers, pRes->nIdentityDiffers, sizeof(char *), compare_names);
+    return 0;
+}
+
+int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
+                    const char *zCompiled, parity_diff_result *pRes, char *zErr,
+                    size_t nErr)
+{
+    parity_capture *pEagerCap = NULL, *pCompCap = NULL;
+    size_t nE, nC, i, k, *aOrder = NULL;
+    char **azWarn = NULL, *aIsInput = NULL, *aMatched = NULL;
+    const parity_attr *aRoot;
+    size_t nRoot;
+    int rc = -1, anyError = 0, anyFail = 0;
+
+    memset(pRes, 0, sizeof *pRes);
+    pRes->inputsMatch = 1;
+    pRes->strict = pOpt->strict;
+    pRes->signedZeros = pOpt->signedZeros;
+    pRes->zEagerFile = strdup(zEager);
+    pRes->zCompiledFile = strdup(zCompiled);
+
+    parity_isolate_set_current(zEager);
+    if (parity_capture_open(zEager, &pEagerCap, zErr, nErr) != 0) goto cleanup;
+    parity_isolate_set_current(zCompiled);
+    if (parity_capture_open(zCompiled, &pCompCap, zErr, nErr) != 0) goto cleanup;
+
+    aRoot = parity_capture_root_attrs(pEagerCap, &nRoot);
+    if (copy_attrs(aRoot, nRoot, &pRes->aEagerRoot) != 0) goto oom;
+    pRes->nEagerRoot = nRoot;
+    aRoot = parity_capture_root_attrs(pCompCap, &nRoot);
+    if (copy_attrs(aRoot, nRoot, &pRes->aCompiledRoot) != 0) goto oom;
+    pRes->nCompiledRoot = nRoot;
+    if (compute_identity(pRes) != 0) goto oom;
+
+    nE = parity_capture_count(pEagerCap);
+    nC = parity_capture_count(pCompCap);
+    aOrder = malloc((nE ? nE : 1) * sizeof(size_t));
+    azWarn = calloc(nE ? nE : 1, sizeof(char *));
+    aIsInput = calloc(nE ? nE : 1, 1);
+    aMatched = calloc(nC ? nC : 1, 1);
+    pRes->aTensor = calloc(nE + nC + 1, sizeof(parity_tensor_result));
+    if (!aOrder || !azWarn || !aIsInput || !aMatched || !pRes->aTensor) goto oom;
+    if (order_compute(pEagerCap, 1, aOrder, azWarn) != 0) goto oom;
+
+    for (i = 0; i < nE; i++) {
+        const parity_tensor_info *pT = parity_capture_tensor(pEagerCap, i);
+        for (k = 0; k < pT->nInput; k++) {
+            long iIn = parity_capture_find(pEagerCap, pT->azInput[k]);
+            /* An op's output named by a later op is an intermediate, judged by tolerance;
+             * only data no op produced (graph inputs, parameters) must match bit for bit. */
+            if (iIn >= 0 && !parity_capture_tensor(pEagerCap, (size_t)iIn)->zOp) aIsInput[iIn] = 1;
+        }
+    }
+
+    for (k = 0; k < nE; k++) {
+        size_t iE = aOrder[k];
+        const parity_tensor_info *pE = parity_capture_tensor(pEagerCap, iE);
+        long iC = parity_capture_find(pCompCap, pE->zPath);
+        parity_tensor_result *pR = &pRes->aTensor[pRes->nTensor++];
+
+        pR->zName = strdup(pE->zPath);
+        pR->zOp = dup_string(pE->zOp);
+        pR->hasOrder = pE->hasOrder;
+        pR->iOrder = pE->iOrder;
+        pR->isInput = aIsInput[iE];
+        if (azWarn[iE] && push_string(&pR->azWarning, &pR->nWarning, azWarn[iE]) != 0) goto oom;
+        if (iC >= 0) aMatched[iC] = 1;
+        judge_pair(pOpt, pEagerCap, iE, pCompCap, iC, pR);
+        if (pR->status == PARITY_ST_PASS && pR->stats.nElem == 0 && pE->nElem == 0) {
+            if (push_string(&pR->azWarning, &pR->nWarning, "zero-size tensor: nothing to compare") != 0)
+                goto oom;
+        }
+        if (pR->isInput && pR->status != PARITY_ST_PASS && pR->status != PARITY_ST_MISSING_IN_COMPILED) {
+            pRes->inputsMatch = 0;
+            if (push_string(&pRes->azInputDiffers, &pRes->nInputDiffers, pR->zName) != 0) goto oom;
+        }
+    }
+    for (i = 0; i < nC; i++) {
+        const parity_tensor_info *pC;
+        parity_tensor_result *pR;
+        if (aMatched[i]) continue;
+        pC = parity_capture_tensor(pCompCap, i);
+        pR = &pRes->aTensor[pRes->nTensor++];
+        pR->zName = strdup(pC->zPath);
+        pR->zOp = dup_string(pC->zOp);
+        pR->hasOrder = pC->hasOrder;
+        pR->iOrder = pC->iOrder;
+        fill_shape(pR, NULL, pC);
+        pR->rankCompiled = pC->rank;
+        parity_tolerance_default(pC->dtype, &pR->tol);
+        pR->status = PARITY_ST_MISSING_IN_EAGER;
+        if (pC->zError) {
+            char zMsg[PARITY_ERR_LEN + 16];
+            snprintf(zMsg, sizeof zMsg, "compiled: %s", pC->zError);
+            pR->status = PARITY_ST_ERROR;
+            pR->zMessage = strdup(zMsg);
+        }
+    }
+
+    /* Global warnings: one line per tensor warning, so the text report and stderr can
+     * show them without walking every tensor. */
+    for (k = 0; k < pRes->nTensor; k++) {
+        parity_tensor_result *pR = &pRes->aTensor[k];
+        for (i = 0; i < pR->nWarning; i++) {
+            char zLine[1200];
+            snprintf(zLine, sizeof zLine, "%.400s: %.700s", pR->zName, pR->azWarning[i]);
+            if (push_string(&pRes->azWarning, &pRes->nWarning, zLine) != 0) goto oom;
+        }
+    }
+
+    for (k = 0; k < pRes->nTensor; k++) {
+        parity_status st = pRes->aTensor[k].status;
+        if (st == PARITY_ST_ERROR) anyError = 1;
+        if (is_failing_status(st, pOpt->strict)) {
+            anyFail = 1;
+            if (!pRes->zFirstDivergence) pRes->zFirstDivergence = strdup(pRes->aTensor[k].zName);
+        }
+    }
+    if (!pRes->inputsMatch) anyFail = 1;
+    pRes->verdict = anyError ? PARITY_VERDICT_ERROR
+                  : anyFail ? PARITY_VERDICT_FAIL : PARITY_VERDICT_PASS;
+    rc = 0;
+    goto cleanup;
+oom:
+    snprintf(zErr, nErr, "out of memory");
+cleanup:
+    if (azWarn) for (i = 0; i < parity_capture_count(pEagerCap); i++) free(azWarn[i]);
+    free(azWarn);
+    free(aOrder);
+    free(aIsInput);
+    free(aMatched);
+    parity_capture_close(pEagerCap);
+    parity_capture_close(pCompCap);
+    parity_isolate_set_current(NULL);
+    if (rc != 0) parity_diff_result_free(pRes);
+    return rc;
+}
+
+void parity_diff_result_free(parity_diff_result *pRes)
+{
+    size_t k;
+    for (k = 0; k < pRes->nTensor; k++) {
+        parity_tensor_result *pR = &pRes->aTensor[k];
+        free(pR->zName);
+        free(pR->zOp);
+        free(pR->zCause);
+        free(pR->zMessage);
+        free_strings(pR->azWarning, pR->nWarning);
+    }
+    free(pRes->aTensor);
+    free(pRes->zEagerFile);
+    free(pRes->zCompiledFile);
+    free(pRes->zFirstDivergence);
+    free_strings(pRes->azInputDiffers, pRes->nInputDiffers);
+    free_attrs(pRes->aEagerRoot, pRes->nEagerRoot);
+    free_attrs(pRes->aCompiledRoot, pRes->nCompiledRoot);
+    free_strings(pRes->azIdentityDiffers, pRes->nIdentityDiffers);
+    free_strings(pRes->azWarning, pRes->nWarning);
+    memset(pRes, 0, sizeof *pRes);
+}

@@ -1,0 +1,220 @@
+/*
+ * paritydiff.c - the command line: diff an eager and a compiled capture.
+ *
+ *   paritydiff [OPTIONS] EAGER.h5 COMPILED.h5
+ *
+ * Exit status (as cmp and diff): 0 the runs agree, 1 they diverge, 2 trouble (bad
+ * arguments, a file that cannot be read, a tensor that cannot be used). Everything that
+ * touches libhdf5 runs in a supervised child (isolate.c), so a hostile file costs one line
+ * on stderr and exit 2, never a crash.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "diff.h"
+#include "isolate.h"
+#include "../reports/report.h"
+
+#ifndef PARITY_VERSION
+#define PARITY_VERSION "0.0.0"
+#endif
+
+static const char *g_zProgram = "paritydiff";
+
+typedef struct {
+    parity_diff_options diff;
+    const char *zJson;
+    int quiet;
+    const char *zEager, *zCompiled;
+} cli_args;
+
+static void usage(FILE *pOut)
+{
+    fprintf(pOut,
+"Usage: paritydiff [OPTIONS] EAGER.h5 COMPILED.h5\n"
+"Compare the tensors of an eager capture and a compiled capture (HDF5), tensor by\n"
+"tensor, and say where the runs diverge.\n"
+"\n"
+"Tolerance (default: torch.testing.assert_close's per dtype; integers and bool exact):\n"
+"      --rtol X            relative tolerance for every float tensor\n"
+"      --atol X            absolute tolerance for every float tensor\n"
+"      --max-ulp N         also accept elements within N ulps (in the tensor's dtype)\n"
+"      --signed-zeros      -0 vs +0 is a mismatch (default: equal)\n"
+"      --strict            tensors missing on one side fail the diff\n"
+"\n"
+"Output:\n"
+"      --json FILE         write the JSON report to FILE ('-': stdout, and no text report)\n"
+"  -q, --quiet             no text report; the exit status says it all\n"
+"\n"
+"Resources:\n"
+"      --threads N         compute threads (default: all cores)\n"
+"      --timeout SEC       give up after SEC seconds in all (default: no limit)\n"
+"      --stall-timeout SEC give up when reading makes no progress for SEC seconds\n"
+"                          (default 60; libhdf5 can hang on corrupt files)\n"
+"      --max-memory MIB    address-space limit of the reading process (default 8192)\n"
+"\n"
+"  -h, --help              show this help and exit\n"
+"  -V, --version           show the version and exit\n"
+"\n"
+"Exit status: 0 all tensors pass, 1 divergence, 2 trouble.\n"
+"Formats: formats/FORMAT.md; JSON schema: diff/REPORT.md.\n");
+}
+
+static int usage_error(const char *zFmt, const char *zArg)
+{
+    fprintf(stderr, "%s: ", g_zProgram);
+    fprintf(stderr, zFmt, zArg);
+    fprintf(stderr, "\nTry 'paritydiff --help' for more information.\n");
+    return 2;
+}
+
+static int parse_double(const char *z, double *pValue)
+{
+    char *zEnd;
+    errno = 0;
+    *pValue = strtod(z, &zEnd);
+    return errno == 0 && zEnd != z && *zEnd == 0 && isfinite(*pValue) && *pValue >= 0.0;
+}
+
+static int parse_uint(const char *z, unsigned long long nMax, unsigned long long *pValue)
+{
+    char *zEnd;
+    if (z[0] == '-' || z[0] == 0) return 0;
+    errno = 0;
+    *pValue = strtoull(z, &zEnd, 10);
+    return errno == 0 && *zEnd == 0 && *pValue <= nMax;
+}
+
+/* The work done inside the supervised child: diff, report, exit code. */
+static int run_diff(void *pArg)
+{
+    cli_args *pArgs = pArg;
+    parity_diff_result res;
+    char zErr[PARITY_ERR_LEN];
+    int code;
+    size_t i;
+
+    if (parity_diff_run(&pArgs->diff, pArgs->zEager, pArgs->zCompiled, &res, zErr, sizeof zErr) != 0) {
+        fprintf(stderr, "%s: %s\n", g_zProgram, zErr);
+        return 2;
+    }
+    code = res.verdict == PARITY_VERDICT_PASS ? 0 : res.verdict == PARITY_VERDICT_FAIL ? 1 : 2;
+    for (i = 0; i < res.nWarning; i++) fprintf(stderr, "%s: warning: %s\n", g_zProgram, res.azWarning[i]);
+    if (res.verdict == PARITY_VERDICT_ERROR) {
+        /* One line naming the first unusable tensor; the reports carry the rest. */
+        for (i = 0; i < res.nTensor; i++) {
+            if (res.aTensor[i].status == PARITY_ST_ERROR) {
+                fprintf(stderr, "%s: %s: %s: %s\n", g_zProgram,
+                        strncmp(res.aTensor[i].zMessage ? res.aTensor[i].zMessage : "", "compiled", 8) == 0
+                            ? pArgs->zCompiled : pArgs->zEager,
+                        res.aTensor[i].zName,
+                        res.aTensor[i].zMessage ? res.aTensor[i].zMessage : "unusable");
+                break;
+            }
+        }
+    }
+    if (pArgs->zJson) {
+        if (parity_report_json(&res, pArgs->zJson, zErr, sizeof zErr) != 0) {
+            fprintf(stderr, "%s: %s\n", g_zProgram, zErr);
+            code = 2;
+        }
+    }
+    if (!pArgs->quiet && !(pArgs->zJson && strcmp(pArgs->zJson, "-") == 0)) {
+        if (parity_report_text(&res, stdout) != 0) {
+            fprintf(stderr, "%s: cannot write the report to stdout\n", g_zProgram);
+            code = 2;
+        }
+    }
+    if (fflush(stdout) != 0) code = 2;
+    parity_diff_result_free(&res);
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    enum { OPT_RTOL = 256, OPT_ATOL, OPT_MAX_ULP, OPT_SIGNED_ZEROS, OPT_STRICT, OPT_JSON,
+           OPT_THREADS, OPT_TIMEOUT, OPT_STALL, OPT_MAX_MEMORY, OPT_SLAB };
+    static const struct option aLong[] = {
+        { "rtol", required_argument, NULL, OPT_RTOL },
+        { "atol", required_argument, NULL, OPT_ATOL },
+        { "max-ulp", required_argument, NULL, OPT_MAX_ULP },
+        { "signed-zeros", no_argument, NULL, OPT_SIGNED_ZEROS },
+        { "strict", no_argument, NULL, OPT_STRICT },
+        { "json", required_argument, NULL, OPT_JSON },
+        { "quiet", no_argument, NULL, 'q' },
+        { "threads", required_argument, NULL, OPT_THREADS },
+        { "timeout", required_argument, NULL, OPT_TIMEOUT },
+        { "stall-timeout", required_argument, NULL, OPT_STALL },
+        { "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
+        { "slab-bytes", required_argument, NULL, OPT_SLAB },   /* for tests and benchmarks */
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 }
+    };
+    cli_args args;
+    parity_isolate_limits limits = { 60, 0, 8192 };
+    unsigned long long u;
+    int c;
+
+    memset(&args, 0, sizeof args);
+    parity_diff_options_init(&args.diff);
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "qhV", aLong, NULL)) != -1) {
+        switch (c) {
+        case OPT_RTOL:
+            if (!parse_double(optarg, &args.diff.rtol)) return usage_error("invalid --rtol '%s'", optarg);
+            args.diff.hasRtol = 1;
+            break;
+        case OPT_ATOL:
+            if (!parse_double(optarg, &args.diff.atol)) return usage_error("invalid --atol '%s'", optarg);
+            args.diff.hasAtol = 1;
+            break;
+        case OPT_MAX_ULP:
+            if (!parse_uint(optarg, (1ULL << 63) - 1, &u)) return usage_error("invalid --max-ulp '%s'", optarg);
+            args.diff.hasMaxUlp = 1;
+            args.diff.maxUlp = u;
+            break;
+        case OPT_SIGNED_ZEROS: args.diff.signedZeros = 1; break;
+        case OPT_STRICT: args.diff.strict = 1; break;
+        case OPT_JSON: args.zJson = optarg; break;
+        case 'q': args.quiet = 1; break;
+        case OPT_THREADS:
+            if (!parse_uint(optarg, 64, &u) || u == 0) return usage_error("invalid --threads '%s' (1 to 64)", optarg);
+            args.diff.nThreads = (int)u;
+            break;
+        case OPT_TIMEOUT:
+            if (!parse_uint(optarg, 1000000, &u)) return usage_error("invalid --timeout '%s'", optarg);
+            limits.timeoutSeconds = (unsigned)u;
+            break;
+        case OPT_STALL:
+            if (!parse_uint(optarg, 1000000, &u)) return usage_error("invalid --stall-timeout '%s'", optarg);
+            limits.stallSeconds = (unsigned)u;
+            break;
+        case OPT_MAX_MEMORY:
+            if (!parse_uint(optarg, 1ULL << 30, &u)) return usage_error("invalid --max-memory '%s'", optarg);
+            limits.maxMemoryMiB = (size_t)u;
+            break;
+        case OPT_SLAB:
+            if (!parse_uint(optarg, 1ULL << 34, &u) || u == 0) return usage_error("invalid --slab-bytes '%s'", optarg);
+            args.diff.nSlabBytes = u;
+            break;
+        case 'h': usage(stdout); return 0;
+        case 'V': printf("paritydiff %s\n", PARITY_VERSION); return 0;
+        default:
+            if (optopt && optopt < 256) {
+                char zOpt[3] = { '-', (char)optopt, 0 };
+                return usage_error("invalid option '%s'", zOpt);
+            }
+            return usage_error("invalid option '%s'", argv[optind - 1]);
+        }
+    }
+    if (argc - optind != 2)
+        return usage_error("%s", argc - optind < 2 ? "missing operand: need EAGER.h5 and COMPILED.h5"
+                                                   : "too many operands");
+    args.zEager = argv[optind];
+    args.zCompiled = argv[optind + 1];
+    return parity_isolate_run(g_zProgram, run_diff, &args, &limits);
+}

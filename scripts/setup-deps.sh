@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages parity needs to build, test and benchmark.
+# Idempotent: packages already present are skipped, and apt-get is not called at all
+# when nothing is missing (so a warm machine spends no time here).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libhdf5-dev hdf5-tools          # capture format (HDF5 1.10) and h5diff for the benchmark
+  libmpfr-dev libgmp-dev          # high-precision reference
+  libcriterion-dev                # unit tests
+  libjansson-dev                  # JSON reports
+  clang-14 libclang-rt-14-dev     # libFuzzer harnesses and sanitizer runtime
+  python3 python3-h5py python3-numpy   # tests and the example only, never the tools
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup-deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
