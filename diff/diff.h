@@ -67,11 +67,12 @@ typedef struct {
     char *zOp;                 /* eager "op", or NULL */
     int hasOrder;
     int64_t iOrder;
-    parity_dtype dtype;        /* eager dtype (compiled's when missing in eager) */
+    parity_dtype dtype;        /* eager dtype (compiled's when missing in eager);
+                                * rank/aDim likewise */
     parity_dtype dtypeCompiled;
     int rank;
     uint64_t aDim[PARITY_MAX_RANK];
-    int rankCompiled;
+    int rankCompiled;          /* -1 when the tensor is missing in compiled */
     uint64_t aDimCompiled[PARITY_MAX_RANK];
     parity_status status;
     char *zCause;              /* NULL until the judgement work fills it */
@@ -98,7 +99,8 @@ typedef struct {
     size_t nCompiledRoot;
     char **azIdentityDiffers;  /* identity keys whose values differ */
     size_t nIdentityDiffers;
-    char **azWarning;          /* global warnings (for example dangling inputs) */
+    char **azWarning;          /* every warning as "name: text" (tensor warnings included),
+                                * so stderr and the top of a report need not walk tensors */
     size_t nWarning;
     parity_tensor_result *aTensor;  /* execution order; then tensors only in compiled */
     size_t nTensor;

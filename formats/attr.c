@@ -3,9 +3,10 @@
  *
  * The text form is used both to show identity values and to decide whether two values
  * differ, so it must be deterministic and lossless for strings and integers; floats are
- * printed with 17 significant digits (round-trip exact for binary64).
+ * printed with the fewest of 15 to 17 significant digits that round-trip exactly.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "capture.h"
 
@@ -52,10 +53,17 @@ char *parity_attr_format(const parity_attr *pAttr, char *zBuf, size_t nBuf)
             snprintf(zItem, sizeof zItem, "%lld", (long long)pAttr->aInt[i]);
             append(zBuf, nBuf, &nLen, zItem);
             break;
-        case PARITY_ATTR_FLOAT:
-            snprintf(zItem, sizeof zItem, "%.17g", pAttr->aFloat[i]);
+        case PARITY_ATTR_FLOAT: {
+            /* Shortest of 15..17 digits that reads back as the same double: 41.7, not
+             * 41.700000000000003, yet still lossless for comparisons. */
+            int nDigit;
+            for (nDigit = 15; nDigit <= 17; nDigit++) {
+                snprintf(zItem, sizeof zItem, "%.*g", nDigit, pAttr->aFloat[i]);
+                if (strtod(zItem, NULL) == pAttr->aFloat[i]) break;
+            }
             append(zBuf, nBuf, &nLen, zItem);
             break;
+        }
         case PARITY_ATTR_OTHER:
             break;
         }

@@ -1,0 +1,334 @@
+/*
+ * report_text.c - the text report paritydiff prints for people, and the helpers both
+ * report writers share (declared in report.h).
+ *
+ * The report reads top-down like diff or cmp output: a verdict line with counts, the first
+ * divergence, differing inputs and global warnings, then one block per tensor worth
+ * looking at (every non-pass tensor, and passing ones that carry warnings) in execution
+ * order, then identity differences and telemetry side by side, and a closing count. No
+ * colors: the output is often piped into files and CI logs.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <string.h>
+#include "report.h"
+
+/* Room for one formatted attribute value; longer values are truncated, which is fine for
+ * a report meant to be read on a terminal. */
+#define REPORT_VALUE_LEN 256
+
+/* ---- shared helpers ------------------------------------------------------------- */
+
+void parity_report_count_statuses(const parity_diff_result *pRes,
+                                  uint64_t aCount[PARITY_REPORT_NSTATUS])
+{
+    size_t i;
+    memset(aCount, 0, sizeof(uint64_t) * PARITY_REPORT_NSTATUS);
+    for (i = 0; i < pRes->nTensor; i++) {
+        unsigned st = (unsigned)pRes->aTensor[i].status;
+        if (st < (unsigned)PARITY_REPORT_NSTATUS) aCount[st]++;
+    }
+}
+
+/* A result built by hand (or by a buggy engine) must not make us index past aDim. */
+static int report_clamp_rank(int rank)
+{
+    if (rank < 0) return 0;
+    return rank > PARITY_MAX_RANK ? PARITY_MAX_RANK : rank;
+}
+
+int parity_report_has_compiled(const parity_tensor_result *pT)
+{
+    return pT->status != PARITY_ST_MISSING_IN_COMPILED && pT->rankCompiled >= 0;
+}
+
+void parity_report_compiled_shape(const parity_tensor_result *pT, int *pRank,
+                                  const uint64_t **paDim)
+{
+    *pRank = report_clamp_rank(pT->rankCompiled);
+    *paDim = pT->aDimCompiled;
+}
+
+void parity_report_shape(const parity_tensor_result *pT, int *pRank, const uint64_t **paDim)
+{
+    if (pT->status == PARITY_ST_MISSING_IN_EAGER) {
+        parity_report_compiled_shape(pT, pRank, paDim);
+    } else {
+        *pRank = report_clamp_rank(pT->rank);
+        *paDim = pT->aDim;
+    }
+}
+
+uint64_t parity_report_elements(const parity_tensor_result *pT)
+{
+    int i, rank;
+    const uint64_t *aDim;
+    uint64_t nElem = 1;
+
+    if (pT->hasStats) return pT->stats.nElem;
+    parity_report_shape(pT, &rank, &aDim);
+    /* A zero extent anywhere empties the tensor even if the other extents overflow. */
+    for (i = 0; i < rank; i++)
+        if (aDim[i] == 0) return 0;
+    for (i = 0; i < rank; i++)
+        if (__builtin_mul_overflow(nElem, aDim[i], &nElem)) return UINT64_MAX;
+    return nElem;
+}
+
+int parity_report_worst_index(const parity_tensor_result *pT, uint64_t *aIndex)
+{
+    int rank;
+    const uint64_t *aDim;
+
+    if (!pT->hasStats || pT->stats.nElem == 0) return 0;
+    parity_report_shape(pT, &rank, &aDim);
+    parity_unravel(rank, aDim, pT->stats.worstLinear, aIndex);
+    return 1;
+}
+
+int parity_report_has_slice(const parity_tensor_result *pT)
+{
+    return pT->hasStats && pT->stats.nMismatch > 0;
+}
+
+/* snprintf-append at *pLen, keeping zBuf NUL-terminated when the text does not fit. */
+static void report_appendf(char *zBuf, size_t nBuf, size_t *pLen, const char *zFormat, ...)
+    __attribute__((format(printf, 4, 5)));
+static void report_appendf(char *zBuf, size_t nBuf, size_t *pLen, const char *zFormat, ...)
+{
+    va_list ap;
+    int n;
+    if (*pLen + 1 >= nBuf) return;
+    va_start(ap, zFormat);
+    n = vsnprintf(zBuf + *pLen, nBuf - *pLen, zFormat, ap);
+    va_end(ap);
+    if (n < 0) return;
+    *pLen += (size_t)n < nBuf - *pLen ? (size_t)n : nBuf - 1 - *pLen;
+}
+
+char *parity_report_format_dims(int rank, const uint64_t *aLo, const uint64_t *aHi,
+                                char *zBuf, size_t nBuf)
+{
+    int i;
+    size_t nLen = 0;
+
+    if (nBuf == 0) return zBuf;
+    zBuf[0] = 0;
+    report_appendf(zBuf, nBuf, &nLen, "[");
+    for (i = 0; i < rank; i++) {
+        report_appendf(zBuf, nBuf, &nLen, "%s%" PRIu64, i > 0 ? ", " : "", aLo[i]);
+        if (aHi) report_appendf(zBuf, nBuf, &nLen, ":%" PRIu64, aHi[i]);
+    }
+    report_appendf(zBuf, nBuf, &nLen, "]");
+    return zBuf;
+}
+
+/* ---- the text report ------------------------------------------------------------ */
+
+/* Prints a status or verdict name in capitals so it stands out without colors. */
+static void report_put_upper(FILE *pOut, const char *zName)
+{
+    for (; *zName; zName++) {
+        char c = *zName;
+        fputc(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c, pOut);
+    }
+}
+
+static const parity_tensor_result *report_find_tensor(const parity_diff_result *pRes,
+                                                      const char *zName)
+{
+    size_t i;
+    for (i = 0; i < pRes->nTensor; i++)
+        if (pRes->aTensor[i].zName && strcmp(pRes->aTensor[i].zName, zName) == 0)
+            return &pRes->aTensor[i];
+    return NULL;
+}
+
+/* Whether the compiled side exists and differs from the shown dtype or shape: then the
+ * block header names the compiled dtype and shape too. */
+static int report_compiled_differs(const parity_tensor_result *pT)
+{
+    int i;
+    if (!parity_report_has_compiled(pT) || pT->status == PARITY_ST_MISSING_IN_EAGER) return 0;
+    if (pT->dtypeCompiled != pT->dtype || pT->rankCompiled != pT->rank) return 1;
+    for (i = 0; i < pT->rank && i < PARITY_MAX_RANK; i++)
+        if (pT->aDimCompiled[i] != pT->aDim[i]) return 1;
+    return 0;
+}
+
+static void report_put_header(FILE *pOut, const parity_tensor_result *pT)
+{
+    char zDims[PARITY_REPORT_DIMS_LEN];
+    int rank;
+    const uint64_t *aDim;
+
+    report_put_upper(pOut, parity_status_name(pT->status));
+    fprintf(pOut, " %s", pT->zName ? pT->zName : "?");
+    if (pT->zOp) fprintf(pOut, " (%s)", pT->zOp);
+    parity_report_shape(pT, &rank, &aDim);
+    fprintf(pOut, " %s %s", parity_dtype_name(pT->dtype),
+            parity_report_format_dims(rank, aDim, NULL, zDims, sizeof zDims));
+    if (report_compiled_differs(pT)) {
+        parity_report_compiled_shape(pT, &rank, &aDim);
+        fprintf(pOut, " vs compiled %s %s", parity_dtype_name(pT->dtypeCompiled),
+                parity_report_format_dims(rank, aDim, NULL, zDims, sizeof zDims));
+    }
+    if (pT->isInput) fputs(" [input]", pOut);
+    fputc('\n', pOut);
+}
+
+static void report_put_stats(FILE *pOut, const parity_tensor_result *pT)
+{
+    const parity_tensor_stats *pS = &pT->stats;
+    const parity_tolerance *pTol = &pT->tol;
+    char zDims[PARITY_REPORT_DIMS_LEN];
+    uint64_t aIndex[PARITY_MAX_RANK];
+    int rank;
+    const uint64_t *aDim;
+
+    fprintf(pOut, "  mismatches %" PRIu64 " of %" PRIu64 "; max abs %.4g, max rel %.4g, "
+            "max ulp %" PRIu64 ", rel l2 %.4g\n", pS->nMismatch, pS->nElem, pS->maxAbsErr,
+            pS->maxRelErr, pS->maxUlp, parity_stats_rel_l2(pS));
+    if (pS->nNanMismatch > 0 || pS->nSignedZeroMismatch > 0)
+        fprintf(pOut, "  nan/inf mismatches %" PRIu64 ", signed zero mismatches %" PRIu64 "\n",
+                pS->nNanMismatch, pS->nSignedZeroMismatch);
+    if (parity_report_worst_index(pT, aIndex)) {
+        parity_report_shape(pT, &rank, &aDim);
+        fprintf(pOut, "  worst %s score %.4g",
+                parity_report_format_dims(rank, aIndex, NULL, zDims, sizeof zDims),
+                pS->worstScore);
+        if (parity_report_has_slice(pT))
+            fprintf(pOut, "; affected slice %s",
+                    parity_report_format_dims(rank, pS->aSliceLo, pS->aSliceHi, zDims,
+                                              sizeof zDims));
+        fputc('\n', pOut);
+    }
+    if (pTol->exact) {
+        fputs("  tolerance exact", pOut);
+    } else {
+        fprintf(pOut, "  tolerance atol %.4g, rtol %.4g", pTol->atol, pTol->rtol);
+        if (pTol->useUlp) fprintf(pOut, ", max ulp %" PRIu64, pTol->maxUlp);
+    }
+    fputs(pTol->signedZeros ? ", signed zeros\n" : "\n", pOut);
+}
+
+/* Blocks go to tensors that are not pass, and to passing ones that carry warnings. */
+static int report_has_block(const parity_tensor_result *pT)
+{
+    return pT->status != PARITY_ST_PASS || pT->nWarning > 0;
+}
+
+static void report_put_tensor(FILE *pOut, const parity_tensor_result *pT)
+{
+    size_t i;
+
+    fputc('\n', pOut);
+    report_put_header(pOut, pT);
+    /* A passing tensor is only shown for its warnings: its figures are not news. */
+    if (pT->hasStats && pT->status != PARITY_ST_PASS) report_put_stats(pOut, pT);
+    if (pT->zCause) fprintf(pOut, "  cause: %s\n", pT->zCause);
+    if (pT->zMessage) fprintf(pOut, "  error: %s\n", pT->zMessage);
+    for (i = 0; i < pT->nWarning; i++) fprintf(pOut, "  warning: %s\n", pT->azWarning[i]);
+}
+
+/* Whether a global warning is the engine's "name: warning" copy of a tensor warning that
+ * the tensor's block already shows; the top of the report then skips it. */
+static int report_is_block_warning(const parity_diff_result *pRes, const char *zWarning)
+{
+    size_t i, j;
+    for (i = 0; i < pRes->nTensor; i++) {
+        const parity_tensor_result *pT = &pRes->aTensor[i];
+        size_t nName;
+        if (pT->nWarning == 0 || !pT->zName || !report_has_block(pT)) continue;
+        nName = strlen(pT->zName);
+        if (strncmp(zWarning, pT->zName, nName) != 0 || strncmp(zWarning + nName, ": ", 2) != 0)
+            continue;
+        for (j = 0; j < pT->nWarning; j++)
+            if (strcmp(zWarning + nName + 2, pT->azWarning[j]) == 0) return 1;
+    }
+    return 0;
+}
+
+/* "key: eager | compiled" with "(absent)" for a side that lacks the attribute. */
+static void report_put_pair(FILE *pOut, const char *zKey, const parity_diff_result *pRes)
+{
+    char zEager[REPORT_VALUE_LEN], zCompiled[REPORT_VALUE_LEN];
+    const parity_attr *pEager = parity_attr_find(pRes->aEagerRoot, pRes->nEagerRoot, zKey);
+    const parity_attr *pCompiled =
+        parity_attr_find(pRes->aCompiledRoot, pRes->nCompiledRoot, zKey);
+
+    fprintf(pOut, "  %s: %s | %s\n", zKey,
+            pEager ? parity_attr_format(pEager, zEager, sizeof zEager) : "(absent)",
+            pCompiled ? parity_attr_format(pCompiled, zCompiled, sizeof zCompiled)
+                      : "(absent)");
+}
+
+/* Telemetry keys in eager order, then those only compiled has. */
+static void report_put_telemetry(FILE *pOut, const parity_diff_result *pRes)
+{
+    size_t i;
+    int isFirst = 1;
+
+    for (i = 0; i < pRes->nEagerRoot + pRes->nCompiledRoot; i++) {
+        const char *zKey = i < pRes->nEagerRoot
+                               ? pRes->aEagerRoot[i].zName
+                               : pRes->aCompiledRoot[i - pRes->nEagerRoot].zName;
+        if (!parity_is_telemetry_key(zKey)) continue;
+        if (i >= pRes->nEagerRoot && parity_attr_find(pRes->aEagerRoot, pRes->nEagerRoot, zKey))
+            continue;
+        if (isFirst) fputs("\ntelemetry (eager | compiled):\n", pOut);
+        isFirst = 0;
+        report_put_pair(pOut, zKey, pRes);
+    }
+}
+
+int parity_report_text(const parity_diff_result *pRes, FILE *pOut)
+{
+    uint64_t aCount[PARITY_REPORT_NSTATUS];
+    size_t i;
+    int st;
+
+    parity_report_count_statuses(pRes, aCount);
+    fputs("verdict: ", pOut);
+    report_put_upper(pOut, parity_verdict_name(pRes->verdict));
+    fprintf(pOut, " (%zu tensors", pRes->nTensor);
+    for (st = 0; st < PARITY_REPORT_NSTATUS; st++)
+        if (aCount[st] > 0)
+            fprintf(pOut, ", %" PRIu64 " %s", aCount[st], parity_status_name((parity_status)st));
+    fputs(")\n", pOut);
+
+    if (pRes->zFirstDivergence) {
+        const parity_tensor_result *pFirst = report_find_tensor(pRes, pRes->zFirstDivergence);
+        fprintf(pOut, "first divergence: %s", pRes->zFirstDivergence);
+        if (pFirst && pFirst->zOp) fprintf(pOut, " (%s)", pFirst->zOp);
+        fputc('\n', pOut);
+    } else {
+        fputs("first divergence: none\n", pOut);
+    }
+    if (!pRes->inputsMatch) {
+        fputs("inputs differ:", pOut);
+        for (i = 0; i < pRes->nInputDiffers; i++)
+            fprintf(pOut, "%s %s", i > 0 ? "," : "", pRes->azInputDiffers[i]);
+        fputc('\n', pOut);
+    }
+    for (i = 0; i < pRes->nWarning; i++)
+        if (!report_is_block_warning(pRes, pRes->azWarning[i]))
+            fprintf(pOut, "warning: %s\n", pRes->azWarning[i]);
+
+    for (i = 0; i < pRes->nTensor; i++) {
+        const parity_tensor_result *pT = &pRes->aTensor[i];
+        if (report_has_block(pT)) report_put_tensor(pOut, pT);
+    }
+
+    if (pRes->nIdentityDiffers > 0) {
+        fputs("\nidentity differs (eager | compiled):\n", pOut);
+        for (i = 0; i < pRes->nIdentityDiffers; i++)
+            report_put_pair(pOut, pRes->azIdentityDiffers[i], pRes);
+    }
+    report_put_telemetry(pOut, pRes);
+
+    fprintf(pOut, "\n%" PRIu64 " of %zu tensors passed\n", aCount[PARITY_ST_PASS],
+            pRes->nTensor);
+    if (fflush(pOut) != 0 || ferror(pOut)) return -1;
+    return 0;
+}
