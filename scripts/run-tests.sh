@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds parity twice (optimised, and with ASan+UBSan) and runs
+# every test in both builds. This is the README's test command and all that .ci/run does.
+#
+# Sanitizer builds: Criterion 2.4.1 counts a test as passing despite a sanitizer report,
+# so the tests are built with -fno-sanitize-recover=all (a report aborts the test) and the
+# ctest output is also scanned for any "runtime error:" or "Sanitizer" line.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup-deps.sh
+
+jobs=$(nproc)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWERROR=ON >/dev/null
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure -j"$jobs")
+
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DENABLE_ASAN=ON -DENABLE_UBSAN=ON -DWERROR=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+log=$(mktemp)
+status=0
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+   ctest --output-on-failure -j"$jobs") 2>&1 | tee "$log" || status=$?
+if grep -qE "runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer" "$log"; then
+  echo "run-tests: a sanitizer reported an error (see above)" >&2
+  status=1
+fi
+rm -f "$log"
+exit $status

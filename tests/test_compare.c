@@ -1,0 +1,271 @@
+/*
+ * test_compare.c - the element-wise judge (diff/compare.c) and execution order
+ * (diff/order.c), tested directly on buffers and small captures.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "diff/compare.h"
+#include "diff/order.h"
+
+static compare_spec spec_f32(int rank, const uint64_t *aDim)
+{
+    compare_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.dtype = PARITY_DT_F32;
+    spec.rank = rank;
+    spec.aDim = aDim;
+    parity_tolerance_default(PARITY_DT_F32, &spec.tol);
+    return spec;
+}
+
+static parity_tensor_stats judge(const compare_spec *pSpec, const float *e, const float *c, size_t n)
+{
+    parity_tensor_stats st;
+    compare_stats_init(&st);
+    compare_block(pSpec, e, c, 0, n, &st);
+    return st;
+}
+
+Test(compare, identical_passes_with_zero_error)
+{
+    uint64_t aDim[1] = { 4 };
+    compare_spec spec = spec_f32(1, aDim);
+    float e[4] = { 1.0f, -2.0f, 0.0f, 3.5f };
+    parity_tensor_stats st = judge(&spec, e, e, 4);
+    cr_assert_eq(st.nMismatch, 0);
+    cr_assert_eq(st.nBitDiff, 0);
+    cr_assert_eq(st.maxAbsErr, 0.0);
+    cr_assert_eq(st.aUlpHist[0], 4);
+    cr_assert_eq(st.worstLinear, 0);
+    cr_assert_float_eq(st.sumSqRef, 1.0 + 4.0 + 12.25, 1e-12);
+}
+
+Test(compare, nan_same_place_passes_one_side_fails)
+{
+    uint64_t aDim[1] = { 3 };
+    compare_spec spec = spec_f32(1, aDim);
+    float e[3] = { NAN, 1.0f, NAN };
+    float c[3] = { -NAN, NAN, NAN };   /* payload/sign differ at 0: still NaN vs NaN */
+    parity_tensor_stats st = judge(&spec, e, c, 3);
+    cr_assert_eq(st.nNanMismatch, 1);
+    cr_assert_eq(st.nMismatch, 1);
+    cr_assert_eq(st.worstLinear, 1);
+    cr_assert(isinf(st.worstScore));
+    cr_assert_eq(st.aSliceLo[0], 1);
+    cr_assert_eq(st.aSliceHi[0], 2);
+    cr_assert_eq(st.maxUlp, 0, "non-finite pairs stay out of max_ulp");
+}
+
+Test(compare, infinities)
+{
+    uint64_t aDim[1] = { 3 };
+    compare_spec spec = spec_f32(1, aDim);
+    float e[3] = { INFINITY, INFINITY, -INFINITY };
+    float c[3] = { INFINITY, -INFINITY, 3.0e38f };
+    parity_tensor_stats st = judge(&spec, e, c, 3);
+    cr_assert_eq(st.nNanMismatch, 2);
+    cr_assert_eq(st.nMismatch, 2);
+    cr_assert_eq(st.aSliceLo[0], 1);
+    cr_assert_eq(st.aSliceHi[0], 3);
+}
+
+Test(compare, signed_zero_policy)
+{
+    uint64_t aDim[1] = { 2 };
+    compare_spec spec = spec_f32(1, aDim);
+    float e[2] = { 0.0f, 1.0f }, c[2] = { -0.0f, 1.0f };
+    parity_tensor_stats st = judge(&spec, e, c, 2);
+    cr_assert_eq(st.nMismatch, 0);
+    cr_assert_eq(st.nSignedZeroMismatch, 1);
+    cr_assert_eq(st.maxUlp, 0);
+    spec.tol.signedZeros = 1;
+    st = judge(&spec, e, c, 2);
+    cr_assert_eq(st.nMismatch, 1);
+}
+
+Test(compare, tolerance_boundary_and_ulps)
+{
+    uint64_t aDim[1] = { 2 };
+    compare_spec spec = spec_f32(1, aDim);
+    /* allowed = 1e-5 + 1.3e-6 * 1 = 1.13e-5 */
+    float e[2] = { 1.0f, 1.0f };
+    float c[2] = { 1.0f + 8e-6f, 1.0f + 2e-5f };
+    parity_tensor_stats st = judge(&spec, e, c, 2);
+    cr_assert_eq(st.nMismatch, 1);
+    cr_assert_eq(st.worstLinear, 1);
+    cr_assert_eq(st.maxUlp, (uint64_t)((c[1] - 1.0f) / 0x1p-23f));
+    cr_assert_float_eq(st.maxRelErr, (double)c[1] - 1.0, 1e-15);
+    /* With --max-ulp large enough, the same element passes. */
+    spec.tol.useUlp = 1;
+    spec.tol.maxUlp = st.maxUlp;
+    st = judge(&spec, e, c, 2);
+    cr_assert_eq(st.nMismatch, 0);
+    spec.tol.maxUlp -= 1;
+    st = judge(&spec, e, c, 2);
+    cr_assert_eq(st.nMismatch, 1);
+}
+
+Test(compare, relative_error_floor_is_smallest_normal)
+{
+    uint64_t aDim[1] = { 1 };
+    compare_spec spec = spec_f32(1, aDim);
+    float e[1] = { 0x1p-140f }, c[1] = { 0x1p-139f };   /* subnormals */
+    parity_tensor_stats st = judge(&spec, e, c, 1);
+    cr_assert_float_eq(st.maxRelErr, (0x1p-139 - 0x1p-140) / 0x1p-126, 1e-20);
+    cr_assert_eq(st.nMismatch, 0, "tiny absolute difference is within atol");
+    cr_assert_eq(st.maxUlp, 1u << 9, "subnormal ulps are 2^-149 apart: 2^-140 is 512 of them");
+}
+
+Test(compare, exact_mode_fails_any_bit_difference)
+{
+    uint64_t aDim[1] = { 3 };
+    compare_spec spec = spec_f32(1, aDim);
+    float e[3] = { 1.0f, 0.0f, NAN }, c[3] = { nextafterf(1.0f, 2.0f), -0.0f, NAN };
+    spec.tol.exact = 1;
+    parity_tensor_stats st = judge(&spec, e, c, 3);
+    cr_assert_eq(st.nMismatch, 2, "1 ulp and -0 differ bit for bit; identical NaN does not");
+    cr_assert_eq(st.maxUlp, 1);
+}
+
+Test(compare, worst_ties_go_to_lowest_index_across_blocks)
+{
+    uint64_t aDim[2] = { 4, 5 };
+    compare_spec spec = spec_f32(2, aDim);
+    float e[20], c[20];
+    parity_tensor_stats whole, merged, part;
+    int i;
+    for (i = 0; i < 20; i++) e[i] = c[i] = (float)i;
+    c[7] = 7.5f;
+    c[13] = 13.5f;            /* same absolute error, larger |e|: lower score */
+    compare_stats_init(&whole);
+    compare_block(&spec, e, c, 0, 20, &whole);
+    /* Same data judged in blocks, merged in order. */
+    compare_stats_init(&merged);
+    for (i = 0; i < 20; i += 6) {
+        size_t n = 20 - i < 6 ? 20 - i : 6;
+        compare_stats_init(&part);
+        compare_block(&spec, e + i, c + i, (uint64_t)i, n, &part);
+        compare_stats_merge(&merged, &part, 2);
+    }
+    cr_assert_eq(whole.nMismatch, 2);
+    cr_assert_eq(whole.worstLinear, 7, "allowed grows with |e|: index 7 scores higher");
+    cr_assert_eq(merged.worstLinear, whole.worstLinear);
+    cr_assert_eq(merged.worstScore, whole.worstScore);
+    cr_assert_eq(merged.nMismatch, whole.nMismatch);
+    cr_assert_eq(merged.maxUlp, whole.maxUlp);
+    cr_assert_eq(memcmp(merged.aUlpHist, whole.aUlpHist, sizeof whole.aUlpHist), 0);
+    /* Bounding box: (1,2) and (2,3) -> rows [1,3), cols [2,4). */
+    cr_assert_eq(merged.aSliceLo[0], 1);
+    cr_assert_eq(merged.aSliceHi[0], 3);
+    cr_assert_eq(merged.aSliceLo[1], 2);
+    cr_assert_eq(merged.aSliceHi[1], 4);
+}
+
+Test(compare, exact_ties_keep_first)
+{
+    uint64_t aDim[1] = { 6 };
+    compare_spec spec = spec_f32(1, aDim);
+    float e[6] = { 1, 1, 1, 1, 1, 1 }, c[6] = { 1, 1, 2, 1, 2, 1 };
+    parity_tensor_stats a, b;
+    compare_stats_init(&a);
+    compare_block(&spec, e, c, 0, 3, &a);
+    compare_stats_init(&b);
+    compare_block(&spec, e + 3, c + 3, 3, 3, &b);
+    compare_stats_merge(&a, &b, 1);
+    cr_assert_eq(a.worstLinear, 2);
+}
+
+Test(compare, bf16_ulps_are_bf16_ulps)
+{
+    uint64_t aDim[1] = { 1 };
+    compare_spec spec;
+    uint16_t e[1] = { 0x3f80 }, c[1] = { 0x3f83 };   /* 1.0 and 1.0 + 3 bf16 ulps */
+    parity_tensor_stats st;
+    memset(&spec, 0, sizeof spec);
+    spec.dtype = PARITY_DT_BF16;
+    spec.rank = 1;
+    spec.aDim = aDim;
+    parity_tolerance_default(PARITY_DT_BF16, &spec.tol);
+    compare_stats_init(&st);
+    compare_block(&spec, e, c, 0, 1, &st);
+    cr_assert_eq(st.maxUlp, 3);
+    cr_assert_float_eq(st.maxAbsErr, 3 * 0x1p-7, 1e-12);
+    cr_assert_eq(st.nMismatch, 1, "3 bf16 ulps at 1.0 (0.0234) exceed 1.6e-2 + 1e-5");
+    c[0] = 0x3f81;   /* one ulp, 0.0078: within bf16's default tolerance */
+    compare_stats_init(&st);
+    compare_block(&spec, e, c, 0, 1, &st);
+    cr_assert_eq(st.maxUlp, 1);
+    cr_assert_eq(st.nMismatch, 0);
+}
+
+/* ---- order ------------------------------------------------------------------------- */
+
+static char g_zDir[256];
+
+static void setup_dir(void)
+{
+    snprintf(g_zDir, sizeof g_zDir, "/tmp/parity-test-order-XXXXXX");
+    cr_assert_not_null(mkdtemp(g_zDir));
+}
+
+static void teardown_dir(void)
+{
+    char zCmd[300];
+    snprintf(zCmd, sizeof zCmd, "rm -rf '%s'", g_zDir);
+    cr_assert_eq(system(zCmd), 0);
+}
+
+static void add(parity_writer *pW, const char *zPath, const char *zOp, const char **azIn,
+                size_t nIn, int order)
+{
+    float v = 1.0f;
+    uint64_t aDim[1] = { 1 };
+    cr_assert_eq(parity_writer_tensor(pW, zPath, PARITY_DT_F32, 1, aDim, &v), 0);
+    if (zOp) cr_assert_eq(parity_writer_attr_string(pW, zPath, "op", zOp), 0);
+    if (nIn) cr_assert_eq(parity_writer_attr_strings(pW, zPath, "inputs", azIn, nIn), 0);
+    if (order >= 0) cr_assert_eq(parity_writer_attr_int(pW, zPath, "order", order), 0);
+}
+
+Test(order, order_attr_then_topological_then_cycles, .init = setup_dir, .fini = teardown_dir)
+{
+    char zFile[400], zErr[PARITY_ERR_LEN];
+    parity_writer *pW;
+    parity_capture *pCap;
+    const char *in_x[] = { "/x" }, *in_b[] = { "b" };   /* relative path means "/b" */
+    const char *in_c1[] = { "/c2" }, *in_c2[] = { "/c1" }, *in_missing[] = { "/nowhere" };
+    size_t aOrder[16], i;
+    char *azWarn[16] = { 0 };
+    /* z has an order; then Kahn with ties by name: dangle and x are ready first. */
+    const char *azExpect[] = { "/z", "/dangle", "/x", "/b", "/a", "/c1", "/c2" };
+
+    snprintf(zFile, sizeof zFile, "%s/g.h5", g_zDir);
+    cr_assert_eq(parity_writer_open(zFile, &pW, zErr, sizeof zErr), 0, "%s", zErr);
+    add(pW, "/x", NULL, NULL, 0, -1);
+    add(pW, "/z", "relu", in_x, 1, 0);        /* has order: first despite its name */
+    add(pW, "/b", "relu", in_x, 1, -1);       /* topological: b before a (a needs b) */
+    add(pW, "/a", "relu", in_b, 1, -1);
+    add(pW, "/c1", "relu", in_c1, 1, -1);     /* cycle c1 <-> c2 */
+    add(pW, "/c2", "relu", in_c2, 1, -1);
+    add(pW, "/dangle", "relu", in_missing, 1, -1);
+    cr_assert_eq(parity_writer_close(pW, zErr, sizeof zErr), 0, "%s", zErr);
+
+    cr_assert_eq(parity_capture_open(zFile, &pCap, zErr, sizeof zErr), 0, "%s", zErr);
+    cr_assert_eq(parity_capture_count(pCap), 7);
+    cr_assert_eq(order_compute(pCap, 1, aOrder, azWarn), 0);
+    for (i = 0; i < 7; i++)
+        cr_assert_str_eq(parity_capture_tensor(pCap, aOrder[i])->zPath, azExpect[i], "position %zu", i);
+    for (i = 0; i < 7; i++) {
+        const char *zPath = parity_capture_tensor(pCap, i)->zPath;
+        if (strcmp(zPath, "/c1") == 0 || strcmp(zPath, "/c2") == 0)
+            cr_assert(azWarn[i] && strstr(azWarn[i], "cycle"), "%s warned", zPath);
+        else if (strcmp(zPath, "/dangle") == 0)
+            cr_assert(azWarn[i] && strstr(azWarn[i], "/nowhere"));
+        else
+            cr_assert_null(azWarn[i], "%s has no warning", zPath);
+        free(azWarn[i]);
+    }
+    parity_capture_close(pCap);
+}
