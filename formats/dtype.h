@@ -12,7 +12,8 @@
  * +0 and -0 both map to 0 (Bruce Dawson, "Comparing Floating Point Numbers", 2012; the
  * same ordering IEEE 754-2008 5.10 totalOrder uses for finite values). The distance of two
  * finite values is |key(a) - key(b)|. For integer dtypes the "ulp" is 1: the distance is
- * the integer difference. Distances saturate at INT64_MAX (only reachable in f64/i64/u64).
+ * the integer difference. Distances saturate at INT64_MAX (reachable in f64/i64/u64, and by
+ * NaNs of opposite sign in any float format; callers keep NaN out of distances).
  */
 #ifndef PARITY_DTYPE_H
 #define PARITY_DTYPE_H
@@ -66,20 +67,27 @@ double parity_dtype_smallest_normal(parity_dtype dt);
 double parity_dtype_max_finite(parity_dtype dt);
 
 /* Decode n elements of little-endian storage (native layout as read from HDF5 into a
- * native memory type) to binary64. Bool decodes nonzero bytes to 1.0. */
+ * native memory type) to binary64. Bool decodes nonzero bytes to 1.0. pDst and pSrc must
+ * not overlap (except pDst == pSrc for 8-byte dtypes). */
 void parity_decode(parity_dtype dt, const void *pSrc, double *pDst, size_t n);
 
 /* Ordered-integer keys of n elements (see the header comment). For floats NaN gets a key
  * too (beyond the infinities); callers handle NaN before using keys. Integers map to
- * themselves (uint64 above INT64_MAX saturates to INT64_MAX). */
+ * themselves, except uint64, which maps to value - 2^63 (only differences of keys carry
+ * meaning). pDst and pSrc must not overlap. */
 void parity_ulp_keys(parity_dtype dt, const void *pSrc, int64_t *pKeys, size_t n);
 
-/* |a - b| of two keys, saturating at INT64_MAX. */
-uint64_t parity_ulp_distance(int64_t a, int64_t b);
+/* |a - b| of two keys, saturating at INT64_MAX. Inline: it runs once per differing element.
+ * The true |a - b| is at most 2^64 - 1, so the unsigned difference is exact. */
+static inline uint64_t parity_ulp_distance(int64_t a, int64_t b)
+{
+    uint64_t d = a >= b ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a;
+    return d > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : d;
+}
 
 /* Encode a binary64 into one element of dt with round-to-nearest-even, respecting the
- * dtype's subnormals and overflow rules (f16/bf16/e5m2 overflow to inf; e4m3fn has no inf
- * and saturating is not IEEE, so overflow gives NaN like torch's non-saturating cast).
+ * dtype's subnormals and overflow rules (f16/bf16/e5m2 overflow to inf as IEEE rounding
+ * does; e4m3fn has no inf, so what rounds above 448 becomes NaN, as torch's cast does).
  * Integers round to nearest and clamp. Used by the writer, tests and the fuzzer. */
 void parity_encode(parity_dtype dt, double value, void *pDst);
 
