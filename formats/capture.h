@@ -135,6 +135,13 @@ int parity_tensor_read(parity_tensor_reader *pRd, const parity_slab *pSlab, void
                        char *zErr, size_t nErr);
 void parity_tensor_reader_close(parity_tensor_reader *pRd);
 
+/* When the tensor's bytes sit in the file exactly in our storage form (contiguous layout,
+ * no filters, little-endian or single-byte, fully allocated and inside the file), stores
+ * their byte offset in *pOffset and the file's name in *pzFile and returns 1, so callers
+ * may map the file instead of copying through libhdf5. Returns 0 otherwise. */
+int parity_tensor_reader_raw_offset(const parity_tensor_reader *pRd, uint64_t *pOffset,
+                                    const char **pzFile);
+
 /* A hook called after each slab read and each dataset opened, so a supervising process
  * can tell slow progress from a hang. NULL by default. */
 void parity_capture_set_heartbeat(void (*xBeat)(void));
