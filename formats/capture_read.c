@@ -41,6 +41,9 @@ struct parity_capture {
 };
 
 struct parity_tensor_reader {
+    int hasRawOffset;        /* see parity_tensor_reader_raw_offset */
+    uint64_t rawOffset;
+    const char *zFile;       /* the capture's name; the capture outlives its readers */
     hid_t hDset;
     hid_t hMemType;
     parity_dtype dtype;
@@ -490,7 +493,9 @@ static void interpret_tensor_attrs(parity_tensor_info *pT)
         }
     }
     if (pInputs) {
-        if (pInputs->kind != PARITY_ATTR_STRING) {
+        /* h5py stores attrs["inputs"] = [] (an op without operands) as float64[0]: an
+         * empty array of any type means no inputs. */
+        if (pInputs->kind != PARITY_ATTR_STRING && !(pInputs->isArray && pInputs->n == 0)) {
             if (!pT->zError) pT->zError = dup_string("attribute 'inputs' must be strings");
         } else {
             pT->azInput = calloc(pInputs->n ? pInputs->n : 1, sizeof(char *));
@@ -756,6 +761,45 @@ const parity_attr *parity_capture_root_attrs(const parity_capture *pCap, size_t 
 
 /* ---- reading ----------------------------------------------------------------------- */
 
+/* Decides whether the raw bytes may be read straight from the file. Everything that could
+ * make them differ from what H5Dread would give is excluded: chunking and filters, external
+ * storage, big-endian order, unallocated storage (fill values), and any offset or size a
+ * corrupt header could make point outside the file. */
+static void find_raw_offset(const parity_capture *pCap, const parity_tensor_info *pT,
+                            parity_tensor_reader *pRd, hid_t hDcpl, hid_t hFileType)
+{
+    size_t nSize = parity_dtype_size(pT->dtype);
+    uint64_t nBytes = pT->nElem * nSize;
+    haddr_t offset;
+    hsize_t nStored, nFileSize = 0;
+
+    pRd->hasRawOffset = 0;
+    if (hDcpl < 0 || pT->nElem == 0 || pT->rank == 0) return;
+    if (H5Pget_layout(hDcpl) != H5D_CONTIGUOUS || H5Pget_nfilters(hDcpl) != 0 ||
+        H5Pget_external_count(hDcpl) != 0)
+        return;
+    if (H5Tget_size(hFileType) != nSize) return;
+    if (nSize > 1 && H5Tget_class(hFileType) != H5T_ENUM && H5Tget_order(hFileType) != H5T_ORDER_LE)
+        return;
+    offset = H5Dget_offset(pRd->hDset);
+    nStored = H5Dget_storage_size(pRd->hDset);
+    if (offset == HADDR_UNDEF || nStored != nBytes) return;
+    if (H5Fget_filesize(pCap->hFile, &nFileSize) < 0) return;
+    if (offset > nFileSize || nBytes > nFileSize - offset) return;
+    pRd->rawOffset = offset;
+    pRd->zFile = pCap->zFile;
+    pRd->hasRawOffset = 1;
+}
+
+int parity_tensor_reader_raw_offset(const parity_tensor_reader *pRd, uint64_t *pOffset,
+                                    const char **pzFile)
+{
+    if (!pRd->hasRawOffset) return 0;
+    *pOffset = pRd->rawOffset;
+    *pzFile = pRd->zFile;
+    return 1;
+}
+
 int parity_tensor_reader_open(parity_capture *pCap, size_t i, parity_tensor_reader **ppRd,
                               char *zErr, size_t nErr)
 {
@@ -803,6 +847,7 @@ int parity_tensor_reader_open(parity_capture *pCap, size_t i, parity_tensor_read
     if (hType < 0) goto fail;
     pRd->hMemType = memory_type(pT->dtype, hType);
     if (pRd->hMemType < 0) goto fail;
+    find_raw_offset(pCap, pT, pRd, hDcpl, hType);
     H5Tclose(hType);
     if (hDcpl >= 0) H5Pclose(hDcpl);
     H5Pclose(hDapl);
