@@ -582,6 +582,26 @@ static int describe_dataset(hid_t hFile, const char *zPath, parity_tensor_info *
         if (!pT->zError) pT->zError = dup_string("external raw storage is refused (it reads other files)");
         goto cleanup;
     }
+    {
+        /* A filter this libhdf5 lacks (h5py's own lzf, say) would fail every read: say so
+         * now, by name, rather than "read failed" later. */
+        int nFilter = H5Pget_nfilters(hDcpl), iFilter;
+        for (iFilter = 0; iFilter < nFilter && !pT->zError; iFilter++) {
+            unsigned flags = 0, aValue[8];
+            size_t nValue = 8;
+            char zName[64] = "";
+            H5Z_filter_t id = H5Pget_filter2(hDcpl, (unsigned)iFilter, &flags, &nValue, aValue,
+                                             sizeof zName, zName, NULL);
+            if (id < 0 || H5Zfilter_avail(id) <= 0) {
+                char zMsg[200];
+                zName[sizeof zName - 1] = 0;
+                snprintf(zMsg, sizeof zMsg, "compressed with filter %d (%s), which this libhdf5 lacks",
+                         (int)id, zName[0] ? zName : "unnamed");
+                pT->zError = dup_string(zMsg);
+            }
+        }
+        if (pT->zError) goto cleanup;
+    }
 
     hType = H5Dget_type(hDset);
     if (hType < 0) { if (!pT->zError) pT->zError = dup_string("cannot read element type"); goto cleanup; }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <hdf5.h>
 #include "capture.h"
@@ -61,6 +62,13 @@ int parity_writer_open(const char *zFile, parity_writer **ppW, char *zErr, size_
         free(pW->zTemp);
         pW->zTemp = NULL;
         goto fail;
+    }
+    {
+        /* mkstemp creates 0600; a capture is an ordinary file, so give it the mode any
+         * other new file would get (0666 less the umask, read back by setting it). */
+        mode_t mask = umask(0);
+        umask(mask);
+        fchmod(fd, 0666 & ~mask);
     }
     close(fd);
     pW->hFile = H5Fcreate(pW->zTemp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
@@ -143,7 +151,8 @@ static int write_attr(parity_writer *pW, const char *zPath, const char *zName, h
     if (hSpace < 0) goto done;
     hAttr = H5Acreate2(hObj, zName, hType, hSpace, H5P_DEFAULT, H5P_DEFAULT);
     if (hAttr < 0) goto done;
-    if (H5Awrite(hAttr, hType, pData) < 0) goto done;
+    /* An empty array has nothing to write (HDF5 refuses a NULL buffer even then). */
+    if ((n > 0 || !isArray) && H5Awrite(hAttr, hType, pData) < 0) goto done;
     rc = 0;
 done:
     if (rc != 0) fail(pW, "cannot write attribute '%s'", zName);
