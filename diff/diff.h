@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include "../formats/capture.h"
 #include "../tolerance/tolerance.h"
+#include "../tolerance/judge.h"
 
 #define PARITY_ULP_BUCKETS 64   /* bucket 0: distance 0; bucket k: [2^(k-1), 2^k) */
 
@@ -75,12 +76,23 @@ typedef struct {
     int rankCompiled;          /* -1 when the tensor is missing in compiled */
     uint64_t aDimCompiled[PARITY_MAX_RANK];
     parity_status status;
-    char *zCause;              /* NULL until the judgement work fills it */
+    char *zCause;              /* "local", "propagated", "unknown", or NULL when passing */
     char *zMessage;            /* why status is error, or NULL */
     int isInput;               /* named by an eager "inputs" attribute */
     int hasStats;              /* stats filled (status pass or fail) */
     parity_tensor_stats stats;
-    parity_tolerance tol;      /* the tolerance that was applied */
+    parity_tolerance tol;      /* the per-dtype tolerance (decides when no model does) */
+    /* Semantic judgement (diff/semantic.c): when the tensor's op is in the registry and
+     * its inputs were captured, the op's reference and error model decide pass/fail, and
+     * stats.nMismatch, worst and slice describe the elements the model fails. */
+    int hasJudgement;
+    parity_judgement judgement;
+    const char *zModelOp;      /* registry op that judged (static string), or NULL */
+    const char *zModel;        /* its model in one line (static string), or NULL */
+    parity_dtype accDtype;     /* accumulation dtype the model assumed */
+    char *zModelNote;          /* why no model judged this op tensor, or NULL */
+    int hasLocalCheck;         /* the reference was recomputed from compiled inputs */
+    uint64_t nLocalFail;       /* elements failing against that local reference */
     char **azWarning;
     size_t nWarning;
 } parity_tensor_result;

@@ -13,6 +13,7 @@
 #include "compare.h"
 #include "order.h"
 #include "isolate.h"
+#include "semantic.h"
 
 void parity_diff_options_init(parity_diff_options *pOpt)
 {
@@ -181,6 +182,18 @@ static int is_failing_status(parity_status st, int strict)
            (strict && (st == PARITY_ST_MISSING_IN_COMPILED || st == PARITY_ST_MISSING_IN_EAGER));
 }
 
+/* Did any input of pT fail earlier in execution order (or differ, for graph inputs)? */
+static int upstream_failed(const parity_diff_result *pRes, const parity_tensor_info *pT)
+{
+    size_t k, j;
+    for (k = 0; k < pT->nInput; k++)
+        for (j = 0; j < pRes->nTensor; j++)
+            if (pRes->aTensor[j].zName && strcmp(pRes->aTensor[j].zName, pT->azInput[k]) == 0 &&
+                pRes->aTensor[j].status == PARITY_ST_FAIL)
+                return 1;
+    return 0;
+}
+
 static int compare_names(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -211,7 +224,9 @@ static int compute_identity(parity_diff_result *pRes)
             if (push_string(&pRes->azIdentityDiffers, &pRes->nIdentityDiffers, zKey) != 0) return -1;
         }
     }
-    qsort(pRes->azIdentityDiffers, pRes->nIdentityDiffers, sizeof(char *), compare_names);
+    /* qsort's base must not be NULL even for 0 elements (UBSan: nonnull argument). */
+    if (pRes->nIdentityDiffers > 1)
+        qsort(pRes->azIdentityDiffers, pRes->nIdentityDiffers, sizeof(char *), compare_names);
     return 0;
 }
 
@@ -280,6 +295,13 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         if (azWarn[iE] && push_string(&pR->azWarning, &pR->nWarning, azWarn[iE]) != 0) goto oom;
         if (iC >= 0) aMatched[iC] = 1;
         judge_pair(pOpt, pEagerCap, iE, pCompCap, iC, pR);
+        if (!pR->isInput)
+            semantic_judge(pOpt, pEagerCap, iE, pCompCap, iC, upstream_failed(pRes, pE), pR);
+        if (pR->status == PARITY_ST_FAIL && !pR->zCause && !pE->zOp) {
+            /* No op above it in the graph: a differing input or plain tensor is its own
+             * cause. */
+            pR->zCause = strdup("local");
+        }
         if (pR->status == PARITY_ST_PASS && pR->stats.nElem == 0 && pE->nElem == 0) {
             if (push_string(&pR->azWarning, &pR->nWarning, "zero-size tensor: nothing to compare") != 0)
                 goto oom;
@@ -322,14 +344,20 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         }
     }
 
+    /* First divergence: the earliest failing tensor whose own computation broke its bound
+     * (cause "local"); when no failure could be localised, the earliest failure. */
     for (k = 0; k < pRes->nTensor; k++) {
-        parity_status st = pRes->aTensor[k].status;
-        if (st == PARITY_ST_ERROR) anyError = 1;
-        if (is_failing_status(st, pOpt->strict)) {
+        const parity_tensor_result *pR = &pRes->aTensor[k];
+        if (pR->status == PARITY_ST_ERROR) anyError = 1;
+        if (is_failing_status(pR->status, pOpt->strict)) {
             anyFail = 1;
-            if (!pRes->zFirstDivergence) pRes->zFirstDivergence = strdup(pRes->aTensor[k].zName);
+            if (!pRes->zFirstDivergence && pR->zCause && strcmp(pR->zCause, "local") == 0)
+                pRes->zFirstDivergence = strdup(pR->zName);
         }
     }
+    for (k = 0; k < pRes->nTensor && !pRes->zFirstDivergence; k++)
+        if (is_failing_status(pRes->aTensor[k].status, pOpt->strict))
+            pRes->zFirstDivergence = strdup(pRes->aTensor[k].zName);
     if (!pRes->inputsMatch) anyFail = 1;
     pRes->verdict = anyError ? PARITY_VERDICT_ERROR
                   : anyFail ? PARITY_VERDICT_FAIL : PARITY_VERDICT_PASS;
@@ -359,6 +387,7 @@ void parity_diff_result_free(parity_diff_result *pRes)
         free(pR->zOp);
         free(pR->zCause);
         free(pR->zMessage);
+        free(pR->zModelNote);
         free_strings(pR->azWarning, pR->nWarning);
     }
     free(pRes->aTensor);

@@ -295,6 +295,39 @@ static int report_tensor_stats(json_t *pObj, const parity_tensor_result *pT)
     return rc;
 }
 
+/* The semantic judgement: the op's model, its bound, both sides' errors against the MPFR
+ * reference and the per-element classes; null when no model judged the tensor. */
+static json_t *report_judgement(const parity_tensor_result *pT)
+{
+    const parity_judgement *pJ = &pT->judgement;
+    json_t *pObj, *pClasses;
+    int rc = 0;
+
+    if (!pT->hasJudgement) return json_null();
+    pObj = json_object();
+    pClasses = json_object();
+    rc |= report_set(pClasses, "within", report_uint(pJ->nWithin));
+    rc |= report_set(pClasses, "compiled_worse", report_uint(pJ->nCompiledWorse));
+    rc |= report_set(pClasses, "eager_worse", report_uint(pJ->nEagerWorse));
+    rc |= report_set(pClasses, "both_beyond", report_uint(pJ->nBothBeyond));
+    rc |= report_set(pClasses, "nonfinite_divergence", report_uint(pJ->nNonFinite));
+    rc |= report_set(pObj, "model", report_string(pT->zModelOp));
+    rc |= report_set(pObj, "model_description", report_string(pT->zModel));
+    rc |= report_set(pObj, "acc_dtype", report_dtype(pT->accDtype));
+    rc |= report_set(pObj, "reference", json_string("all"));
+    rc |= report_set(pObj, "checked", report_uint(pJ->nChecked));
+    rc |= report_set(pObj, "max_bound", report_real(pJ->maxBound));
+    rc |= report_set(pObj, "compiled_max_abs_err", report_real(pJ->maxErrCompiled));
+    rc |= report_set(pObj, "eager_max_abs_err", report_real(pJ->maxErrEager));
+    rc |= report_set(pObj, "compiled_max_ulp", report_real(pJ->maxUlpCompiled));
+    rc |= report_set(pObj, "eager_max_ulp", report_real(pJ->maxUlpEager));
+    rc |= report_set(pObj, "classes", pClasses);
+    rc |= report_set(pObj, "local_check", pT->hasLocalCheck ? json_true() : json_false());
+    rc |= report_set(pObj, "local_failures",
+                     pT->hasLocalCheck ? report_uint(pT->nLocalFail) : json_null());
+    return report_finish(pObj, rc);
+}
+
 static json_t *report_tensor(const parity_tensor_result *pT, size_t iPosition)
 {
     json_t *pObj = json_object();
@@ -322,6 +355,8 @@ static json_t *report_tensor(const parity_tensor_result *pT, size_t iPosition)
     rc |= report_set(pObj, "tolerance", report_tolerance(&pT->tol));
     rc |= report_set(pObj, "elements", report_uint(parity_report_elements(pT)));
     rc |= report_tensor_stats(pObj, pT);
+    rc |= report_set(pObj, "judgement", report_judgement(pT));
+    rc |= report_set(pObj, "model_note", report_string(pT->zModelNote));
     return report_finish(pObj, rc);
 }
 

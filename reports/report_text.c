@@ -203,6 +203,19 @@ static void report_put_stats(FILE *pOut, const parity_tensor_result *pT)
                                               sizeof zDims));
         fputc('\n', pOut);
     }
+    if (pT->hasJudgement) {
+        const parity_judgement *pJ = &pT->judgement;
+        fprintf(pOut, "  vs MPFR reference: compiled max %.4g (%.3g ulp), eager max %.4g (%.3g ulp), "
+                "bound up to %.4g\n", pJ->maxErrCompiled, pJ->maxUlpCompiled, pJ->maxErrEager,
+                pJ->maxUlpEager, pJ->maxBound);
+        fprintf(pOut, "  classes: %" PRIu64 " within, %" PRIu64 " compiled worse, %" PRIu64
+                " eager worse, %" PRIu64 " both beyond, %" PRIu64 " non-finite divergences\n",
+                pJ->nWithin, pJ->nCompiledWorse, pJ->nEagerWorse, pJ->nBothBeyond,
+                pJ->nNonFinite);
+        fprintf(pOut, "  model %s (acc %s): %s\n", pT->zModelOp, parity_dtype_name(pT->accDtype),
+                pT->zModel);
+        return;
+    }
     if (pTol->exact) {
         fputs("  tolerance exact", pOut);
     } else {
@@ -228,6 +241,7 @@ static void report_put_tensor(FILE *pOut, const parity_tensor_result *pT)
     if (pT->hasStats && pT->status != PARITY_ST_PASS) report_put_stats(pOut, pT);
     if (pT->zCause) fprintf(pOut, "  cause: %s\n", pT->zCause);
     if (pT->zMessage) fprintf(pOut, "  error: %s\n", pT->zMessage);
+    if (pT->zModelNote && pT->status != PARITY_ST_PASS) fprintf(pOut, "  note: %s\n", pT->zModelNote);
     for (i = 0; i < pT->nWarning; i++) fprintf(pOut, "  warning: %s\n", pT->azWarning[i]);
 }
 
@@ -301,6 +315,8 @@ int parity_report_text(const parity_diff_result *pRes, FILE *pOut)
         const parity_tensor_result *pFirst = report_find_tensor(pRes, pRes->zFirstDivergence);
         fprintf(pOut, "first divergence: %s", pRes->zFirstDivergence);
         if (pFirst && pFirst->zOp) fprintf(pOut, " (%s)", pFirst->zOp);
+        if (pFirst && pFirst->zCause && strcmp(pFirst->zCause, "local") == 0)
+            fputs(", root cause: its own kernel breaks the error bound", pOut);
         fputc('\n', pOut);
     } else {
         fputs("first divergence: none\n", pOut);

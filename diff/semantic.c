@@ -1,0 +1,216 @@
+/*
+ * semantic.c - the bridge between captures and the op registry: which tensors get a
+ * model, loading their operands, the verdict, and the local/propagated cause.
+ *
+ * The rule. Each op tensor is judged twice when the compiled capture holds the op's inputs:
+ *  - local: the compiled output against the reference recomputed from the compiled
+ *    inputs. Beyond the bound means the compiled kernel is wrong for what it was given:
+ *    fail, cause "local".
+ *  - divergence: both outputs against the reference from the eager inputs (the classes
+ *    within / compiled_worse / eager_worse / both_beyond of judge.h). When the local check
+ *    passes but this fails, the tensor only echoes different inputs. If one of those inputs
+ *    failed earlier in execution order, the tensor fails with cause "propagated", so the
+ *    whole affected region is visible; otherwise its inputs differ from eager only by
+ *    legitimate rounding, and it passes.
+ * Without the inputs in the compiled capture (fused away) only the divergence judgement is
+ * possible: a failure there has cause "unknown" (or "propagated" after an upstream failure).
+ * Known limit: a fused region's legitimate rounding is not propagated into the bound yet,
+ * so ops whose inputs were fused away are judged as if they had the eager inputs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "semantic.h"
+#include "operand.h"
+#include "isolate.h"
+
+static void note(parity_tensor_result *pR, const char *zFmt, const char *zArg)
+{
+    char zBuf[2 * PARITY_ERR_LEN];
+    snprintf(zBuf, sizeof zBuf, zFmt, zArg);
+    free(pR->zModelNote);
+    pR->zModelNote = strdup(zBuf);
+}
+
+/* Loads the operands named by azInput from pCap. Returns 0; 1 when one is missing or
+ * unusable (zErr says which); -1 on a read failure (zErr). */
+static int load_inputs(parity_capture *pCap, char **azInput, size_t nInput,
+                       parity_operand *aOp, uint64_t nBudget, char *zErr, size_t nErr)
+{
+    size_t k;
+    uint64_t nTotal = 0;
+    for (k = 0; k < nInput; k++) {
+        long iIn = parity_capture_find(pCap, azInput[k]);
+        const parity_tensor_info *pT = iIn >= 0 ? parity_capture_tensor(pCap, (size_t)iIn) : NULL;
+        if (!pT || pT->zError) {
+            snprintf(zErr, nErr, "input %s is %s", azInput[k], pT ? "unusable" : "not captured");
+            return 1;
+        }
+        nTotal += pT->nElem;
+    }
+    if (nTotal > nBudget) {
+        snprintf(zErr, nErr, "operands exceed the reference's memory budget");
+        return 1;
+    }
+    for (k = 0; k < nInput; k++) {
+        long iIn = parity_capture_find(pCap, azInput[k]);
+        if (operand_load(pCap, (size_t)iIn, &aOp[k], zErr, nErr) != 0) {
+            while (k-- > 0) operand_free(&aOp[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void free_inputs(parity_operand *aOp, size_t n)
+{
+    size_t k;
+    for (k = 0; k < n; k++) operand_free(&aOp[k]);
+}
+
+/* Runs the op over aIn and judges aCompiled (and aEager when not NULL) against it. Returns
+ * 0, or -1 with the tensor marked error. */
+static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
+                     parity_operand *aIn, parity_dtype accDtype, const double *aEager,
+                     const double *aCompiled, parity_judgement *pJ, parity_dtype *pAcc,
+                     parity_tensor_result *pR)
+{
+    parity_op_call call;
+    char zErr[PARITY_ERR_LEN];
+    int rc;
+    if (parity_op_begin(&call, pDef, aIn, pE->nInput, pE->dtype, pE->rank, pE->aDim, accDtype,
+                        pE->aAttr, pE->nAttr, zErr, sizeof zErr) != 0) {
+        /* Bad parameters or operand shapes: a clear error for this tensor. */
+        pR->status = PARITY_ST_ERROR;
+        pR->zMessage = strdup(zErr);
+        return -1;
+    }
+    rc = parity_judge(&call, aEager, aCompiled, pJ, zErr, sizeof zErr);
+    if (pAcc) *pAcc = call.accDtype;
+    parity_op_end(&call);
+    if (rc != 0) {
+        pR->status = PARITY_ST_ERROR;
+        pR->zMessage = strdup(zErr);
+        return -1;
+    }
+    return 0;
+}
+
+/* Copies a judgement's failing elements into the stats the reports show. */
+static void adopt_failures(parity_tensor_result *pR, const parity_judgement *pJ)
+{
+    pR->stats.nMismatch = pJ->nFail;
+    memcpy(pR->stats.aSliceLo, pJ->aSliceLo, sizeof pR->stats.aSliceLo);
+    memcpy(pR->stats.aSliceHi, pJ->aSliceHi, sizeof pR->stats.aSliceHi);
+    if (pJ->nChecked > 0) {
+        pR->stats.worstScore = pJ->worstRatio;
+        pR->stats.worstLinear = pJ->worstLinear;
+    }
+}
+
+void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, size_t iE,
+                    parity_capture *pCompCap, long iC, int upstreamFailed,
+                    parity_tensor_result *pR)
+{
+    const parity_tensor_info *pE = parity_capture_tensor(pEagerCap, iE);
+    const parity_tensor_info *pC = iC >= 0 ? parity_capture_tensor(pCompCap, (size_t)iC) : NULL;
+    const parity_op_def *pDef = parity_op_find(pE->zOp);
+    const parity_attr *pAcc;
+    parity_operand aIn[8], aInC[8], outE, outC;
+    parity_dtype accDtype = PARITY_DT_INVALID;
+    parity_judgement local;
+    char zErr[PARITY_ERR_LEN];
+    int rc, rcC, haveIn = 0, haveInC = 0;
+    uint64_t nBudget = OPERAND_BUDGET_ELEMS;
+    (void)pOpt;
+
+    if (!pE->zOp || !pC || (pR->status != PARITY_ST_PASS && pR->status != PARITY_ST_FAIL)) return;
+    if (!pDef) {
+        note(pR, "op '%s' has no model yet: per-dtype tolerance", pE->zOp);
+        return;
+    }
+    if (pE->nInput > sizeof aIn / sizeof aIn[0]) {
+        note(pR, "%s: too many inputs", pE->zOp);
+        return;
+    }
+    pAcc = parity_attr_find(pE->aAttr, pE->nAttr, "acc_dtype");
+    if (pAcc) {
+        if (pAcc->kind != PARITY_ATTR_STRING || pAcc->n != 1 ||
+            !parity_dtype_is_float(accDtype = parity_dtype_from_name(pAcc->azStr[0]))) {
+            pR->status = PARITY_ST_ERROR;
+            pR->zMessage = strdup("attribute 'acc_dtype' must name a float dtype");
+            return;
+        }
+    }
+    if (2 * pE->nElem > nBudget / 2) {
+        note(pR, "%s", "output exceeds the reference's memory budget: per-dtype tolerance");
+        return;
+    }
+    nBudget = (nBudget - 2 * pE->nElem) / 2;   /* eager and compiled operands */
+
+    memset(&outE, 0, sizeof outE);
+    memset(&outC, 0, sizeof outC);
+    parity_isolate_set_current(parity_capture_filename(pEagerCap));
+    rc = load_inputs(pEagerCap, pE->azInput, pE->nInput, aIn, nBudget, zErr, sizeof zErr);
+    if (rc < 0) goto read_error;
+    if (rc > 0) {
+        note(pR, "no reference (%s): per-dtype tolerance", zErr);
+        return;
+    }
+    haveIn = 1;
+    if (operand_load(pEagerCap, iE, &outE, zErr, sizeof zErr) != 0) goto read_error;
+    parity_isolate_set_current(parity_capture_filename(pCompCap));
+    if (operand_load(pCompCap, (size_t)iC, &outC, zErr, sizeof zErr) != 0) goto read_error;
+    rcC = load_inputs(pCompCap, pE->azInput, pE->nInput, aInC, nBudget, zErr, sizeof zErr);
+    if (rcC < 0) goto read_error;
+    haveInC = rcC == 0;
+
+    /* Both sides against the reference from the eager inputs: the classes, and the
+     * divergence verdict when the compiled side's own inputs are unknown. */
+    if (run_model(pDef, pE, aIn, accDtype, outE.aValue, outC.aValue, &pR->judgement,
+                  &pR->accDtype, pR) != 0)
+        goto done;
+    pR->hasJudgement = 1;
+    pR->zModelOp = pDef->zName;
+    pR->zModel = pDef->zModel;
+
+    if (haveInC) {
+        /* Is the compiled kernel right for what it was given? */
+        if (run_model(pDef, pE, aInC, accDtype, NULL, outC.aValue, &local, NULL, pR) != 0)
+            goto done;
+        pR->hasLocalCheck = 1;
+        pR->nLocalFail = local.nFail;
+        if (local.nFail > 0) {
+            pR->status = PARITY_ST_FAIL;
+            pR->zCause = strdup("local");
+            adopt_failures(pR, &local);
+        } else if (upstreamFailed && pR->judgement.nFail > 0) {
+            /* Right for its inputs, but its inputs were wrong: an echo of an earlier
+             * failure, reported so the whole affected region is visible. */
+            pR->status = PARITY_ST_FAIL;
+            pR->zCause = strdup("propagated");
+            adopt_failures(pR, &pR->judgement);
+        } else {
+            /* Within its bound for its own inputs, and those inputs differ from eager only
+             * within their own bounds (no upstream failure): rounding differences that
+             * travelled, not a divergence. */
+            pR->status = PARITY_ST_PASS;
+            adopt_failures(pR, &local);
+        }
+    } else {
+        /* Inputs fused away on the compiled side: only the eager-input reference is left. */
+        pR->status = pR->judgement.nFail > 0 ? PARITY_ST_FAIL : PARITY_ST_PASS;
+        if (pR->status == PARITY_ST_FAIL) pR->zCause = strdup(upstreamFailed ? "propagated" : "unknown");
+        adopt_failures(pR, &pR->judgement);
+    }
+done:
+    if (haveIn) free_inputs(aIn, pE->nInput);
+    if (haveInC) free_inputs(aInC, pE->nInput);
+    operand_free(&outE);
+    operand_free(&outC);
+    return;
+read_error:
+    pR->status = PARITY_ST_ERROR;
+    pR->zMessage = strdup(zErr);
+    goto done;
+}

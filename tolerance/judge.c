@@ -1,0 +1,117 @@
+/*
+ * judge.c - per-element classification against the reference (see judge.h).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "judge.h"
+#include "mpref.h"
+
+/* |v - ref| in binary64 (rounded up), for finite v and finite ref. */
+static double error_vs(mpfr_t scratch, const mpfr_t ref, double v)
+{
+    mpfr_set_d(scratch, v, MPFR_RNDN);
+    mpfr_sub(scratch, scratch, ref, MPFR_RNDN);
+    mpfr_abs(scratch, scratch, MPFR_RNDN);
+    return mpfr_get_d(scratch, MPFR_RNDU);
+}
+
+static void mark_fail(const parity_op_call *pCall, uint64_t linear, parity_judgement *pJ)
+{
+    uint64_t aIndex[PARITY_MAX_RANK];
+    int d;
+    parity_unravel(pCall->outRank, pCall->aOutDim, linear, aIndex);
+    for (d = 0; d < pCall->outRank; d++) {
+        if (pJ->nFail == 0 || aIndex[d] < pJ->aSliceLo[d]) pJ->aSliceLo[d] = aIndex[d];
+        if (pJ->nFail == 0 || aIndex[d] + 1 > pJ->aSliceHi[d]) pJ->aSliceHi[d] = aIndex[d] + 1;
+    }
+    pJ->nFail++;
+}
+
+/* Same value for the non-finite rule: NaN matches NaN, infinities match by sign. */
+static int same_special(double a, double b)
+{
+    if (a != a || b != b) return a != a && b != b;
+    return a == b;
+}
+
+int parity_judge(parity_op_call *pCall, const double *aEager, const double *aCompiled,
+                 parity_judgement *pJ, char *zErr, size_t nErr)
+{
+    mpfr_t ref, scratch;
+    uint64_t i;
+    int rc = 0;
+
+    memset(pJ, 0, sizeof *pJ);
+    pJ->worstRatio = -1.0;
+    mpfr_inits2(PARITY_REF_PREC, ref, scratch, (mpfr_ptr)0);
+    for (i = 0; i < pCall->nOut; i++) {
+        double bound = 0.0, rounded, c = aCompiled[i], e = aEager ? aEager[i] : 0.0;
+        double errC, errE = 0.0, ulp, ratio;
+        int cOut, eOut = 0, finiteRef;
+
+        if (pCall->pDef->xElement(pCall, i, ref, &bound) != 0) {
+            snprintf(zErr, nErr, "%s: reference failed at element %llu", pCall->pDef->zName,
+                     (unsigned long long)i);
+            rc = -1;
+            break;
+        }
+        pJ->nChecked++;
+        rounded = parity_round_to_dtype(ref, pCall->outDtype);
+        finiteRef = fabs(rounded) <= 1.79769313486231570815e308;
+        if (bound > pJ->maxBound) pJ->maxBound = bound;
+
+        if (!finiteRef) {
+            /* The reference is NaN or overflows the output dtype: only the same special
+             * value is right. */
+            cOut = !same_special(c, rounded);
+            if (aEager) eOut = !same_special(e, rounded);
+            ratio = cOut ? INFINITY : 0.0;
+            if (cOut) pJ->nNonFinite++;
+        } else if (!(fabs(c) <= 1.79769313486231570815e308)) {
+            cOut = 1;
+            if (aEager) eOut = !(fabs(e) <= 1.79769313486231570815e308) || error_vs(scratch, ref, e) > bound;
+            ratio = INFINITY;
+            pJ->nNonFinite++;
+        } else {
+            double refD = mpfr_get_d(ref, MPFR_RNDN);
+            ulp = parity_ulp_at(pCall->outDtype, refD);
+            errC = error_vs(scratch, ref, c);
+            cOut = errC > bound;
+            if (errC > pJ->maxErrCompiled) pJ->maxErrCompiled = errC;
+            if (errC / ulp > pJ->maxUlpCompiled) pJ->maxUlpCompiled = errC / ulp;
+            if (aEager) {
+                if (!(fabs(e) <= 1.79769313486231570815e308)) {
+                    eOut = 1;
+                    errE = INFINITY;
+                } else {
+                    errE = error_vs(scratch, ref, e);
+                    eOut = errE > bound;
+                    if (errE > pJ->maxErrEager) pJ->maxErrEager = errE;
+                    if (errE / ulp > pJ->maxUlpEager) pJ->maxUlpEager = errE / ulp;
+                }
+            }
+            ratio = bound > 0.0 ? errC / bound : (errC > 0.0 ? INFINITY : 0.0);
+            if (cOut && eOut && errC <= errE) {
+                pJ->nBothBeyond++;
+                cOut = 0;   /* reported, not failed */
+                ratio = ratio > 1.0 ? 1.0 : ratio;
+            } else if (cOut) {
+                pJ->nCompiledWorse++;
+            }
+            if (!cOut && eOut && !(errC > bound)) pJ->nEagerWorse++;
+            if (!cOut && !eOut) pJ->nWithin++;
+        }
+        if (!finiteRef || !(fabs(c) <= 1.79769313486231570815e308)) {
+            if (!cOut && eOut) pJ->nEagerWorse++;
+            if (!cOut && !eOut) pJ->nWithin++;
+        }
+        if (ratio > pJ->worstRatio) {
+            pJ->worstRatio = ratio;
+            pJ->worstLinear = i;
+        }
+        if (cOut) mark_fail(pCall, i, pJ);
+    }
+    mpfr_clears(ref, scratch, (mpfr_ptr)0);
+    return rc;
+}

@@ -1,0 +1,40 @@
+/*
+ * judge.h - judging a tensor against its op's reference and error bound.
+ *
+ * For each output element: the reference r and bound B from the op (ops.h); the compiled
+ * error |c - r| and eager error |e - r|. Classes (per element, summed per tensor):
+ *   within          neither side beyond B
+ *   compiled_worse  compiled beyond B and worse than eager (or eager within): a failure
+ *   eager_worse     eager beyond B, compiled within (compiled is closer to the truth)
+ *   both_beyond     both beyond B, compiled not worse: reported, not a failure, since the
+ *                   model or both kernels deserve a look
+ * Non-finite values: the reference, rounded to the output dtype, decides. A compiled
+ * NaN/Inf where that is finite, or a compiled finite value where it is NaN/Inf, or the
+ * wrong infinity, is a non-finite divergence and fails; the same on the eager side counts
+ * as eager_worse.
+ */
+#ifndef PARITY_JUDGE_H
+#define PARITY_JUDGE_H
+
+#include "ops.h"
+
+typedef struct {
+    uint64_t nChecked;
+    uint64_t nWithin, nCompiledWorse, nEagerWorse, nBothBeyond;
+    uint64_t nNonFinite;           /* compiled non-finite divergences (failures) */
+    uint64_t nFail;                /* nCompiledWorse + nNonFinite */
+    double maxErrCompiled, maxErrEager;   /* absolute, against the reference (finite) */
+    double maxUlpCompiled, maxUlpEager;   /* in ulps of the output dtype at the reference */
+    double maxBound;
+    double worstRatio;             /* largest compiled error / bound; -1 when nothing checked */
+    uint64_t worstLinear;          /* lowest index attaining it */
+    uint64_t aSliceLo[PARITY_MAX_RANK], aSliceHi[PARITY_MAX_RANK];  /* failing box */
+} parity_judgement;
+
+/* Judges every output element of pCall. aEager may be NULL (only the compiled side is
+ * judged: eager errors stay 0 and classes reduce to within / compiled_worse). Returns 0,
+ * or -1 with a reason. */
+int parity_judge(parity_op_call *pCall, const double *aEager, const double *aCompiled,
+                 parity_judgement *pJ, char *zErr, size_t nErr);
+
+#endif

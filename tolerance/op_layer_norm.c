@@ -1,0 +1,207 @@
+/*
+ * op_layer_norm.c - layer_norm(x, normalized_shape, weight?, bias?, eps): over the last
+ * D = prod(normalized_shape) elements of each row,
+ *     mu = sum x / D,  v = sum (x - mu)^2 / D (biased),  r = 1 / sqrt(v + eps),
+ *     y_i = (x_i - mu) r w_i + b_i.
+ *
+ * Reference: mu and v from exact sums (mpref.h) at PARITY_REF_PREC bits, then the formula
+ * at PARITY_REF_PREC bits.
+ *
+ * Bound (derived here; u = unit roundoff of acc_dtype, gamma_k = k u / (1 - k u) as in
+ * Higham 2002, Lemma 3.1; n = D). It must hold for two-pass, Welford and one-pass
+ * (sum of squares) kernels alike:
+ *   mean:      |mu^ - mu| <= E_mu = gamma_{n+1} * mean|x|            (sum of n, one divide)
+ *   variance:  the one-pass formula (sum x^2)/n - mu^2 is the least accurate of the three;
+ *              its error is at most gamma_{2n+4} (v + mu^2) (a sum of n squares, a divide,
+ *              a square and a subtraction), and Welford and two-pass stay within it
+ *              (Chan, Golub & LeVeque, Amer. Statist. 37(3), 1983). The error of mu^ adds
+ *              E_mu^2 (sum (x_i - mu - delta)^2 = sum (x_i - mu)^2 + n delta^2).
+ *              E_v = gamma_{2n+4} (v + mu^2) + E_mu^2.
+ *   rsqrt:     r^ = r (1 + rho), |rho| <= (E_v + u (v + eps)) / (2 (v + eps)) + c_rs u,
+ *              c_rs = 4 (rsqrt approximations within 2 ulps).
+ *   centering: |(x_i - mu)^ - (x_i - mu)| <= E_mu + u |x_i - mu|.
+ *   output:    y_i = d_i r w_i + b_i with two more roundings (multiply by w, add b):
+ *   |y^_i - y_i| <= |w_i| r (E_mu + u |d_i|) + |d_i w_i| r (|rho| + 2u)
+ *                   + u (|d_i r w_i| + |b_i|) + 0.5 ulp_out(y_i),
+ * all to first order (second-order terms are below u^2 n and covered by the gammas).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops.h"
+#include "mpref.h"
+
+#define C_RSQRT 4.0
+
+typedef struct {
+    uint64_t nNorm, nRow;
+    const double *pWeight, *pBias;
+    double eps;
+    /* Per row: mu, v (binary64 of the references), mean |x|, NaN flag; mu and r in MPFR. */
+    double *aMu, *aVar, *aMeanAbs;
+    mpfr_t *aMuRef, *aRRef;
+    uint64_t nInit;
+} ln_params;
+
+static void ln_free(void *p)
+{
+    ln_params *pP = p;
+    uint64_t i;
+    for (i = 0; i < pP->nInit; i++) {
+        mpfr_clear(pP->aMuRef[i]);
+        mpfr_clear(pP->aRRef[i]);
+    }
+    free(pP->aMuRef);
+    free(pP->aRRef);
+    free(pP->aMu);
+    free(pP->aVar);
+    free(pP->aMeanAbs);
+    free(pP);
+}
+
+static int ln_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                      char *zErr, size_t nErr)
+{
+    const parity_operand *pX = &pCall->aIn[0];
+    ln_params *pP = calloc(1, sizeof *pP);
+    int64_t aNorm[PARITY_MAX_RANK];
+    size_t nNorm = 0, i;
+    int rc;
+    uint64_t iRow, k;
+    double *aDev = NULL;
+    mpfr_t t;
+    char zA[128], zB[128];
+
+    if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    pCall->pParams = pP;
+    pP->eps = 1e-5;
+    if (parity_param_float(aAttr, nAttr, "eps", &pP->eps, zErr, nErr) < 0) return -1;
+    if (!(pP->eps >= 0.0)) { snprintf(zErr, nErr, "layer_norm: eps must be >= 0"); return -1; }
+    rc = parity_param_ints(aAttr, nAttr, "normalized_shape", aNorm, PARITY_MAX_RANK, &nNorm,
+                           zErr, nErr);
+    if (rc < 0) return -1;
+    if (rc == 0) {
+        /* Without the attribute, the weight's shape is normalized_shape, else the last dim. */
+        if (pCall->nIn >= 2) {
+            nNorm = (size_t)pCall->aIn[1].rank;
+            for (i = 0; i < nNorm; i++) aNorm[i] = (int64_t)pCall->aIn[1].aDim[i];
+        } else if (pX->rank > 0) {
+            nNorm = 1;
+            aNorm[0] = (int64_t)pX->aDim[pX->rank - 1];
+        }
+    }
+    if (!parity_same_shape(pX->rank, pX->aDim, pCall->outRank, pCall->aOutDim)) {
+        snprintf(zErr, nErr, "layer_norm: input shape %s differs from output shape %s",
+                 parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
+                 parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
+        return -1;
+    }
+    if (nNorm == 0 || (int)nNorm > pX->rank) {
+        snprintf(zErr, nErr, "layer_norm: normalized_shape must name 1 to %d trailing dims",
+                 pX->rank);
+        return -1;
+    }
+    pP->nNorm = 1;
+    for (i = 0; i < nNorm; i++) {
+        if (aNorm[i] < 0 || (uint64_t)aNorm[i] != pX->aDim[pX->rank - (int)nNorm + (int)i]) {
+            snprintf(zErr, nErr, "layer_norm: normalized_shape does not match the input's trailing dims %s",
+                     parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA));
+            return -1;
+        }
+        pP->nNorm *= (uint64_t)aNorm[i];
+    }
+    for (i = 1; i < pCall->nIn; i++) {
+        const parity_operand *pAffine = &pCall->aIn[i];
+        if (pAffine->nElem != pP->nNorm ||
+            !parity_same_shape(pAffine->rank, pAffine->aDim, (int)nNorm,
+                               pX->aDim + pX->rank - (int)nNorm)) {
+            snprintf(zErr, nErr, "layer_norm: %s must have shape normalized_shape",
+                     i == 1 ? "weight" : "bias");
+            return -1;
+        }
+    }
+    pP->pWeight = pCall->nIn >= 2 ? pCall->aIn[1].aValue : NULL;
+    pP->pBias = pCall->nIn >= 3 ? pCall->aIn[2].aValue : NULL;
+    pP->nRow = pP->nNorm ? pX->nElem / pP->nNorm : 0;
+    pP->aMu = calloc(pP->nRow + 1, sizeof(double));
+    pP->aVar = calloc(pP->nRow + 1, sizeof(double));
+    pP->aMeanAbs = calloc(pP->nRow + 1, sizeof(double));
+    pP->aMuRef = calloc(pP->nRow + 1, sizeof(mpfr_t));
+    pP->aRRef = calloc(pP->nRow + 1, sizeof(mpfr_t));
+    aDev = calloc(pP->nNorm + 1, sizeof(double));
+    if (!pP->aMu || !pP->aVar || !pP->aMeanAbs || !pP->aMuRef || !pP->aRRef || !aDev) {
+        free(aDev);
+        snprintf(zErr, nErr, "out of memory");
+        return -1;
+    }
+    mpfr_init2(t, PARITY_REF_PREC);
+    for (iRow = 0; iRow < pP->nRow; iRow++) {
+        const double *x = pX->aValue + iRow * pP->nNorm;
+        double absSum = 0.0;
+        mpfr_inits2(PARITY_REF_PREC, pP->aMuRef[iRow], pP->aRRef[iRow], (mpfr_ptr)0);
+        pP->nInit++;
+        if (parity_exact_sum(pP->aMuRef[iRow], x, 1, pP->nNorm, &absSum) != 0) {
+            mpfr_clear(t);
+            free(aDev);
+            snprintf(zErr, nErr, "out of memory");
+            return -1;
+        }
+        mpfr_div_ui(pP->aMuRef[iRow], pP->aMuRef[iRow], (unsigned long)pP->nNorm, MPFR_RNDN);
+        pP->aMu[iRow] = mpfr_get_d(pP->aMuRef[iRow], MPFR_RNDN);
+        pP->aMeanAbs[iRow] = absSum / (double)pP->nNorm;
+        /* v = sum (x - mu)^2 / n at 128 bits: the deviations are rounded once at 128 bits,
+         * the squares and their sum at 128 bits. */
+        mpfr_set_zero(pP->aRRef[iRow], 1);
+        for (k = 0; k < pP->nNorm; k++) {
+            mpfr_set_d(t, x[k], MPFR_RNDN);
+            mpfr_sub(t, t, pP->aMuRef[iRow], MPFR_RNDN);
+            mpfr_sqr(t, t, MPFR_RNDN);
+            mpfr_add(pP->aRRef[iRow], pP->aRRef[iRow], t, MPFR_RNDN);
+        }
+        mpfr_div_ui(pP->aRRef[iRow], pP->aRRef[iRow], (unsigned long)pP->nNorm, MPFR_RNDN);
+        pP->aVar[iRow] = mpfr_get_d(pP->aRRef[iRow], MPFR_RNDN);
+        mpfr_add_d(pP->aRRef[iRow], pP->aRRef[iRow], pP->eps, MPFR_RNDN);
+        mpfr_rec_sqrt(pP->aRRef[iRow], pP->aRRef[iRow], MPFR_RNDN);
+    }
+    mpfr_clear(t);
+    free(aDev);
+    return 0;
+}
+
+static int ln_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    const ln_params *pP = pCall->pParams;
+    uint64_t iRow = linear / pP->nNorm, k = linear % pP->nNorm;
+    double x = pCall->aIn[0].aValue[linear];
+    double w = pP->pWeight ? pP->pWeight[k] : 1.0, b = pP->pBias ? pP->pBias[k] : 0.0;
+    double u = parity_unit_roundoff(pCall->accDtype), n = (double)pP->nNorm;
+    double mu = pP->aMu[iRow], v = pP->aVar[iRow], r, d, y, eMu, eV, rho;
+
+    /* y = (x - mu) r w + b at 128 bits. */
+    mpfr_set_d(ref, x, MPFR_RNDN);
+    mpfr_sub(ref, ref, pP->aMuRef[iRow], MPFR_RNDN);
+    mpfr_mul(ref, ref, pP->aRRef[iRow], MPFR_RNDN);
+    mpfr_mul_d(ref, ref, w, MPFR_RNDN);
+    mpfr_add_d(ref, ref, b, MPFR_RNDN);
+    if (mpfr_nan_p(ref) || mpfr_inf_p(ref)) {
+        *pBound = 0.0;   /* non-finite: the reference decides by value */
+        return 0;
+    }
+    r = mpfr_get_d(pP->aRRef[iRow], MPFR_RNDN);
+    d = x - mu;
+    y = mpfr_get_d(ref, MPFR_RNDN);
+    eMu = parity_gamma(n + 1.0, u) * pP->aMeanAbs[iRow];
+    eV = parity_gamma(2.0 * n + 4.0, u) * (v + mu * mu) + eMu * eMu;
+    rho = (eV + u * (v + pP->eps)) / (2.0 * (v + pP->eps)) + C_RSQRT * u;
+    *pBound = fabs(w) * r * (eMu + u * fabs(d)) + fabs(d * w) * r * (rho + 2.0 * u) +
+              u * (fabs(d * r * w) + fabs(b)) + 0.5 * parity_ulp_at(pCall->outDtype, fabs(y)) +
+              n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    return 0;
+}
+
+const parity_op_def parity_op_layer_norm = {
+    "layer_norm",
+    "derived in op_layer_norm.c: mean gamma_{n+1}, variance gamma_{2n+4}(v + mu^2), rsqrt 2 ulps, 3 roundings",
+    1, 3, ln_prepare, ln_element, ln_free
+};

@@ -1,0 +1,236 @@
+/*
+ * op_matmul.c - matmul (torch semantics, batch broadcasting), linear (x, weight[out, in],
+ * optional bias) and bmm: every output element is a dot product of length K, plus a bias.
+ *
+ * Reference: the exact dot product of the captured operands (products of binary64 are
+ * exact at 106 bits; mpfr_sum rounds the sum once), see mpref.h.
+ *
+ * Bound: for any order of summation (sequential, pairwise, blocked, split-K: every
+ * summation tree) and with or without FMA, a dot product computed in precision u satisfies
+ *     |fl(x^T y) - x^T y| <= gamma_n(u) * sum_i |x_i y_i|,   gamma_n = n u / (1 - n u)
+ * (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed. 2002, eq. (3.5) and
+ * Sec. 3.1 on arbitrary summation orders; the bound depends on the tree height, at most n).
+ * n = K, or K + 1 with a bias. When the promised accumulation dtype (acc_dtype) is
+ * narrower than the operands, the kernel also rounds each operand to it: two more
+ * factors (1 + delta), so n grows by 2. The result is then rounded to the output dtype:
+ * half an ulp of the output dtype at the largest value the result can take. Underflow in
+ * products and partial sums adds at most half the accumulation dtype's smallest subnormal
+ * per operation: n of those are added as absolute slack.
+ * This deterministic bound is what decides failure: a correct kernel in any summation
+ * order never exceeds it. (The probabilistic bound of Higham & Mary 2019, lambda sqrt(n) u,
+ * is the later "suspicious" marker.)
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops.h"
+#include "mpref.h"
+
+typedef struct {
+    int nBatch;                           /* batch dims of the output */
+    uint64_t aBatchDim[PARITY_MAX_RANK];
+    uint64_t aBatchStrideA[PARITY_MAX_RANK];   /* element strides, 0 where broadcast */
+    uint64_t aBatchStrideB[PARITY_MAX_RANK];
+    uint64_t M, K, N;
+    uint64_t strideAk, strideBk;          /* step along K in a and b */
+    uint64_t strideAm, strideBn;          /* step along M in a, along N in b */
+    const double *pBias;                  /* linear's bias, or NULL */
+    int hasBias;
+} matmul_params;
+
+static void free_params(void *p) { free(p); }
+
+static double acc_rounding_terms(const parity_op_call *pCall)
+{
+    /* Operands wider than the accumulation dtype are rounded to it first. */
+    size_t i;
+    double uAcc = parity_unit_roundoff(pCall->accDtype);
+    for (i = 0; i < pCall->nIn && i < 2; i++)
+        if (parity_unit_roundoff(pCall->aIn[i].dtype) < uAcc) return 2.0;
+    return 0.0;
+}
+
+static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    const matmul_params *pP = pCall->pParams;
+    const double *a = pCall->aIn[0].aValue, *b = pCall->aIn[1].aValue;
+    uint64_t j = linear % pP->N, rest = linear / pP->N;
+    uint64_t i = rest % pP->M, iBatch = rest / pP->M;
+    uint64_t offA = i * pP->strideAm, offB = j * pP->strideBn;
+    double absSum = 0.0, u, n, gamma, magnitude;
+    const double *pBias = NULL;
+    int d;
+
+    for (d = pP->nBatch - 1; d >= 0; d--) {
+        uint64_t idx = iBatch % pP->aBatchDim[d];
+        iBatch /= pP->aBatchDim[d];
+        offA += idx * pP->aBatchStrideA[d];
+        offB += idx * pP->aBatchStrideB[d];
+    }
+    if (pP->hasBias) pBias = &pP->pBias[j];
+    if (parity_exact_dot(ref, a + offA, pP->strideAk, b + offB, pP->strideBk, pP->K, pBias,
+                         &absSum) != 0)
+        return -1;
+    u = parity_unit_roundoff(pCall->accDtype);
+    n = (double)pP->K + (pP->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
+    gamma = parity_gamma(n, u);
+    magnitude = fabs(mpfr_get_d(ref, MPFR_RNDN)) + gamma * absSum;
+    *pBound = gamma * absSum + 0.5 * parity_ulp_at(pCall->outDtype, magnitude) +
+              n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    return 0;
+}
+
+/* Fills batch strides for an operand whose batch dims (nOwn, right-aligned) broadcast to
+ * the output's; its matrix part holds nMatrix elements. */
+static int broadcast_batch(matmul_params *pP, const uint64_t *aOwn, int nOwn, uint64_t nMatrix,
+                           uint64_t *aStride)
+{
+    int d;
+    uint64_t stride = nMatrix;
+    for (d = pP->nBatch - 1; d >= 0; d--) {
+        int iOwn = nOwn - (pP->nBatch - d);
+        if (iOwn < 0) { aStride[d] = 0; continue; }
+        if (aOwn[iOwn] == 1 && pP->aBatchDim[d] != 1) aStride[d] = 0;
+        else if (aOwn[iOwn] == pP->aBatchDim[d]) aStride[d] = stride;
+        else return -1;
+        stride *= aOwn[iOwn];
+    }
+    return 0;
+}
+
+static int check_out(const parity_op_call *pCall, const uint64_t *aWant, int nWant,
+                     const char *zOp, char *zErr, size_t nErr)
+{
+    char zA[256], zB[256];
+    if (parity_same_shape(nWant, aWant, pCall->outRank, pCall->aOutDim)) return 0;
+    snprintf(zErr, nErr, "%s: operands give shape %s, output has %s", zOp,
+             parity_shape_str(nWant, aWant, zA, sizeof zA),
+             parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
+    return -1;
+}
+
+static int matmul_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                          char *zErr, size_t nErr)
+{
+    const parity_operand *pA = &pCall->aIn[0], *pB = &pCall->aIn[1];
+    matmul_params *pP = calloc(1, sizeof *pP);
+    uint64_t aWant[PARITY_MAX_RANK], Ka, Kb;
+    int nBatchA, nBatchB, nWant = 0, d, dropM = 0, dropN = 0;
+    char zA[128], zB[128];
+    (void)aAttr; (void)nAttr;
+
+    if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    pCall->pParams = pP;
+    if (pA->rank == 0 || pB->rank == 0) {
+        snprintf(zErr, nErr, "matmul: operands must have rank >= 1");
+        return -1;
+    }
+    /* torch.matmul: a 1-D left operand is a row [1, K], a 1-D right one a column [K, 1];
+     * the added dimension is dropped from the result. */
+    if (pA->rank == 1) { dropM = 1; pP->M = 1; Ka = pA->aDim[0]; nBatchA = 0; }
+    else { pP->M = pA->aDim[pA->rank - 2]; Ka = pA->aDim[pA->rank - 1]; nBatchA = pA->rank - 2; }
+    if (pB->rank == 1) { dropN = 1; pP->N = 1; Kb = pB->aDim[0]; nBatchB = 0; }
+    else { pP->N = pB->aDim[pB->rank - 1]; Kb = pB->aDim[pB->rank - 2]; nBatchB = pB->rank - 2; }
+    if (Ka != Kb) {
+        snprintf(zErr, nErr, "matmul: inner dimensions differ: %s @ %s",
+                 parity_shape_str(pA->rank, pA->aDim, zA, sizeof zA),
+                 parity_shape_str(pB->rank, pB->aDim, zB, sizeof zB));
+        return -1;
+    }
+    pP->K = Ka;
+    pP->nBatch = nBatchA > nBatchB ? nBatchA : nBatchB;
+    for (d = 0; d < pP->nBatch; d++) {
+        int iA = nBatchA - (pP->nBatch - d), iB = nBatchB - (pP->nBatch - d);
+        uint64_t dimA = iA >= 0 ? pA->aDim[iA] : 1, dimB = iB >= 0 ? pB->aDim[iB] : 1;
+        if (dimA != dimB && dimA != 1 && dimB != 1) {
+            snprintf(zErr, nErr, "matmul: batch dimensions do not broadcast: %s @ %s",
+                     parity_shape_str(pA->rank, pA->aDim, zA, sizeof zA),
+                     parity_shape_str(pB->rank, pB->aDim, zB, sizeof zB));
+            return -1;
+        }
+        pP->aBatchDim[d] = dimA > dimB ? dimA : dimB;
+        aWant[nWant++] = pP->aBatchDim[d];
+    }
+    if (!dropM) aWant[nWant++] = pP->M;
+    if (!dropN) aWant[nWant++] = pP->N;
+    if (check_out(pCall, aWant, nWant, "matmul", zErr, nErr) != 0) return -1;
+    broadcast_batch(pP, pA->aDim, nBatchA, pP->M * pP->K, pP->aBatchStrideA);
+    broadcast_batch(pP, pB->aDim, nBatchB, pP->K * pP->N, pP->aBatchStrideB);
+    pP->strideAk = 1;
+    pP->strideAm = pP->K;
+    pP->strideBk = pP->N;
+    pP->strideBn = 1;
+    return 0;
+}
+
+static int bmm_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                       char *zErr, size_t nErr)
+{
+    const parity_operand *pA = &pCall->aIn[0], *pB = &pCall->aIn[1];
+    if (pA->rank != 3 || pB->rank != 3 || pA->aDim[0] != pB->aDim[0]) {
+        snprintf(zErr, nErr, "bmm: operands must be [B, M, K] and [B, K, N] with the same B");
+        return -1;
+    }
+    return matmul_prepare(pCall, aAttr, nAttr, zErr, nErr);
+}
+
+static int linear_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                          char *zErr, size_t nErr)
+{
+    const parity_operand *pX = &pCall->aIn[0], *pW = &pCall->aIn[1];
+    matmul_params *pP = calloc(1, sizeof *pP);
+    uint64_t aWant[PARITY_MAX_RANK];
+    int d;
+    char zA[128], zB[128];
+    (void)aAttr; (void)nAttr;
+
+    if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    pCall->pParams = pP;
+    if (pX->rank < 1 || pW->rank != 2 || pX->aDim[pX->rank - 1] != pW->aDim[1]) {
+        snprintf(zErr, nErr, "linear: needs x[..., in] and weight[out, in], got %s and %s",
+                 parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
+                 parity_shape_str(pW->rank, pW->aDim, zB, sizeof zB));
+        return -1;
+    }
+    pP->K = pW->aDim[1];
+    pP->N = pW->aDim[0];
+    pP->M = 1;
+    for (d = 0; d < pX->rank - 1; d++) pP->M *= pX->aDim[d];
+    if (pCall->nIn == 3) {
+        const parity_operand *pBias = &pCall->aIn[2];
+        if (pBias->rank != 1 || pBias->aDim[0] != pP->N) {
+            snprintf(zErr, nErr, "linear: bias must be [%llu], got %s",
+                     (unsigned long long)pP->N,
+                     parity_shape_str(pBias->rank, pBias->aDim, zA, sizeof zA));
+            return -1;
+        }
+        pP->pBias = pBias->aValue;
+        pP->hasBias = 1;
+    }
+    for (d = 0; d < pX->rank - 1; d++) aWant[d] = pX->aDim[d];
+    aWant[pX->rank - 1] = pP->N;
+    if (check_out(pCall, aWant, pX->rank, "linear", zErr, nErr) != 0) return -1;
+    /* x rows are contiguous along K; weight row j is the "column" j of x W^T. */
+    pP->nBatch = 0;
+    pP->strideAk = 1;
+    pP->strideAm = pP->K;
+    pP->strideBk = 1;
+    pP->strideBn = pP->K;
+    return 0;
+}
+
+const parity_op_def parity_op_matmul = {
+    "matmul", "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)", 2, 2,
+    matmul_prepare, dot_element, free_params
+};
+
+const parity_op_def parity_op_bmm = {
+    "bmm", "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)", 2, 2,
+    bmm_prepare, dot_element, free_params
+};
+
+const parity_op_def parity_op_linear = {
+    "linear", "dot products plus bias: gamma_{K+1}(u_acc) sum|terms| + 0.5 ulp (Higham 2002)",
+    2, 3, linear_prepare, dot_element, free_params
+};

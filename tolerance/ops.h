@@ -1,0 +1,97 @@
+/*
+ * ops.h - the op registry: for each op, how its parameters are read, how its operand
+ * shapes are checked, its high-precision reference and its error-bound model.
+ *
+ * One registry serves the differ (diff/), the fuzzer's oracle and its case generator:
+ * there is no second list of ops anywhere. An op is looked up by its aten-like name (the
+ * capture's "op" attribute); each lives in one file, tolerance/op_<name>.c, whose first
+ * comment derives its bound and cites its source.
+ *
+ * The reference of an output element is computed in MPFR from the captured operands
+ * (precision rule in mpref.h). The bound is an absolute bound on |computed - exact| that
+ * any correct kernel producing the output dtype, accumulating in the promised acc_dtype,
+ * in any summation order, satisfies: it includes the final rounding to the output dtype.
+ */
+#ifndef PARITY_OPS_H
+#define PARITY_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <mpfr.h>
+#include "../formats/capture.h"
+
+/* A captured tensor decoded to binary64, whole (operands are read at random). */
+typedef struct {
+    const char *zName;
+    parity_dtype dtype;
+    int rank;
+    uint64_t aDim[PARITY_MAX_RANK];
+    uint64_t nElem;
+    double *aValue;           /* row-major, nElem values */
+} parity_operand;
+
+typedef struct parity_op_def parity_op_def;
+
+/* One application of an op: the operands, the output's dtype and shape, the promised
+ * accumulation dtype, and what the op's own code keeps between elements. */
+typedef struct {
+    const parity_op_def *pDef;
+    const parity_operand *aIn;
+    size_t nIn;
+    parity_dtype outDtype;
+    int outRank;
+    uint64_t aOutDim[PARITY_MAX_RANK];
+    uint64_t nOut;
+    parity_dtype accDtype;    /* "acc_dtype", else the op's default for outDtype */
+    void *pParams;            /* op-specific, made by xPrepare, freed by parity_op_end */
+} parity_op_call;
+
+struct parity_op_def {
+    const char *zName;
+    const char *zModel;       /* the error model in one line, with its source */
+    size_t nInMin, nInMax;
+    /* Reads parameters from the output tensor's attributes and checks operand shapes
+     * against the output shape. Returns 0, or -1 with a one-line reason. */
+    int (*xPrepare)(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                    char *zErr, size_t nErr);
+    /* Reference (at PARITY_REF_PREC bits, or NaN/Inf per IEEE and the op's semantics) and
+     * absolute error bound of output element `linear`. Elements are asked for in
+     * increasing order, so ops may cache per-row work in pParams. Returns 0 or -1. */
+    int (*xElement)(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound);
+    void (*xFreeParams)(void *pParams);
+};
+
+/* The op named zName, or NULL. */
+const parity_op_def *parity_op_find(const char *zName);
+/* Every registered op, NULL-terminated. */
+extern const parity_op_def *const parity_op_registry[];
+
+/* Sets up pCall for pDef over the operands, checking counts, parameters and shapes.
+ * accDtype: PARITY_DT_INVALID to use the default (float32 for float32/16/bf16/fp8 outputs,
+ * float64 for float64). Returns 0, or -1 with a reason (and nothing to free). */
+int parity_op_begin(parity_op_call *pCall, const parity_op_def *pDef,
+                    const parity_operand *aIn, size_t nIn, parity_dtype outDtype,
+                    int outRank, const uint64_t *aOutDim, parity_dtype accDtype,
+                    const parity_attr *aAttr, size_t nAttr, char *zErr, size_t nErr);
+void parity_op_end(parity_op_call *pCall);
+
+/* ---- helpers shared by op files ---------------------------------------------------- */
+
+/* Reads an integer attribute (scalar) into *pValue; returns 1 found, 0 absent, -1 wrong
+ * type (zErr set). */
+int parity_param_int(const parity_attr *aAttr, size_t nAttr, const char *zName,
+                     int64_t *pValue, char *zErr, size_t nErr);
+/* Reads a float (or integer) scalar attribute. Same returns. */
+int parity_param_float(const parity_attr *aAttr, size_t nAttr, const char *zName,
+                       double *pValue, char *zErr, size_t nErr);
+/* Reads an int or a list of ints (dims, normalized_shape). At most nMax. Same returns. */
+int parity_param_ints(const parity_attr *aAttr, size_t nAttr, const char *zName,
+                      int64_t *aValue, size_t nMax, size_t *pn, char *zErr, size_t nErr);
+/* Normalises a possibly negative dim against rank; -1 when out of range. */
+int parity_wrap_dim(int64_t dim, int rank);
+/* Compares shapes; 1 when equal. */
+int parity_same_shape(int rankA, const uint64_t *aA, int rankB, const uint64_t *aB);
+/* Formats a shape "[2, 3]" for messages. */
+const char *parity_shape_str(int rank, const uint64_t *aDim, char *zBuf, size_t nBuf);
+
+#endif
