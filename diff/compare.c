@@ -404,10 +404,16 @@ int compare_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled
             pending = 1;
             iBuf ^= 1;   /* the next fetch fills the other slot while workers judge this */
         } else {
-            parity_tensor_stats part;
-            compare_stats_init(&part);
-            compare_block(&spec, pE, pC, slab.first, slab.n, &part);
-            compare_stats_merge(pStats, &part, spec.rank);
+            /* The same fixed blocks, merged in the same order, as the pool uses: the result
+             * (sums included) does not depend on the number of threads. */
+            uint64_t off;
+            for (off = 0; off < slab.n; off += BLOCK_ELEMS) {
+                parity_tensor_stats part;
+                size_t n = slab.n - off < BLOCK_ELEMS ? (size_t)(slab.n - off) : BLOCK_ELEMS;
+                compare_stats_init(&part);
+                compare_block(&spec, pE + off * nSize, pC + off * nSize, slab.first + off, n, &part);
+                compare_stats_merge(pStats, &part, spec.rank);
+            }
         }
     }
     rc = 0;

@@ -344,14 +344,15 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         }
     }
 
-    /* First divergence: the earliest failing tensor whose own computation broke its bound
-     * (cause "local"); when no failure could be localised, the earliest failure. */
+    /* First divergence: the earliest failing tensor in execution order that is not an echo
+     * of an earlier failure (cause "propagated" means its own kernel was right for the
+     * inputs it got). Without op models this is simply the earliest failing tensor. */
     for (k = 0; k < pRes->nTensor; k++) {
         const parity_tensor_result *pR = &pRes->aTensor[k];
         if (pR->status == PARITY_ST_ERROR) anyError = 1;
         if (is_failing_status(pR->status, pOpt->strict)) {
             anyFail = 1;
-            if (!pRes->zFirstDivergence && pR->zCause && strcmp(pR->zCause, "local") == 0)
+            if (!pRes->zFirstDivergence && !(pR->zCause && strcmp(pR->zCause, "propagated") == 0))
                 pRes->zFirstDivergence = strdup(pR->zName);
         }
     }
