@@ -5,10 +5,18 @@
  * the name of the file being read. The parent polls every 50 ms; it never reads HDF5
  * itself, so whatever the file does to libhdf5 cannot take the parent down.
  *
+ * The child's stderr is a pipe the parent collects. When the child ends normally its
+ * messages are passed on as they were; when it dies, what a corrupted libhdf5 or glibc
+ * wrote there ("double free or corruption", ...) is dropped and one line of ours stands
+ * in for it, so the user always gets one clear line. PARITY_KEEP_CHILD_STDERR=1 passes
+ * the dead child's output on too (debugging, and sanitizer runs).
+ *
  * Under AddressSanitizer RLIMIT_AS is not set: ASan reserves terabytes of shadow address
  * space and would fail at once.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +56,38 @@ void parity_isolate_set_current(const char *zFile)
     parity_isolate_beat();
 }
 
+typedef struct {
+    char *z;
+    size_t n, nAlloc;
+} text_buf;
+
+#define CHILD_STDERR_MAX (1u << 20)   /* beyond this the child's messages are cut */
+
+/* Moves what the pipe holds now into pBuf; returns 0 at end of file. */
+static int drain_pipe(int fd, text_buf *pBuf)
+{
+    char aChunk[4096];
+    for (;;) {
+        ssize_t n = read(fd, aChunk, sizeof aChunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return 1;            /* EAGAIN: nothing more for now */
+        if (n == 0) return 0;
+        if (pBuf->n + (size_t)n > pBuf->nAlloc && pBuf->n + (size_t)n <= CHILD_STDERR_MAX) {
+            size_t nNew = pBuf->nAlloc ? pBuf->nAlloc * 2 : 8192;
+            char *z;
+            while (nNew < pBuf->n + (size_t)n) nNew *= 2;
+            z = realloc(pBuf->z, nNew);
+            if (!z) continue;
+            pBuf->z = z;
+            pBuf->nAlloc = nNew;
+        }
+        if (pBuf->n + (size_t)n <= pBuf->nAlloc) {
+            memcpy(pBuf->z + pBuf->n, aChunk, (size_t)n);
+            pBuf->n += (size_t)n;
+        }
+    }
+}
+
 static double now_seconds(void)
 {
     struct timespec ts;
@@ -60,13 +100,25 @@ static const char *current_file(void)
     return g_pShared->zCurrent[0] ? g_pShared->zCurrent : "the input";
 }
 
+/* Passes the child's stderr on, unless it died (see the file comment). Empties pBuf. */
+static void flush_child_text(text_buf *pBuf, int died)
+{
+    const char *zKeep = getenv("PARITY_KEEP_CHILD_STDERR");
+    if (pBuf->n > 0 && (!died || (zKeep && strcmp(zKeep, "1") == 0))) {
+        fwrite(pBuf->z, 1, pBuf->n, stderr);
+        fflush(stderr);
+    }
+    pBuf->n = 0;
+}
+
 int parity_isolate_run(const char *zProgram, int (*xWork)(void *), void *pArg,
                        const parity_isolate_limits *pLimits)
 {
     pid_t pid;
-    int status = 0, rc = 2;
+    int status = 0, rc = 2, aPipe[2] = { -1, -1 }, pipeOpen = 0, died = 0;
     double tStart, tLastBeat;
     unsigned long lastBeats = 0;
+    text_buf errText = { NULL, 0, 0 };
 
     g_pShared = mmap(NULL, sizeof(shared_state), PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -78,6 +130,7 @@ int parity_isolate_run(const char *zProgram, int (*xWork)(void *), void *pArg,
     memset(g_pShared, 0, sizeof *g_pShared);
     fflush(stdout);
     fflush(stderr);
+    if (pipe(aPipe) == 0) pipeOpen = 1;
     pid = fork();
     if (pid < 0) {
         fprintf(stderr, "%s: cannot fork: %s\n", zProgram, strerror(errno));
@@ -85,6 +138,11 @@ int parity_isolate_run(const char *zProgram, int (*xWork)(void *), void *pArg,
     }
     if (pid == 0) {
         int code;
+        if (pipeOpen) {
+            dup2(aPipe[1], STDERR_FILENO);
+            close(aPipe[0]);
+            close(aPipe[1]);
+        }
 #ifndef PARITY_UNDER_ASAN
         if (pLimits->maxMemoryMiB > 0) {
             struct rlimit lim;
@@ -99,11 +157,21 @@ int parity_isolate_run(const char *zProgram, int (*xWork)(void *), void *pArg,
         _exit(code & 0xff);
     }
 
+    if (pipeOpen) {
+        close(aPipe[1]);
+        aPipe[1] = -1;
+        fcntl(aPipe[0], F_SETFL, O_NONBLOCK);
+    }
     tStart = tLastBeat = now_seconds();
     for (;;) {
         pid_t got = waitpid(pid, &status, WNOHANG);
         double t;
         unsigned long beats;
+        if (pipeOpen && drain_pipe(aPipe[0], &errText) == 0) {
+            close(aPipe[0]);
+            aPipe[0] = -1;
+            pipeOpen = 0;
+        }
         if (got == pid) break;
         if (got < 0 && errno != EINTR) {
             fprintf(stderr, "%s: lost the worker process: %s\n", zProgram, strerror(errno));
@@ -120,14 +188,24 @@ int parity_isolate_run(const char *zProgram, int (*xWork)(void *), void *pArg,
             int stalled = pLimits->stallSeconds && t - tLastBeat > pLimits->stallSeconds;
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
+            died = 1;
+            flush_child_text(&errText, died);
             fprintf(stderr, "%s: %s: %s; the file may be corrupt or hostile\n", zProgram,
                     current_file(),
                     stalled ? "no progress reading it (libhdf5 hangs on some corrupt files)"
                             : "time limit reached while reading it");
             goto done;
         }
-        usleep(50 * 1000);
+        if (pipeOpen) {
+            struct pollfd pfd = { aPipe[0], POLLIN, 0 };
+            poll(&pfd, 1, 50);   /* wakes early when the child writes */
+        } else {
+            usleep(50 * 1000);
+        }
     }
+    if (pipeOpen) drain_pipe(aPipe[0], &errText);
+    died = !WIFEXITED(status);
+    flush_child_text(&errText, died && WTERMSIG(status) != SIGPIPE);
     if (WIFEXITED(status)) {
         rc = WEXITSTATUS(status);
     } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE) {
@@ -144,6 +222,9 @@ int parity_isolate_run(const char *zProgram, int (*xWork)(void *), void *pArg,
         rc = 2;
     }
 done:
+    if (aPipe[0] >= 0) close(aPipe[0]);
+    if (aPipe[1] >= 0) close(aPipe[1]);
+    free(errText.z);
     munmap(g_pShared, sizeof *g_pShared);
     g_pShared = NULL;
     return rc;

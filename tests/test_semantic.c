@@ -1,0 +1,1332 @@
+/*
+ * test_semantic.c - the semantic judgement (diff/semantic.c over tolerance/ops.h): op
+ * tensors judged against an MPFR reference recomputed from the captured inputs with per-op
+ * error bounds, and the local / propagated cause of a failure.
+ *
+ * Every case builds its data in C with a deterministic PRNG and computes both sides for
+ * real (fp32 dot products in the stated order, layer norms, softmaxes, bf16 roundings via
+ * formats/dtype.h), writes an eager and a compiled capture with formats/capture.h, runs the
+ * built paritydiff with --json FILE and asserts on the exit status and the parsed report.
+ * The last suite calls the op registry directly (model sanity: how bounds scale).
+ *
+ * The cases are the acceptance criteria of the semantic-judgement issue:
+ *  1. split-K fp32 matmul that assert_close's defaults reject but the model accepts;
+ *  2. small-K matmul with a tail-column error the defaults accept but the model rejects;
+ *  3. an op-by-op graph (linear, layer_norm, relu, linear, softmax) where a wrong
+ *     layer_norm on tail rows fails "local" and everything downstream "propagated", and
+ *     the same graph with only legitimate reordering passing everywhere;
+ *  4. a linear computed from bf16-rounded operands under the fp32 default contract (fails)
+ *     and under acc_dtype = "bfloat16" (passes);
+ *  5. bf16 softmax computed in fp32 and rounded once (passes), and an eager side computing
+ *     in bf16 throughout (eager_worse, the compiled side is not failed);
+ *  6. bad parameters and shapes (status error, exit 2, one stderr line) and fully masked
+ *     softmax rows (NaN is right, zeros are a non-finite divergence);
+ *  7. bound sanity at unit level: matmul grows with K, shrinks with a float64 accumulator;
+ *     softmax's relative bound grows with n.
+ * Two tests are disabled, each with the defect it documents: a propagated failure's region
+ * (relu flags every rounding echo, not just the upstream failure's rows) and the infinite
+ * matmul bound under acc_dtype = "bfloat16" for K >= 254 (anything passes).
+ * Report fields: reports/report_json.c (tensor "cause", "judgement": "max_bound",
+ * "classes", "local_check", "local_failures").
+ */
+#define _GNU_SOURCE 1
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "formats/capture.h"
+#include "formats/dtype.h"
+#include "tolerance/judge.h"
+#include "tolerance/mpref.h"
+#include "tolerance/ops.h"
+
+/* torch.testing.assert_close's float32 defaults. */
+#define TORCH_RTOL_F32 1.3e-6
+#define TORCH_ATOL_F32 1e-5
+
+/* ---- deterministic data ---------------------------------------------------------- */
+
+/* splitmix64: a failure reproduces. */
+static uint64_t rng_next(uint64_t *pS)
+{
+    uint64_t z = (*pS += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, 1) with 24 random bits: exactly a float. */
+static float rng_unit(uint64_t *pS)
+{
+    return (float)((double)(rng_next(pS) >> 40) * 0x1p-24);
+}
+
+/* Uniform in [lo, hi), rounded to float. */
+static float rng_range(uint64_t *pS, float lo, float hi)
+{
+    return lo + (hi - lo) * rng_unit(pS);
+}
+
+static void fill_range(uint64_t *pS, float *a, size_t n, float lo, float hi)
+{
+    size_t i;
+    for (i = 0; i < n; i++) a[i] = rng_range(pS, lo, hi);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    cr_assert_not_null(p);
+    return p;
+}
+
+/* ---- bf16 ------------------------------------------------------------------------- */
+
+static uint16_t bf16_bits(double v)
+{
+    uint16_t u;
+    parity_encode(PARITY_DT_BF16, v, &u);
+    return u;
+}
+
+static float bf16_value(uint16_t u)
+{
+    double d;
+    parity_decode(PARITY_DT_BF16, &u, &d, 1);
+    return (float)d;
+}
+
+/* Rounds to bf16 (round to nearest even) and back: one bf16 operation's result. */
+static float bf16r(double v)
+{
+    return bf16_value(bf16_bits(v));
+}
+
+/* ---- fp32 kernels, each in a stated summation order -------------------------------- */
+
+/* y[M, N] = x[M, K] @ w^T (w is [N, K], as linear's weight) + bias. block == 0: one
+ * sequential fp32 accumulator over k = 0..K-1, then + bias. block > 0: a sequential fp32
+ * partial per block of `block` k's, the partials added in fp32 in block order, then + bias. */
+static void linear_f32(const float *x, const float *w, const float *bias, float *y, int M,
+                       int K, int N, int block)
+{
+    int i, j, k, k0;
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            float s = 0.0f;
+            if (block == 0) {
+                for (k = 0; k < K; k++) s += x[i * K + k] * w[j * K + k];
+            } else {
+                for (k0 = 0; k0 < K; k0 += block) {
+                    float p = 0.0f;
+                    for (k = k0; k < k0 + block && k < K; k++) p += x[i * K + k] * w[j * K + k];
+                    s += p;
+                }
+            }
+            if (bias) s += bias[j];
+            y[i * N + j] = s;
+        }
+}
+
+/* Sum of n floats in fp32: sequential (block 0) or blocked partials. */
+static float sum_f32(const float *a, int n, int block)
+{
+    float s = 0.0f;
+    int k, k0;
+    if (block == 0) {
+        for (k = 0; k < n; k++) s += a[k];
+        return s;
+    }
+    for (k0 = 0; k0 < n; k0 += block) {
+        float p = 0.0f;
+        for (k = k0; k < k0 + block && k < n; k++) p += a[k];
+        s += p;
+    }
+    return s;
+}
+
+/* layer_norm over the last D of x[R, D], two-pass, fp32. Rows >= badFrom use a WRONG
+ * mean: the mean of the first D - 1 elements only (the injected bug). */
+static void layer_norm_f32(const float *x, const float *w, const float *b, float eps,
+                           float *y, int R, int D, int block, int badFrom)
+{
+    float *dev = xmalloc((size_t)D * sizeof(float));
+    int i, k;
+    for (i = 0; i < R; i++) {
+        const float *xr = x + (size_t)i * D;
+        float mu, var, r;
+        if (i >= badFrom) mu = sum_f32(xr, D - 1, block) / (float)(D - 1);
+        else mu = sum_f32(xr, D, block) / (float)D;
+        for (k = 0; k < D; k++) {
+            float d = xr[k] - mu;
+            dev[k] = d * d;
+        }
+        var = sum_f32(dev, D, block) / (float)D;
+        r = 1.0f / sqrtf(var + eps);
+        for (k = 0; k < D; k++) y[(size_t)i * D + k] = (xr[k] - mu) * r * w[k] + b[k];
+    }
+    free(dev);
+}
+
+static void relu_f32(const float *x, float *y, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+/* softmax over the last n of x[R, n] in fp32. online == 0: max, exp(x - max), sequential
+ * sum, divide (a fully masked row gives NaN, as torch does). online == 1: one streaming
+ * pass that rescales the running sum whenever the max grows, then the divide. */
+static void softmax_f32(const float *x, float *y, int R, int n, int online)
+{
+    int i, k;
+    for (i = 0; i < R; i++) {
+        const float *xr = x + (size_t)i * n;
+        float m = -INFINITY, s = 0.0f;
+        if (!online) {
+            for (k = 0; k < n; k++) if (xr[k] > m) m = xr[k];
+            for (k = 0; k < n; k++) s += expf(xr[k] - m);
+        } else {
+            for (k = 0; k < n; k++) {
+                if (xr[k] > m) {
+                    s = s * expf(m - xr[k]) + 1.0f;
+                    m = xr[k];
+                } else {
+                    s += expf(xr[k] - m);
+                }
+            }
+        }
+        for (k = 0; k < n; k++) y[(size_t)i * n + k] = expf(xr[k] - m) / s;
+    }
+}
+
+/* ---- captures ------------------------------------------------------------------------ */
+
+static char g_zDir[4096];
+
+static void make_dir(void)
+{
+    const char *zBase = getenv("TMPDIR");
+    snprintf(g_zDir, sizeof g_zDir, "%s/parity_sem_XXXXXX", zBase && zBase[0] ? zBase : "/tmp");
+    cr_assert_not_null(mkdtemp(g_zDir), "mkdtemp: %s", strerror(errno));
+}
+
+static void remove_dir(void)
+{
+    static const char *const azFile[] = { "e.h5", "c.h5", "e2.h5", "c2.h5", "e3.h5", "c3.h5",
+                                          "r.json", "out.txt", "err.txt", NULL };
+    char z[4200];
+    int i;
+    if (!g_zDir[0]) return;
+    for (i = 0; azFile[i]; i++) {
+        snprintf(z, sizeof z, "%s/%s", g_zDir, azFile[i]);
+        unlink(z);
+    }
+    rmdir(g_zDir);
+}
+
+static const char *in_dir(const char *zName, char *zBuf, size_t nBuf)
+{
+    snprintf(zBuf, nBuf, "%s/%s", g_zDir, zName);
+    return zBuf;
+}
+
+static parity_writer *cap_open(const char *zName, const char *zSide)
+{
+    parity_writer *pW = NULL;
+    char zErr[PARITY_ERR_LEN], zPath[4200];
+    cr_assert(parity_writer_open(in_dir(zName, zPath, sizeof zPath), &pW, zErr, sizeof zErr) == 0,
+              "writer open: %s", zErr);
+    cr_assert(parity_writer_attr_int(pW, NULL, "parity_format", 1) == 0);
+    cr_assert(parity_writer_attr_string(pW, NULL, "side", zSide) == 0);
+    cr_assert(parity_writer_attr_string(pW, NULL, "model", "test_semantic") == 0);
+    return pW;
+}
+
+static void cap_close(parity_writer *pW)
+{
+    char zErr[PARITY_ERR_LEN];
+    cr_assert(parity_writer_close(pW, zErr, sizeof zErr) == 0, "writer close: %s", zErr);
+}
+
+static void cap_f32(parity_writer *pW, const char *zPath, int rank, const uint64_t *aDim,
+                    const float *a)
+{
+    cr_assert(parity_writer_tensor(pW, zPath, PARITY_DT_F32, rank, aDim, a) == 0,
+              "tensor %s: %s", zPath, parity_writer_error(pW));
+}
+
+static void cap_bf16(parity_writer *pW, const char *zPath, int rank, const uint64_t *aDim,
+                     const uint16_t *a)
+{
+    cr_assert(parity_writer_tensor(pW, zPath, PARITY_DT_BF16, rank, aDim, a) == 0,
+              "tensor %s: %s", zPath, parity_writer_error(pW));
+}
+
+/* Marks zPath as the output of op over the n inputs, at position `order`. */
+static void cap_op(parity_writer *pW, const char *zPath, const char *zOp,
+                   const char *const *azIn, size_t n, int64_t order)
+{
+    cr_assert(parity_writer_attr_string(pW, zPath, "op", zOp) == 0, "%s", parity_writer_error(pW));
+    cr_assert(parity_writer_attr_strings(pW, zPath, "inputs", azIn, n) == 0,
+              "%s", parity_writer_error(pW));
+    cr_assert(parity_writer_attr_int(pW, zPath, "order", order) == 0, "%s", parity_writer_error(pW));
+}
+
+/* ---- running paritydiff ------------------------------------------------------------- */
+
+typedef struct {
+    int exited, code, signaled, sig;
+    char *zErr;           /* stderr */
+    char *zOut;           /* stdout (the text report) */
+    json_t *pJson;        /* the parsed --json report, or NULL */
+} diff_run;
+
+static char *slurp(const char *zFile)
+{
+    FILE *f = fopen(zFile, "rb");
+    char *z;
+    long n;
+    cr_assert_not_null(f, "%s: %s", zFile, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    z = xmalloc((size_t)n + 1);
+    cr_assert(fread(z, 1, (size_t)n, f) == (size_t)n);
+    z[n] = 0;
+    fclose(f);
+    return z;
+}
+
+/* Mirrors tests/test_cli.c: in sanitizer builds the child must not turn a signal into its
+ * own report, and its supervised worker leaves by _exit (no leak check). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_UNDER_ASAN 1
+#endif
+#endif
+
+static void run_diff(const char *zEager, const char *zCompiled, diff_run *pRun)
+{
+    char zE[4200], zC[4200], zJson[4200], zOut[4200], zErrFile[4200];
+    json_error_t jerr;
+    int status = 0;
+    pid_t pid;
+
+    memset(pRun, 0, sizeof *pRun);
+    in_dir(zEager, zE, sizeof zE);
+    in_dir(zCompiled, zC, sizeof zC);
+    in_dir("r.json", zJson, sizeof zJson);
+    in_dir("out.txt", zOut, sizeof zOut);
+    in_dir("err.txt", zErrFile, sizeof zErrFile);
+    unlink(zJson);
+    fflush(NULL);
+    pid = fork();
+    cr_assert(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        const char *azArgv[] = { PARITYDIFF_BIN, "--json", zJson, zE, zC, NULL };
+        int fdOut = open(zOut, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fdErr = open(zErrFile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fdNull = open("/dev/null", O_RDONLY);
+        if (fdOut < 0 || fdErr < 0) _exit(126);
+        if (fdNull >= 0) dup2(fdNull, 0);
+        dup2(fdOut, 1);
+        dup2(fdErr, 2);
+        setenv("UBSAN_OPTIONS", "handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0", 1);
+#ifdef TEST_UNDER_ASAN
+        setenv("ASAN_OPTIONS", "handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0:"
+               "detect_leaks=0:allocator_may_return_null=1:abort_on_error=1", 1);
+#endif
+        execv(azArgv[0], (char *const *)azArgv);
+        _exit(127);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    pRun->exited = WIFEXITED(status);
+    pRun->code = pRun->exited ? WEXITSTATUS(status) : -1;
+    pRun->signaled = WIFSIGNALED(status);
+    pRun->sig = pRun->signaled ? WTERMSIG(status) : 0;
+    pRun->zErr = slurp(zErrFile);
+    pRun->zOut = slurp(zOut);
+    pRun->pJson = json_load_file(zJson, 0, &jerr);
+    cr_assert(pRun->exited, "paritydiff did not exit normally (signal %d); stderr:\n%s",
+              pRun->sig, pRun->zErr);
+    cr_assert_not_null(pRun->pJson, "no JSON report (%s); exit %d; stderr:\n%s", jerr.text,
+                       pRun->code, pRun->zErr);
+}
+
+static void run_free(diff_run *pRun)
+{
+    free(pRun->zErr);
+    free(pRun->zOut);
+    json_decref(pRun->pJson);
+    memset(pRun, 0, sizeof *pRun);
+}
+
+static json_t *tensor_of(const diff_run *pRun, const char *zName)
+{
+    json_t *aT = json_object_get(pRun->pJson, "tensors");
+    size_t i;
+    cr_assert(json_is_array(aT));
+    for (i = 0; i < json_array_size(aT); i++) {
+        json_t *pT = json_array_get(aT, i);
+        if (strcmp(json_string_value(json_object_get(pT, "name")), zName) == 0) return pT;
+    }
+    cr_assert_fail("tensor %s not in the report", zName);
+    return NULL;
+}
+
+/* A string field, or "(null)" when it is JSON null. */
+static const char *str_of(json_t *pObj, const char *zKey)
+{
+    json_t *p = json_object_get(pObj, zKey);
+    cr_assert_not_null(p, "key %s absent", zKey);
+    return json_is_null(p) ? "(null)" : json_string_value(p);
+}
+
+static const char *status_of(const diff_run *pRun, const char *zName)
+{
+    return str_of(tensor_of(pRun, zName), "status");
+}
+
+static const char *cause_of(const diff_run *pRun, const char *zName)
+{
+    return str_of(tensor_of(pRun, zName), "cause");
+}
+
+static json_t *judgement_of(const diff_run *pRun, const char *zName)
+{
+    json_t *pJ = json_object_get(tensor_of(pRun, zName), "judgement");
+    cr_assert(json_is_object(pJ), "%s has no judgement (model_note %s)", zName,
+              str_of(tensor_of(pRun, zName), "model_note"));
+    return pJ;
+}
+
+static json_int_t class_of(const diff_run *pRun, const char *zName, const char *zClass)
+{
+    json_t *p = json_object_get(json_object_get(judgement_of(pRun, zName), "classes"), zClass);
+    cr_assert(json_is_integer(p), "%s: classes.%s", zName, zClass);
+    return json_integer_value(p);
+}
+
+/* A real field; NAN when null (JSON writes Inf and NaN as null). */
+static double real_of(json_t *pObj, const char *zKey)
+{
+    json_t *p = json_object_get(pObj, zKey);
+    cr_assert_not_null(p, "key %s absent", zKey);
+    return json_is_null(p) ? NAN : json_number_value(p);
+}
+
+static void assert_slice(const diff_run *pRun, const char *zName, int rank, const json_int_t *aLoHi)
+{
+    json_t *pS = json_object_get(tensor_of(pRun, zName), "affected_slice");
+    int d;
+    cr_assert(json_is_array(pS) && (int)json_array_size(pS) == rank,
+              "%s: affected_slice is not a %d-dim box", zName, rank);
+    for (d = 0; d < rank; d++) {
+        json_t *pD = json_array_get(pS, (size_t)d);
+        json_int_t lo = json_integer_value(json_array_get(pD, 0));
+        json_int_t hi = json_integer_value(json_array_get(pD, 1));
+        cr_assert(lo == aLoHi[2 * d] && hi == aLoHi[2 * d + 1],
+                  "%s: affected_slice dim %d is [%lld, %lld), want [%lld, %lld)", zName, d,
+                  (long long)lo, (long long)hi, (long long)aLoHi[2 * d], (long long)aLoHi[2 * d + 1]);
+    }
+}
+
+static int count_lines(const char *z)
+{
+    int n = 0;
+    for (; *z; z++) n += *z == '\n';
+    return n;
+}
+
+static void assert_exit(const diff_run *pRun, int code)
+{
+    cr_assert_eq(pRun->code, code, "exit %d, want %d; stderr:\n%s\nstdout:\n%s", pRun->code,
+                 code, pRun->zErr, pRun->zOut);
+}
+
+TestSuite(semantic, .init = make_dir, .fini = remove_dir, .timeout = 300);
+
+/* ---- 1. split-K: the defaults reject, the model passes -------------------------------- */
+
+#define SK_M 4
+#define SK_K 16384
+#define SK_N 4
+#define SK_SPLIT 16
+
+Test(semantic, splitk_matmul_rejected_by_defaults_passes)
+{
+    uint64_t seed = 1;
+    float *a = xmalloc(sizeof(float) * SK_M * SK_K), *b = xmalloc(sizeof(float) * SK_K * SK_N);
+    float e[SK_M * SK_N], c[SK_M * SK_N];
+    uint64_t aDimA[2] = { SK_M, SK_K }, aDimB[2] = { SK_K, SK_N }, aDimC[2] = { SK_M, SK_N };
+    const char *azIn[] = { "/a", "/b" };
+    double worstExcess = 0.0, maxDiff = 0.0, bound, errC;
+    int i, j, k, ch, anyReject = 0;
+    parity_writer *pW;
+    diff_run run;
+    json_t *pJ;
+
+    for (k = 0; k < SK_M * SK_K; k++) a[k] = rng_unit(&seed);
+    for (k = 0; k < SK_K * SK_N; k++) b[k] = rng_unit(&seed);
+    for (i = 0; i < SK_M; i++)
+        for (j = 0; j < SK_N; j++) {
+            float s = 0.0f, part[SK_SPLIT], t = 0.0f;
+            for (k = 0; k < SK_K; k++) s += a[i * SK_K + k] * b[k * SK_N + j];
+            e[i * SK_N + j] = s;
+            for (ch = 0; ch < SK_SPLIT; ch++) {
+                float p = 0.0f;
+                for (k = ch * (SK_K / SK_SPLIT); k < (ch + 1) * (SK_K / SK_SPLIT); k++)
+                    p += a[i * SK_K + k] * b[k * SK_N + j];
+                part[ch] = p;
+            }
+            for (ch = 0; ch < SK_SPLIT; ch++) t += part[ch];
+            c[i * SK_N + j] = t;
+        }
+    /* torch.testing.assert_close would reject this pair. */
+    for (k = 0; k < SK_M * SK_N; k++) {
+        double d = fabs((double)c[k] - (double)e[k]);
+        double excess = d / (TORCH_ATOL_F32 + TORCH_RTOL_F32 * fabs((double)e[k]));
+        if (d > maxDiff) maxDiff = d;
+        if (excess > worstExcess) worstExcess = excess;
+        if (d > TORCH_ATOL_F32 + TORCH_RTOL_F32 * fabs((double)e[k])) anyReject = 1;
+    }
+    cr_assert(anyReject, "split-K differs from sequential by at most %g: the defaults accept",
+              maxDiff);
+
+    pW = cap_open("e.h5", "eager");
+    cap_f32(pW, "/a", 2, aDimA, a);
+    cap_f32(pW, "/b", 2, aDimB, b);
+    cap_f32(pW, "/mm", 2, aDimC, e);
+    cap_op(pW, "/mm", "matmul", azIn, 2, 0);
+    cap_close(pW);
+    pW = cap_open("c.h5", "compiled");
+    cap_f32(pW, "/a", 2, aDimA, a);
+    cap_f32(pW, "/b", 2, aDimB, b);
+    cap_f32(pW, "/mm", 2, aDimC, c);
+    cap_op(pW, "/mm", "matmul", azIn, 2, 0);
+    cap_close(pW);
+
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 0);
+    cr_assert_str_eq(status_of(&run, "/mm"), "pass");
+    cr_assert_str_eq(str_of(run.pJson, "verdict"), "pass");
+    pJ = judgement_of(&run, "/mm");
+    cr_assert(json_is_true(json_object_get(pJ, "local_check")));
+    cr_assert_eq(class_of(&run, "/mm", "within"), SK_M * SK_N);
+    bound = real_of(pJ, "max_bound");
+    errC = real_of(pJ, "compiled_max_abs_err");
+    cr_assert(bound > errC && errC > 0.0);
+    cr_log_info("split-K: max |c-e| %.4g (%.2fx assert_close's allowance); compiled error vs "
+                "MPFR %.4g, eager %.4g; max bound %.4g",
+                maxDiff, worstExcess, errC, real_of(pJ, "eager_max_abs_err"), bound);
+    run_free(&run);
+    free(a);
+    free(b);
+}
+
+/* ---- 2. small K: the defaults accept a tail error, the model fails it ---------------- */
+
+Test(semantic, smallk_tail_columns_accepted_by_defaults_fail)
+{
+    enum { M = 8, K = 4, N = 20, TAIL = 16 };
+    uint64_t seed = 2;
+    float a[M * K], b[K * N], e[M * N], c[M * N];
+    uint64_t aDimA[2] = { M, K }, aDimB[2] = { K, N }, aDimC[2] = { M, N };
+    const char *azIn[] = { "/a", "/b" };
+    const json_int_t aSlice[] = { 0, M, TAIL, N };
+    int i, j, k;
+    parity_writer *pW;
+    diff_run run;
+    json_t *pJ;
+
+    fill_range(&seed, a, M * K, 0.5f, 1.0f);
+    fill_range(&seed, b, K * N, 0.5f, 1.0f);
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            float s = 0.0f;
+            for (k = 0; k < K; k++) s += a[i * K + k] * b[k * N + j];
+            e[i * N + j] = s;
+            c[i * N + j] = j >= TAIL ? s + 4e-6f : s;
+        }
+    for (k = 0; k < M * N; k++) {
+        double d = fabs((double)c[k] - (double)e[k]);
+        cr_assert(d <= TORCH_ATOL_F32 + TORCH_RTOL_F32 * fabs((double)e[k]),
+                  "element %d: |c-e| = %g, the defaults would reject", k, d);
+        if (k % N >= TAIL) cr_assert(d > 3e-6);
+    }
+
+    pW = cap_open("e.h5", "eager");
+    cap_f32(pW, "/a", 2, aDimA, a);
+    cap_f32(pW, "/b", 2, aDimB, b);
+    cap_f32(pW, "/mm", 2, aDimC, e);
+    cap_op(pW, "/mm", "matmul", azIn, 2, 0);
+    cap_close(pW);
+    pW = cap_open("c.h5", "compiled");
+    cap_f32(pW, "/a", 2, aDimA, a);
+    cap_f32(pW, "/b", 2, aDimB, b);
+    cap_f32(pW, "/mm", 2, aDimC, c);
+    cap_op(pW, "/mm", "matmul", azIn, 2, 0);
+    cap_close(pW);
+
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 1);
+    cr_assert_str_eq(str_of(run.pJson, "verdict"), "fail");
+    cr_assert_str_eq(str_of(run.pJson, "first_divergence"), "/mm");
+    cr_assert_str_eq(status_of(&run, "/mm"), "fail");
+    cr_assert_str_eq(cause_of(&run, "/mm"), "local");
+    assert_slice(&run, "/mm", 2, aSlice);
+    cr_assert_eq(json_integer_value(json_object_get(tensor_of(&run, "/mm"), "mismatches")),
+                 M * (N - TAIL));
+    pJ = judgement_of(&run, "/mm");
+    cr_assert_eq(json_integer_value(json_object_get(pJ, "local_failures")), M * (N - TAIL));
+    cr_assert_eq(class_of(&run, "/mm", "compiled_worse"), M * (N - TAIL));
+    cr_assert_eq(class_of(&run, "/mm", "within"), M * TAIL);
+    cr_log_info("small-K tail: injected 4e-6; max bound %.4g; worst error/bound %.3g",
+                real_of(pJ, "max_bound"), real_of(tensor_of(&run, "/mm"), "worst_score"));
+    run_free(&run);
+}
+
+/* ---- 3. an op-by-op graph ---------------------------------------------------------- */
+
+#define G_R 16      /* rows (tokens) */
+#define G_IN 64     /* x features */
+#define G_H 48      /* hidden = layer_norm width */
+#define G_O 32      /* output = softmax width */
+#define G_BAD 13    /* first layer_norm row with the wrong mean */
+
+typedef struct {
+    float x[G_R * G_IN], w1[G_H * G_IN], b1[G_H], lnw[G_H], lnb[G_H], w2[G_O * G_H];
+} graph_params;
+
+typedef struct {
+    float lin1[G_R * G_H], ln[G_R * G_H], relu[G_R * G_H], lin2[G_R * G_O], sm[G_R * G_O];
+} graph_acts;
+
+static void graph_make_params(graph_params *pP)
+{
+    uint64_t seed = 3;
+    fill_range(&seed, pP->x, G_R * G_IN, -1.0f, 1.0f);
+    fill_range(&seed, pP->w1, G_H * G_IN, -0.5f, 0.5f);
+    fill_range(&seed, pP->b1, G_H, -0.5f, 0.5f);
+    fill_range(&seed, pP->lnw, G_H, 0.5f, 1.5f);
+    fill_range(&seed, pP->lnb, G_H, -0.25f, 0.25f);
+    fill_range(&seed, pP->w2, G_O * G_H, -0.5f, 0.5f);
+}
+
+/* block 0: eager (sequential everywhere, two-pass softmax). block > 0: compiled (blocked
+ * accumulation in every reduction, online softmax), with layer_norm's wrong mean from
+ * row badFrom on (G_R: no bug). */
+static void graph_run(const graph_params *pP, graph_acts *pA, int block, int badFrom)
+{
+    linear_f32(pP->x, pP->w1, pP->b1, pA->lin1, G_R, G_IN, G_H, block);
+    layer_norm_f32(pA->lin1, pP->lnw, pP->lnb, 1e-5f, pA->ln, G_R, G_H, block, badFrom);
+    relu_f32(pA->ln, pA->relu, G_R * G_H);
+    linear_f32(pA->relu, pP->w2, NULL, pA->lin2, G_R, G_H, G_O, block);
+    softmax_f32(pA->lin2, pA->sm, G_R, G_O, block > 0);
+}
+
+static void graph_write(const char *zFile, const char *zSide, const graph_params *pP,
+                        const graph_acts *pA)
+{
+    static const char *const azLin1[] = { "/x", "/w1", "/b1" };
+    static const char *const azLn[] = { "/lin1", "/ln_w", "/ln_b" };
+    static const char *const azRelu[] = { "/ln" };
+    static const char *const azLin2[] = { "/relu", "/w2" };
+    static const char *const azSm[] = { "/lin2" };
+    uint64_t dX[2] = { G_R, G_IN }, dW1[2] = { G_H, G_IN }, dH[1] = { G_H };
+    uint64_t dW2[2] = { G_O, G_H }, dRH[2] = { G_R, G_H }, dRO[2] = { G_R, G_O };
+    int64_t aNorm[1] = { G_H };
+    parity_writer *pW = cap_open(zFile, zSide);
+
+    cap_f32(pW, "/x", 2, dX, pP->x);
+    cap_f32(pW, "/w1", 2, dW1, pP->w1);
+    cap_f32(pW, "/b1", 1, dH, pP->b1);
+    cap_f32(pW, "/ln_w", 1, dH, pP->lnw);
+    cap_f32(pW, "/ln_b", 1, dH, pP->lnb);
+    cap_f32(pW, "/w2", 2, dW2, pP->w2);
+    cap_f32(pW, "/lin1", 2, dRH, pA->lin1);
+    cap_op(pW, "/lin1", "linear", azLin1, 3, 0);
+    cap_f32(pW, "/ln", 2, dRH, pA->ln);
+    cap_op(pW, "/ln", "layer_norm", azLn, 3, 1);
+    cr_assert(parity_writer_attr_ints(pW, "/ln", "normalized_shape", aNorm, 1) == 0);
+    cr_assert(parity_writer_attr_float(pW, "/ln", "eps", 1e-5) == 0);
+    cap_f32(pW, "/relu", 2, dRH, pA->relu);
+    cap_op(pW, "/relu", "relu", azRelu, 1, 2);
+    cap_f32(pW, "/lin2", 2, dRO, pA->lin2);
+    cap_op(pW, "/lin2", "linear", azLin2, 2, 3);
+    cap_f32(pW, "/sm", 2, dRO, pA->sm);
+    cap_op(pW, "/sm", "softmax", azSm, 1, 4);
+    cr_assert(parity_writer_attr_int(pW, "/sm", "dim", -1) == 0);
+    cap_close(pW);
+}
+
+static const char *const g_azGraphInputs[] = { "/x", "/w1", "/b1", "/ln_w", "/ln_b", "/w2" };
+static const char *const g_azGraphOps[] = { "/lin1", "/ln", "/relu", "/lin2", "/sm" };
+
+/* Writes the graph with the layer_norm bug in rows G_BAD.. and diffs it. */
+static void graph_bug_diff(diff_run *pRun)
+{
+    graph_params *pP = xmalloc(sizeof *pP);
+    graph_acts *pE = xmalloc(sizeof *pE), *pC = xmalloc(sizeof *pC);
+    graph_make_params(pP);
+    graph_run(pP, pE, 0, G_R);
+    graph_run(pP, pC, 8, G_BAD);
+    /* The bug is real and only in the tail rows; the rounding elsewhere is not zero. */
+    cr_assert(memcmp(pE->ln, pC->ln, sizeof(float) * G_BAD * G_H) != 0,
+              "blocked layer_norm happens to match sequential bit for bit");
+    graph_write("e.h5", "eager", pP, pE);
+    graph_write("c.h5", "compiled", pP, pC);
+    free(pP);
+    free(pE);
+    free(pC);
+    run_diff("e.h5", "c.h5", pRun);
+}
+
+Test(semantic, graph_local_layer_norm_bug_propagates)
+{
+    const json_int_t aLnSlice[] = { G_BAD, G_R, 0, G_H };
+    size_t i;
+    diff_run run;
+
+    graph_bug_diff(&run);
+    assert_exit(&run, 1);
+    cr_assert_str_eq(str_of(run.pJson, "verdict"), "fail");
+    cr_assert_str_eq(str_of(run.pJson, "first_divergence"), "/ln");
+    cr_assert(json_is_true(json_object_get(run.pJson, "inputs_match")));
+    for (i = 0; i < sizeof g_azGraphInputs / sizeof g_azGraphInputs[0]; i++)
+        cr_assert_str_eq(status_of(&run, g_azGraphInputs[i]), "pass", "%s", g_azGraphInputs[i]);
+
+    cr_assert_str_eq(status_of(&run, "/lin1"), "pass");
+    cr_assert(json_is_null(json_object_get(tensor_of(&run, "/lin1"), "cause")));
+    cr_assert_str_eq(status_of(&run, "/ln"), "fail");
+    cr_assert_str_eq(cause_of(&run, "/ln"), "local");
+    assert_slice(&run, "/ln", 2, aLnSlice);
+    cr_assert_eq(json_integer_value(json_object_get(judgement_of(&run, "/ln"), "local_failures")),
+                 (G_R - G_BAD) * G_H);
+    cr_log_info("graph: layer_norm worst error/bound %.4g (max bound %.4g, compiled error %.4g)",
+                real_of(tensor_of(&run, "/ln"), "worst_score"),
+                real_of(judgement_of(&run, "/ln"), "max_bound"),
+                real_of(judgement_of(&run, "/ln"), "compiled_max_abs_err"));
+
+    for (i = 2; i < 5; i++) {
+        const char *zName = g_azGraphOps[i];
+        cr_assert_str_eq(status_of(&run, zName), "fail", "%s", zName);
+        cr_assert_str_eq(cause_of(&run, zName), "propagated", "%s", zName);
+        cr_assert(json_is_true(json_object_get(judgement_of(&run, zName), "local_check")), "%s", zName);
+        cr_assert_eq(json_integer_value(json_object_get(judgement_of(&run, zName), "local_failures")),
+                     0, "%s is right for its own inputs", zName);
+        cr_log_info("graph: %s propagated, %lld mismatches, worst error/bound %.4g", zName,
+                    (long long)json_integer_value(json_object_get(tensor_of(&run, zName), "mismatches")),
+                    real_of(tensor_of(&run, zName), "worst_score"));
+    }
+    run_free(&run);
+}
+
+/* What a propagated failure reports should be the echo of the upstream failure: for these
+ * row-wise ops, rows G_BAD.. only. DISABLED: diff/semantic.c marks as "propagated" failures
+ * every element beyond the op's bound against the reference recomputed from the EAGER
+ * inputs. That reference ignores the legitimate rounding the compiled inputs carry, so an
+ * op whose bound is (near) zero, relu, flags every element whose input differs by rounding
+ * at all: /relu reports 329 mismatches over rows [0, 16) instead of the <= 3 x 48 elements
+ * of rows [13, 16), and worst_score null (error / bound 0 = Inf). /lin2 and /sm happen to
+ * be right ([13, 16)) because their bounds absorb the input rounding. Fixing it needs the
+ * upstream's legitimate error carried into the bound (or the upstream failure mask carried
+ * downstream): not a small change. Enable when semantic.c does that. */
+Test(semantic, graph_propagated_region_is_the_echo_only, .disabled = true)
+{
+    const json_int_t aSliceO[] = { G_BAD, G_R, 0, G_O };
+    size_t i;
+    diff_run run;
+
+    graph_bug_diff(&run);
+    assert_exit(&run, 1);
+    for (i = 2; i < 5; i++) {
+        const char *zName = g_azGraphOps[i];
+        json_t *pT = tensor_of(&run, zName);
+        cr_assert_str_eq(cause_of(&run, zName), "propagated", "%s", zName);
+        cr_assert_leq(json_integer_value(json_object_get(pT, "mismatches")), (G_R - G_BAD) * G_H,
+                      "%s", zName);
+        cr_assert(isfinite(real_of(pT, "worst_score")), "%s: worst_score %g", zName,
+                  real_of(pT, "worst_score"));
+        /* relu keeps only the positive part of the bad rows; lin2 and sm mix all columns. */
+        if (i == 2) {
+            json_t *pRows = json_array_get(json_object_get(pT, "affected_slice"), 0);
+            cr_assert(json_integer_value(json_array_get(pRows, 0)) >= G_BAD &&
+                      json_integer_value(json_array_get(pRows, 1)) == G_R, "/relu rows");
+        } else {
+            assert_slice(&run, zName, 2, aSliceO);
+        }
+    }
+    run_free(&run);
+}
+
+Test(semantic, graph_legit_reordering_passes_everywhere)
+{
+    graph_params *pP = xmalloc(sizeof *pP);
+    graph_acts *pE = xmalloc(sizeof *pE), *pC = xmalloc(sizeof *pC);
+    size_t i;
+    int nDiffer = 0;
+    diff_run run;
+    json_t *aT;
+
+    graph_make_params(pP);
+    graph_run(pP, pE, 0, G_R);
+    graph_run(pP, pC, 8, G_R);
+    /* Rounding really travels: every op output differs somewhere. */
+    nDiffer += memcmp(pE->lin1, pC->lin1, sizeof pE->lin1) != 0;
+    nDiffer += memcmp(pE->ln, pC->ln, sizeof pE->ln) != 0;
+    nDiffer += memcmp(pE->relu, pC->relu, sizeof pE->relu) != 0;
+    nDiffer += memcmp(pE->lin2, pC->lin2, sizeof pE->lin2) != 0;
+    nDiffer += memcmp(pE->sm, pC->sm, sizeof pE->sm) != 0;
+    cr_assert_eq(nDiffer, 5, "only %d of 5 op outputs differ: the reordering is too weak", nDiffer);
+    graph_write("e.h5", "eager", pP, pE);
+    graph_write("c.h5", "compiled", pP, pC);
+
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 0);
+    cr_assert_str_eq(str_of(run.pJson, "verdict"), "pass");
+    cr_assert(json_is_null(json_object_get(run.pJson, "first_divergence")));
+    aT = json_object_get(run.pJson, "tensors");
+    cr_assert_eq(json_array_size(aT), 11);
+    for (i = 0; i < json_array_size(aT); i++) {
+        json_t *pT = json_array_get(aT, i);
+        cr_assert_str_eq(str_of(pT, "status"), "pass", "%s", str_of(pT, "name"));
+    }
+    for (i = 0; i < 5; i++) {
+        json_t *pJ = judgement_of(&run, g_azGraphOps[i]);
+        cr_assert(json_is_true(json_object_get(pJ, "local_check")), "%s", g_azGraphOps[i]);
+        cr_assert_eq(json_integer_value(json_object_get(pJ, "local_failures")), 0, "%s",
+                     g_azGraphOps[i]);
+        cr_log_info("graph (clean): %s compiled error %.4g, bound %.4g, divergence classes "
+                    "within %lld compiled_worse %lld", g_azGraphOps[i],
+                    real_of(pJ, "compiled_max_abs_err"), real_of(pJ, "max_bound"),
+                    (long long)class_of(&run, g_azGraphOps[i], "within"),
+                    (long long)class_of(&run, g_azGraphOps[i], "compiled_worse"));
+    }
+    run_free(&run);
+    free(pP);
+    free(pE);
+    free(pC);
+}
+
+/* ---- 4. bf16 operands under an fp32 contract ------------------------------------------ */
+
+/* x[R, K] fp32, w[N, K] fp32, linear without bias; eager fp32 sequential, compiled rounds
+ * x and w to bf16, accumulates in fp32 and multiplies its result by cScale (1: a correct
+ * bf16 kernel). zAcc NULL: no acc_dtype attribute. */
+static void write_bf16_linear_scaled(int R, int K, int N, uint64_t seed, const char *zAcc,
+                                     float cScale)
+{
+    float *x = xmalloc(sizeof(float) * R * K), *w = xmalloc(sizeof(float) * N * K);
+    float *xb = xmalloc(sizeof(float) * R * K), *wb = xmalloc(sizeof(float) * N * K);
+    float *e = xmalloc(sizeof(float) * R * N), *c = xmalloc(sizeof(float) * R * N);
+    uint64_t dX[2] = { (uint64_t)R, (uint64_t)K }, dW[2] = { (uint64_t)N, (uint64_t)K };
+    uint64_t dY[2] = { (uint64_t)R, (uint64_t)N };
+    const char *azIn[] = { "/x", "/w" };
+    parity_writer *pW;
+    int k, side;
+
+    fill_range(&seed, x, (size_t)R * K, -1.0f, 1.0f);
+    fill_range(&seed, w, (size_t)N * K, -1.0f, 1.0f);
+    for (k = 0; k < R * K; k++) xb[k] = bf16r(x[k]);
+    for (k = 0; k < N * K; k++) wb[k] = bf16r(w[k]);
+    linear_f32(x, w, NULL, e, R, K, N, 0);
+    linear_f32(xb, wb, NULL, c, R, K, N, 0);
+    for (k = 0; k < R * N; k++) c[k] *= cScale;
+    for (side = 0; side < 2; side++) {
+        pW = cap_open(side ? "c.h5" : "e.h5", side ? "compiled" : "eager");
+        cap_f32(pW, "/x", 2, dX, x);
+        cap_f32(pW, "/w", 2, dW, w);
+        cap_f32(pW, "/y", 2, dY, side ? c : e);
+        cap_op(pW, "/y", "linear", azIn, 2, 0);
+        if (zAcc) cr_assert(parity_writer_attr_string(pW, "/y", "acc_dtype", zAcc) == 0);
+        cap_close(pW);
+    }
+    free(x); free(w); free(xb); free(wb); free(e); free(c);
+}
+
+static void write_bf16_linear(int R, int K, int N, uint64_t seed, const char *zAcc)
+{
+    write_bf16_linear_scaled(R, K, N, seed, zAcc, 1.0f);
+}
+
+Test(semantic, linear_bf16_operands_fail_fp32_contract)
+{
+    diff_run run;
+    json_t *pJ;
+    write_bf16_linear(16, 256, 64, 4, NULL);
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 1);
+    cr_assert_str_eq(status_of(&run, "/y"), "fail");
+    cr_assert_str_eq(cause_of(&run, "/y"), "local");
+    pJ = judgement_of(&run, "/y");
+    cr_assert_str_eq(str_of(pJ, "acc_dtype"), "float32");
+    cr_assert_gt(json_integer_value(json_object_get(pJ, "local_failures")), 0);
+    cr_assert_eq(class_of(&run, "/y", "eager_worse"), 0);
+    cr_log_info("bf16 linear under fp32: %lld of %d fail, worst error/bound %.4g, max bound %.4g, "
+                "compiled error %.4g, eager error %.4g",
+                (long long)json_integer_value(json_object_get(pJ, "local_failures")), 16 * 64,
+                real_of(tensor_of(&run, "/y"), "worst_score"), real_of(pJ, "max_bound"),
+                real_of(pJ, "compiled_max_abs_err"), real_of(pJ, "eager_max_abs_err"));
+    run_free(&run);
+}
+
+Test(semantic, linear_bf16_operands_pass_bf16_contract)
+{
+    diff_run run;
+    json_t *pJ;
+    write_bf16_linear(16, 256, 64, 4, "bfloat16");
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 0);
+    cr_assert_str_eq(status_of(&run, "/y"), "pass");
+    pJ = judgement_of(&run, "/y");
+    cr_assert_str_eq(str_of(pJ, "acc_dtype"), "bfloat16");
+    cr_assert_eq(json_integer_value(json_object_get(pJ, "local_failures")), 0);
+    /* K + 2 = 258 roundings at u = 2^-8: n u >= 1, so gamma_n and the bound are infinite
+     * (written as null). The pass is vacuous at this K; the small-K test below is not. */
+    cr_log_info("bf16 linear under bf16, K=256: max bound %g (null = infinite)",
+                real_of(pJ, "max_bound"));
+    run_free(&run);
+}
+
+/* A grossly wrong result (every output doubled) must fail under any contract. DISABLED:
+ * with acc_dtype = "bfloat16" and K = 256 the matmul model (tolerance/op_matmul.c) uses
+ * gamma_n(u) with n = K + 2 = 258 and u = 2^-8; n u >= 1 makes gamma_n, hence the bound,
+ * +Inf, and every finite compiled value passes (judgement.max_bound is null). Any dot
+ * product longer than 253 under a bf16 contract is unchecked. Enable once the model has a
+ * finite bound there (or reports "no bound" instead of passing). */
+Test(semantic, linear_bf16_contract_still_catches_garbage, .disabled = true)
+{
+    diff_run run;
+    write_bf16_linear_scaled(16, 256, 64, 4, "bfloat16", 2.0f);
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 1);
+    cr_assert_str_eq(status_of(&run, "/y"), "fail");
+    cr_assert_str_eq(cause_of(&run, "/y"), "local");
+    run_free(&run);
+}
+
+/* The same contract where the deterministic bound is finite (K + 2 = 34, n u ~ 0.13). */
+Test(semantic, linear_bf16_operands_pass_bf16_contract_finite_bound)
+{
+    diff_run run;
+    json_t *pJ;
+    double bound;
+    write_bf16_linear(16, 32, 64, 5, "bfloat16");
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 0);
+    cr_assert_str_eq(status_of(&run, "/y"), "pass");
+    pJ = judgement_of(&run, "/y");
+    bound = real_of(pJ, "max_bound");
+    cr_assert(isfinite(bound) && bound > 0.0, "bound %g", bound);
+    cr_assert_lt(real_of(pJ, "compiled_max_abs_err"), bound);
+    cr_log_info("bf16 linear under bf16, K=32: compiled error %.4g, max bound %.4g",
+                real_of(pJ, "compiled_max_abs_err"), bound);
+    run_free(&run);
+    /* The same data under the fp32 default contract fails. */
+    write_bf16_linear(16, 32, 64, 5, NULL);
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 1);
+    cr_assert_str_eq(cause_of(&run, "/y"), "local");
+    run_free(&run);
+}
+
+/* ---- 5. bf16 softmax computed in fp32, rounded once -------------------------------------- */
+
+#define SM_R 8
+#define SM_N 64
+#define SM_FLIP 4
+
+/* mode 0: fp32 two-pass, one rounding; 1: fp32 online, one rounding; 2: bf16 arithmetic,
+ * rounding after every operation. */
+static void softmax_bf16(const uint16_t *xBits, uint16_t *yBits, int mode)
+{
+    float x[SM_R * SM_N], y[SM_R * SM_N];
+    int i, k;
+    for (k = 0; k < SM_R * SM_N; k++) x[k] = bf16_value(xBits[k]);
+    if (mode < 2) {
+        softmax_f32(x, y, SM_R, SM_N, mode == 1);
+        for (k = 0; k < SM_R * SM_N; k++) yBits[k] = bf16_bits(y[k]);
+        return;
+    }
+    for (i = 0; i < SM_R; i++) {
+        const float *xr = x + i * SM_N;
+        float m = -INFINITY, s = 0.0f, t[SM_N];
+        for (k = 0; k < SM_N; k++) if (xr[k] > m) m = xr[k];
+        for (k = 0; k < SM_N; k++) {
+            t[k] = bf16r(expf(bf16r(xr[k] - m)));
+            s = bf16r(s + t[k]);
+        }
+        for (k = 0; k < SM_N; k++) yBits[i * SM_N + k] = bf16_bits(t[k] / s);
+    }
+}
+
+/* Fills x[SM_R, SM_N] (bf16 bits, values in [-4, 4)). The first SM_FLIP rows are drawn
+ * until the two fp32 algorithms (two-pass, online) give, somewhere in the row, results on
+ * either side of a bf16 rounding midpoint, so the two sides really differ after their one
+ * rounding; the other rows are plain draws. Returns the number of rows tried. */
+static int softmax_bf16_input(uint16_t *x)
+{
+    uint64_t seed = 6;
+    int row = 0, tries = 0;
+    while (row < SM_R) {
+        float xr[SM_N], y0[SM_N], y1[SM_N];
+        uint16_t *p = x + row * SM_N;
+        int k, flip = 0;
+        for (k = 0; k < SM_N; k++) {
+            p[k] = bf16_bits(rng_range(&seed, -4.0f, 4.0f));
+            xr[k] = bf16_value(p[k]);
+        }
+        tries++;
+        cr_assert_lt(tries, 1000000, "no bf16 rounding flip found");
+        if (row >= SM_FLIP) { row++; continue; }
+        softmax_f32(xr, y0, 1, SM_N, 0);
+        softmax_f32(xr, y1, 1, SM_N, 1);
+        for (k = 0; k < SM_N; k++) flip |= bf16_bits(y0[k]) != bf16_bits(y1[k]);
+        if (flip) row++;
+    }
+    return tries;
+}
+
+static void write_softmax_bf16(const char *zFile, const char *zSide, const uint16_t *x,
+                               const uint16_t *y)
+{
+    uint64_t aDim[2] = { SM_R, SM_N };
+    const char *azIn[] = { "/x" };
+    parity_writer *pW = cap_open(zFile, zSide);
+    cap_bf16(pW, "/x", 2, aDim, x);
+    cap_bf16(pW, "/sm", 2, aDim, y);
+    cap_op(pW, "/sm", "softmax", azIn, 1, 0);
+    cr_assert(parity_writer_attr_int(pW, "/sm", "dim", -1) == 0);
+    cap_close(pW);
+}
+
+Test(semantic, softmax_bf16_one_rounding_passes)
+{
+    uint16_t x[SM_R * SM_N], yE[SM_R * SM_N], yC[SM_R * SM_N], yE16[SM_R * SM_N];
+    int k, nDiff = 0, nDiff16 = 0;
+    diff_run run;
+    json_t *pJ;
+    int tries;
+
+    tries = softmax_bf16_input(x);
+    softmax_bf16(x, yE, 0);
+    softmax_bf16(x, yC, 1);
+    softmax_bf16(x, yE16, 2);
+    for (k = 0; k < SM_R * SM_N; k++) {
+        nDiff += yE[k] != yC[k];
+        nDiff16 += yE16[k] != yC[k];
+    }
+    cr_log_info("bf16 softmax: fp32 two-pass vs online differ in %d of %d after rounding "
+                "(%d rows drawn); bf16-throughout vs online in %d", nDiff, SM_R * SM_N, tries,
+                nDiff16);
+    cr_assert_geq(nDiff, SM_FLIP);
+    cr_assert_gt(nDiff16, 0);
+    write_softmax_bf16("e.h5", "eager", x, yE);
+    write_softmax_bf16("c.h5", "compiled", x, yC);
+    write_softmax_bf16("e2.h5", "eager", x, yE16);
+
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 0);
+    cr_assert_str_eq(status_of(&run, "/sm"), "pass");
+    pJ = judgement_of(&run, "/sm");
+    cr_assert_eq(class_of(&run, "/sm", "within"), SM_R * SM_N);
+    cr_log_info("bf16 softmax: compiled max ulp %.3g, eager max ulp %.3g (bf16 ulps vs MPFR)",
+                real_of(pJ, "compiled_max_ulp"), real_of(pJ, "eager_max_ulp"));
+    run_free(&run);
+
+    /* Eager computed in bf16 throughout: further from the truth than the compiled side. */
+    run_diff("e2.h5", "c.h5", &run);
+    assert_exit(&run, 0);
+    cr_assert_str_eq(str_of(run.pJson, "verdict"), "pass");
+    cr_assert_str_eq(status_of(&run, "/sm"), "pass");
+    pJ = judgement_of(&run, "/sm");
+    cr_assert_gt(class_of(&run, "/sm", "eager_worse"), 0);
+    cr_assert_eq(class_of(&run, "/sm", "compiled_worse"), 0);
+    cr_assert_gt(real_of(pJ, "eager_max_abs_err"), real_of(pJ, "compiled_max_abs_err"));
+    cr_log_info("bf16 softmax, eager in bf16: eager_worse %lld of %d; eager max ulp %.3g, "
+                "compiled %.3g", (long long)class_of(&run, "/sm", "eager_worse"), SM_R * SM_N,
+                real_of(pJ, "eager_max_ulp"), real_of(pJ, "compiled_max_ulp"));
+    run_free(&run);
+}
+
+/* ---- 6. bad parameters and shapes; masked softmax rows ------------------------------------ */
+
+/* One bad op tensor: status error naming the problem, exit 2, one stderr line. */
+static void expect_param_error(const char *zName, const char *zNeedle)
+{
+    diff_run run;
+    json_t *pT;
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 2);
+    cr_assert_str_eq(str_of(run.pJson, "verdict"), "error");
+    pT = tensor_of(&run, zName);
+    cr_assert_str_eq(str_of(pT, "status"), "error");
+    cr_assert(strstr(str_of(pT, "message"), zNeedle) != NULL, "message '%s' lacks '%s'",
+              str_of(pT, "message"), zNeedle);
+    cr_assert_eq(count_lines(run.zErr), 1, "stderr:\n%s", run.zErr);
+    cr_log_info("stderr: %s", run.zErr);
+    cr_assert(strstr(run.zErr, zNeedle) != NULL, "stderr '%s' lacks '%s'", run.zErr, zNeedle);
+    cr_assert(strstr(run.zErr, zName) != NULL, "stderr '%s' does not name %s", run.zErr, zName);
+    run_free(&run);
+}
+
+Test(semantic, softmax_dim_out_of_range_is_error)
+{
+    enum { R = 4, N = 8 };
+    float x[R * N], y[R * N];
+    uint64_t seed = 7, aDim[2] = { R, N };
+    const char *azIn[] = { "/x" };
+    int side;
+    fill_range(&seed, x, R * N, -2.0f, 2.0f);
+    softmax_f32(x, y, R, N, 0);
+    for (side = 0; side < 2; side++) {
+        parity_writer *pW = cap_open(side ? "c.h5" : "e.h5", side ? "compiled" : "eager");
+        cap_f32(pW, "/x", 2, aDim, x);
+        cap_f32(pW, "/sm", 2, aDim, y);
+        cap_op(pW, "/sm", "softmax", azIn, 1, 0);
+        cr_assert(parity_writer_attr_int(pW, "/sm", "dim", 5) == 0);
+        cap_close(pW);
+    }
+    expect_param_error("/sm", "dim 5");
+}
+
+Test(semantic, linear_weight_shape_mismatch_is_error)
+{
+    enum { R = 4, K = 8, N = 6 };
+    float x[R * K], w[N * (K - 1)], y[R * N];
+    uint64_t seed = 8, dX[2] = { R, K }, dW[2] = { N, K - 1 }, dY[2] = { R, N };
+    const char *azIn[] = { "/x", "/w" };
+    int side;
+    fill_range(&seed, x, R * K, -1.0f, 1.0f);
+    fill_range(&seed, w, N * (K - 1), -1.0f, 1.0f);
+    /* Some output of the right shape: x[:, :K-1] @ w^T. */
+    {
+        int i, j, k;
+        for (i = 0; i < R; i++)
+            for (j = 0; j < N; j++) {
+                float s = 0.0f;
+                for (k = 0; k < K - 1; k++) s += x[i * K + k] * w[j * (K - 1) + k];
+                y[i * N + j] = s;
+            }
+    }
+    for (side = 0; side < 2; side++) {
+        parity_writer *pW = cap_open(side ? "c.h5" : "e.h5", side ? "compiled" : "eager");
+        cap_f32(pW, "/x", 2, dX, x);
+        cap_f32(pW, "/w", 2, dW, w);
+        cap_f32(pW, "/y", 2, dY, y);
+        cap_op(pW, "/y", "linear", azIn, 2, 0);
+        cap_close(pW);
+    }
+    expect_param_error("/y", "weight");
+}
+
+Test(semantic, layer_norm_normalized_shape_mismatch_is_error)
+{
+    enum { R = 4, D = 8 };
+    float x[R * D], w[D], b[D], y[R * D];
+    uint64_t seed = 9, dX[2] = { R, D }, dD[1] = { D };
+    int64_t aNorm[1] = { 5 };
+    const char *azIn[] = { "/x", "/w", "/b" };
+    int side;
+    fill_range(&seed, x, R * D, -1.0f, 1.0f);
+    fill_range(&seed, w, D, 0.5f, 1.5f);
+    fill_range(&seed, b, D, -0.5f, 0.5f);
+    layer_norm_f32(x, w, b, 1e-5f, y, R, D, 0, R);
+    for (side = 0; side < 2; side++) {
+        parity_writer *pW = cap_open(side ? "c.h5" : "e.h5", side ? "compiled" : "eager");
+        cap_f32(pW, "/x", 2, dX, x);
+        cap_f32(pW, "/w", 1, dD, w);
+        cap_f32(pW, "/b", 1, dD, b);
+        cap_f32(pW, "/ln", 2, dX, y);
+        cap_op(pW, "/ln", "layer_norm", azIn, 3, 0);
+        cr_assert(parity_writer_attr_ints(pW, "/ln", "normalized_shape", aNorm, 1) == 0);
+        cap_close(pW);
+    }
+    expect_param_error("/ln", "normalized_shape");
+}
+
+#define MS_R 4
+#define MS_N 16
+#define MS_ROW 2
+
+/* x[4, 16] with row 2 fully masked; eager is torch's NaN row; the compiled side's masked
+ * row is given by fillMasked (0.0f or NAN). */
+static void write_masked_softmax(float fillMasked)
+{
+    float x[MS_R * MS_N], yE[MS_R * MS_N], yC[MS_R * MS_N];
+    uint64_t seed = 10, aDim[2] = { MS_R, MS_N };
+    const char *azIn[] = { "/x" };
+    int k, side;
+    fill_range(&seed, x, MS_R * MS_N, -3.0f, 3.0f);
+    for (k = 0; k < MS_N; k++) x[MS_ROW * MS_N + k] = -INFINITY;
+    softmax_f32(x, yE, MS_R, MS_N, 0);
+    softmax_f32(x, yC, MS_R, MS_N, 1);
+    for (k = 0; k < MS_N; k++) {
+        cr_assert(isnan(yE[MS_ROW * MS_N + k]), "eager masked row must be NaN");
+        yC[MS_ROW * MS_N + k] = fillMasked;
+    }
+    for (side = 0; side < 2; side++) {
+        parity_writer *pW = cap_open(side ? "c.h5" : "e.h5", side ? "compiled" : "eager");
+        cap_f32(pW, "/x", 2, aDim, x);
+        cap_f32(pW, "/sm", 2, aDim, side ? yC : yE);
+        cap_op(pW, "/sm", "softmax", azIn, 1, 0);
+        cr_assert(parity_writer_attr_int(pW, "/sm", "dim", 1) == 0);
+        cap_close(pW);
+    }
+}
+
+Test(semantic, masked_softmax_row_zeros_fail)
+{
+    const json_int_t aSlice[] = { MS_ROW, MS_ROW + 1, 0, MS_N };
+    diff_run run;
+    write_masked_softmax(0.0f);
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 1);
+    cr_assert_str_eq(status_of(&run, "/sm"), "fail");
+    cr_assert_str_eq(cause_of(&run, "/sm"), "local");
+    cr_assert_eq(class_of(&run, "/sm", "nonfinite_divergence"), MS_N);
+    cr_assert_eq(class_of(&run, "/sm", "eager_worse"), 0);
+    assert_slice(&run, "/sm", 2, aSlice);
+    run_free(&run);
+}
+
+Test(semantic, masked_softmax_row_nan_passes)
+{
+    diff_run run;
+    write_masked_softmax(NAN);
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 0);
+    cr_assert_str_eq(status_of(&run, "/sm"), "pass");
+    cr_assert_eq(class_of(&run, "/sm", "nonfinite_divergence"), 0);
+    cr_assert_eq(class_of(&run, "/sm", "within"), MS_R * MS_N);
+    run_free(&run);
+}
+
+/* ---- 7. model sanity, at unit level --------------------------------------------------- */
+
+static parity_operand make_operand(const char *zName, int rank, const uint64_t *aDim,
+                                   double *aValue)
+{
+    parity_operand op;
+    int d;
+    memset(&op, 0, sizeof op);
+    op.zName = zName;
+    op.dtype = PARITY_DT_F32;
+    op.rank = rank;
+    op.nElem = 1;
+    for (d = 0; d < rank; d++) {
+        op.aDim[d] = aDim[d];
+        op.nElem *= aDim[d];
+    }
+    op.aValue = aValue;
+    return op;
+}
+
+/* a[M, K] @ b[K, N] with values uniform in [0, 1) (fp32 values); judges the fp32
+ * sequential result (a correct kernel: must not fail) and returns the judgement. */
+static void matmul_bound(int K, parity_dtype accDtype, parity_judgement *pJ)
+{
+    enum { M = 4, N = 4 };
+    uint64_t seed = 11, dA[2] = { M, (uint64_t)K }, dB[2] = { (uint64_t)K, N }, dC[2] = { M, N };
+    double *a = xmalloc(sizeof(double) * M * K), *b = xmalloc(sizeof(double) * K * N);
+    double c[M * N];
+    parity_operand aIn[2];
+    parity_op_call call;
+    char zErr[PARITY_ERR_LEN];
+    int i, j, k;
+
+    for (k = 0; k < M * K; k++) a[k] = rng_unit(&seed);
+    for (k = 0; k < K * N; k++) b[k] = rng_unit(&seed);
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            float s = 0.0f;
+            for (k = 0; k < K; k++) s += (float)a[i * K + k] * (float)b[k * N + j];
+            c[i * N + j] = s;
+        }
+    aIn[0] = make_operand("a", 2, dA, a);
+    aIn[1] = make_operand("b", 2, dB, b);
+    cr_assert(parity_op_begin(&call, parity_op_find("matmul"), aIn, 2, PARITY_DT_F32, 2, dC,
+                              accDtype, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
+    cr_assert(parity_judge(&call, NULL, c, pJ, zErr, sizeof zErr) == 0, "%s", zErr);
+    parity_op_end(&call);
+    cr_assert_eq(pJ->nChecked, M * N);
+    if (accDtype != PARITY_DT_F64)
+        cr_assert_eq(pJ->nFail, 0, "K=%d: a correct fp32 kernel breaks its bound", K);
+    free(a);
+    free(b);
+}
+
+Test(semantic_model, matmul_bound_grows_with_k_shrinks_with_f64_acc)
+{
+    parity_judgement j64, j4096, j4096d;
+    matmul_bound(64, PARITY_DT_INVALID, &j64);
+    matmul_bound(4096, PARITY_DT_INVALID, &j4096);
+    matmul_bound(4096, PARITY_DT_F64, &j4096d);
+    /* gamma_K grows like K and sum |a b| grows like K: about K^2. */
+    cr_assert_gt(j4096.maxBound, 100.0 * j64.maxBound, "K=64 %g, K=4096 %g", j64.maxBound,
+                 j4096.maxBound);
+    cr_assert_lt(j4096d.maxBound, j4096.maxBound / 100.0, "f32 acc %g, f64 acc %g",
+                 j4096.maxBound, j4096d.maxBound);
+    /* With a float64 accumulator only the output rounding is left: at most ~0.5 ulp. */
+    cr_assert_leq(j4096d.maxBound, 0.51 * parity_ulp_at(PARITY_DT_F32, 2048.0) * 2.0);
+    cr_log_info("matmul bound: K=64 %.4g, K=4096 %.4g (f32 acc), %.4g (f64 acc); sequential "
+                "fp32 error at K=4096 %.4g (%.3g of the bound)", j64.maxBound, j4096.maxBound,
+                j4096d.maxBound, j4096.maxErrCompiled, j4096.maxErrCompiled / j4096.maxBound);
+}
+
+/* Largest bound / |reference| over a softmax of x[4, n], x uniform in [-2, 2). */
+static double softmax_rel_bound(int n)
+{
+    enum { R = 4 };
+    uint64_t seed = 12, aDim[2] = { R, (uint64_t)n };
+    double *x = xmalloc(sizeof(double) * R * n), worst = 0.0;
+    parity_operand in;
+    parity_op_call call;
+    char zErr[PARITY_ERR_LEN];
+    mpfr_t ref;
+    uint64_t i;
+    int k;
+
+    for (k = 0; k < R * n; k++) x[k] = rng_range(&seed, -2.0f, 2.0f);
+    in = make_operand("x", 2, aDim, x);
+    cr_assert(parity_op_begin(&call, parity_op_find("softmax"), &in, 1, PARITY_DT_F32, 2, aDim,
+                              PARITY_DT_INVALID, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
+    mpfr_init2(ref, PARITY_REF_PREC);
+    for (i = 0; i < call.nOut; i++) {
+        double bound = -1.0, y;
+        cr_assert(call.pDef->xElement(&call, i, ref, &bound) == 0);
+        y = mpfr_get_d(ref, MPFR_RNDN);
+        cr_assert(y > 0.0 && bound > 0.0);
+        if (bound / y > worst) worst = bound / y;
+    }
+    mpfr_clear(ref);
+    parity_op_end(&call);
+    free(x);
+    return worst;
+}
+
+Test(semantic_model, softmax_relative_bound_grows_with_n)
+{
+    double r16 = softmax_rel_bound(16), r256 = softmax_rel_bound(256);
+    double r4096 = softmax_rel_bound(4096);
+    cr_assert_gt(r256, r16);
+    cr_assert_gt(r4096, r256);
+    /* The n-dependent part is gamma_{6n}(u): roughly proportional to n once it dominates. */
+    cr_assert_gt(r4096, 8.0 * r256);
+    cr_log_info("softmax max bound/|y|: n=16 %.4g, n=256 %.4g, n=4096 %.4g (u = %.3g)", r16,
+                r256, r4096, 0x1p-24);
+}
