@@ -143,6 +143,9 @@ int parity_isolate_run(const char *zProgram, int (*xWork)(void *), void *pArg,
             close(aPipe[0]);
             close(aPipe[1]);
         }
+        /* glibc's fatal messages ("double free or corruption") go to /dev/tty unless this
+         * is set; into the pipe they can be dropped with the rest. */
+        setenv("LIBC_FATAL_STDERR_", "1", 1);
 #ifndef PARITY_UNDER_ASAN
         if (pLimits->maxMemoryMiB > 0) {
             struct rlimit lim;
