@@ -138,90 +138,126 @@ static double judge_special(const parity_tolerance *pTol, double e, double c, in
     return pTol->signedZeros ? INFINITY : 0.0;
 }
 
+/* What one block accumulates; the hot fields stay in registers once judge_element is
+ * inlined (pStats may alias anything, so it is only touched on rare paths). */
+typedef struct {
+    double maxAbs, maxRel, worst, sumSqDiff, sumSqRef;
+    uint64_t maxUlp, nBitDiff, nSame;
+} block_acc;
+
+/* Two copies of the histogram, alternating: consecutive increments of one counter would
+ * each wait for the previous store to forward (a chain of ~5 cycles an element). Kept out
+ * of block_acc so the accumulator's fields can live in registers. */
+typedef uint64_t ulp_hist2[2][PARITY_ULP_BUCKETS];
+
+/* Judges one element pair: e and c decoded exactly, their ULP keys, whether their stored
+ * bits differ. */
+static inline void judge_element(const compare_spec *pSpec, block_acc *pAcc, ulp_hist2 aHist,
+                                 parity_tensor_stats *pStats, double e, double c,
+                                 int64_t keyE, int64_t keyC, int differ, uint64_t linear,
+                                 double floorRel)
+{
+    const parity_tolerance *pTol = &pSpec->tol;
+    double d, denom, allowed, score;
+    uint64_t ulp;
+
+    if (!differ) {
+        /* Identical bits: 0 error by construction; only the reference norm. */
+        pAcc->nSame++;
+        if (fabs(e) <= DBL_MAX) pAcc->sumSqRef += e * e;
+        return;
+    }
+    pAcc->nBitDiff++;
+    if (pTol->exact || !(fabs(e) <= DBL_MAX) || !(fabs(c) <= DBL_MAX) || (e == 0.0 && c == 0.0)) {
+        score = judge_special(pTol, e, c, keyE, keyC, floorRel, pStats);
+    } else {
+        /* The common case: finite, different. */
+        d = fabs(c - e);
+        ulp = parity_ulp_distance(keyE, keyC);
+        denom = fabs(e) > floorRel ? fabs(e) : floorRel;
+        pAcc->maxAbs = d > pAcc->maxAbs ? d : pAcc->maxAbs;
+        if (d > pAcc->maxRel * denom) pAcc->maxRel = d / denom;
+        pAcc->maxUlp = ulp > pAcc->maxUlp ? ulp : pAcc->maxUlp;
+        pAcc->sumSqDiff += d * d;
+        pAcc->sumSqRef += e * e;
+        aHist[linear & 1][ulp_bucket(ulp)]++;
+        allowed = pTol->atol + pTol->rtol * fabs(e);
+        /* The exact score costs a division: only when it can fail or beat the current
+         * worst (score = d / allowed > worst). With useUlp the score is at most
+         * d / allowed, so skipping stays exact. */
+        if (!(d > allowed) && !(d > pAcc->worst * allowed)) return;
+        score = parity_tolerance_score(pTol, e, d, ulp);
+    }
+    if (score > pAcc->worst) {
+        pAcc->worst = score;
+        pStats->worstScore = score;
+        pStats->worstLinear = linear;
+    }
+    if (score > 1.0) mark_failing(pSpec, linear, pStats);
+}
+
 void compare_block(const compare_spec *pSpec, const void *pEager, const void *pCompiled,
                    uint64_t first, size_t n, parity_tensor_stats *pStats)
 {
-    const parity_tolerance *pTol = &pSpec->tol;
     size_t nSize = parity_dtype_size(pSpec->dtype);
     double floorRel = parity_dtype_smallest_normal(pSpec->dtype);
-    double atol = pTol->atol, rtol = pTol->rtol;
-    double aE[BATCH], aC[BATCH];
-    int64_t aKeyE[BATCH], aKeyC[BATCH];
-    unsigned char aDiff[BATCH];
     const unsigned char *pE = pEager, *pC = pCompiled;
     size_t iBase, i;
-    /* Hot accumulators live in locals (pStats may alias anything), folded in at the end. */
-    double maxAbs = pStats->maxAbsErr, maxRel = pStats->maxRelErr, worst;
-    double sumSqDiff = 0.0, sumSqRef = 0.0;
-    uint64_t maxUlp = pStats->maxUlp, nBitDiff = 0, nSame = 0;
-    /* Two copies of the histogram, alternating: consecutive increments of one counter would
-     * each wait for the previous store to forward (a chain of ~5 cycles an element). */
-    uint64_t aHist[2][PARITY_ULP_BUCKETS];
+    block_acc acc;
+    ulp_hist2 aHist;
 
+    memset(&acc, 0, sizeof acc);
     memset(aHist, 0, sizeof aHist);
+    acc.maxAbs = pStats->maxAbsErr;
+    acc.maxRel = pStats->maxRelErr;
+    acc.maxUlp = pStats->maxUlp;
     pStats->nElem += n;
     /* Every element scores >= 0, so the first one is the worst until a larger score. */
     if (n > 0 && pStats->worstScore < 0.0) {
         pStats->worstScore = 0.0;
         pStats->worstLinear = first;
     }
-    worst = pStats->worstScore;
-    for (iBase = 0; iBase < n; iBase += BATCH) {
-        size_t nBatch = n - iBase < BATCH ? n - iBase : BATCH;
-        const unsigned char *pBatchE = pE + iBase * nSize, *pBatchC = pC + iBase * nSize;
-        diff_mask(pBatchE, pBatchC, nSize, nBatch, aDiff);
-        parity_decode(pSpec->dtype, pBatchE, aE, nBatch);
-        parity_decode(pSpec->dtype, pBatchC, aC, nBatch);
-        parity_ulp_keys(pSpec->dtype, pBatchE, aKeyE, nBatch);
-        parity_ulp_keys(pSpec->dtype, pBatchC, aKeyC, nBatch);
-        for (i = 0; i < nBatch; i++) {
-            double e = aE[i], c = aC[i], d, denom, allowed, score;
-            uint64_t ulp;
+    acc.worst = pStats->worstScore;
 
-            if (!aDiff[i]) {
-                /* Identical bits: 0 error by construction; only the reference norm. */
-                nSame++;
-                if (fabs(e) <= DBL_MAX) sumSqRef += e * e;
-                continue;
-            }
-            nBitDiff++;
-            if (pTol->exact || !(fabs(e) <= DBL_MAX) || !(fabs(c) <= DBL_MAX) ||
-                (e == 0.0 && c == 0.0)) {
-                score = judge_special(pTol, e, c, aKeyE[i], aKeyC[i], floorRel, pStats);
-            } else {
-                /* The common case: finite, different. */
-                d = fabs(c - e);
-                ulp = parity_ulp_distance(aKeyE[i], aKeyC[i]);
-                denom = fabs(e) > floorRel ? fabs(e) : floorRel;
-                maxAbs = d > maxAbs ? d : maxAbs;
-                if (d > maxRel * denom) maxRel = d / denom;
-                maxUlp = ulp > maxUlp ? ulp : maxUlp;
-                sumSqDiff += d * d;
-                sumSqRef += e * e;
-                aHist[i & 1][ulp_bucket(ulp)]++;
-                allowed = atol + rtol * fabs(e);
-                /* The exact score costs a division: only when it can fail or beat the
-                 * current worst (score = d / allowed > worst). With useUlp the score is
-                 * at most d / allowed, so skipping stays exact. */
-                if (!(d > allowed) && !(d > worst * allowed)) continue;
-                score = parity_tolerance_score(pTol, e, d, ulp);
-            }
-            if (score > worst) {
-                worst = score;
-                pStats->worstScore = score;
-                pStats->worstLinear = first + iBase + i;
-            }
-            if (score > 1.0) mark_failing(pSpec, first + iBase + i, pStats);
+    if (pSpec->dtype == PARITY_DT_F32) {
+        /* The dominant dtype gets a single pass straight over the stored bits: no decode
+         * or key arrays to write and read back. */
+        for (i = 0; i < n; i++) {
+            uint32_t bitsE, bitsC;
+            float fE, fC;
+            memcpy(&bitsE, pE + 4 * i, 4);
+            memcpy(&bitsC, pC + 4 * i, 4);
+            memcpy(&fE, &bitsE, 4);
+            memcpy(&fC, &bitsC, 4);
+            judge_element(pSpec, &acc, aHist, pStats, fE, fC, parity_sign_magnitude_key(bitsE, 32),
+                          parity_sign_magnitude_key(bitsC, 32), bitsE != bitsC, first + i,
+                          floorRel);
+        }
+    } else {
+        double aE[BATCH], aC[BATCH];
+        int64_t aKeyE[BATCH], aKeyC[BATCH];
+        unsigned char aDiff[BATCH];
+        for (iBase = 0; iBase < n; iBase += BATCH) {
+            size_t nBatch = n - iBase < BATCH ? n - iBase : BATCH;
+            const unsigned char *pBatchE = pE + iBase * nSize, *pBatchC = pC + iBase * nSize;
+            diff_mask(pBatchE, pBatchC, nSize, nBatch, aDiff);
+            parity_decode(pSpec->dtype, pBatchE, aE, nBatch);
+            parity_decode(pSpec->dtype, pBatchC, aC, nBatch);
+            parity_ulp_keys(pSpec->dtype, pBatchE, aKeyE, nBatch);
+            parity_ulp_keys(pSpec->dtype, pBatchC, aKeyC, nBatch);
+            for (i = 0; i < nBatch; i++)
+                judge_element(pSpec, &acc, aHist, pStats, aE[i], aC[i], aKeyE[i], aKeyC[i], aDiff[i],
+                              first + iBase + i, floorRel);
         }
     }
     for (i = 0; i < PARITY_ULP_BUCKETS; i++) pStats->aUlpHist[i] += aHist[0][i] + aHist[1][i];
-    pStats->aUlpHist[0] += nSame;
-    pStats->nBitDiff += nBitDiff;
-    if (maxAbs > pStats->maxAbsErr) pStats->maxAbsErr = maxAbs;
-    if (maxRel > pStats->maxRelErr) pStats->maxRelErr = maxRel;
-    if (maxUlp > pStats->maxUlp) pStats->maxUlp = maxUlp;
-    pStats->sumSqDiff += sumSqDiff;
-    pStats->sumSqRef += sumSqRef;
+    pStats->aUlpHist[0] += acc.nSame;
+    pStats->nBitDiff += acc.nBitDiff;
+    if (acc.maxAbs > pStats->maxAbsErr) pStats->maxAbsErr = acc.maxAbs;
+    if (acc.maxRel > pStats->maxRelErr) pStats->maxRelErr = acc.maxRel;
+    if (acc.maxUlp > pStats->maxUlp) pStats->maxUlp = acc.maxUlp;
+    pStats->sumSqDiff += acc.sumSqDiff;
+    pStats->sumSqRef += acc.sumSqRef;
 }
 
 void compare_stats_merge(parity_tensor_stats *pInto, const parity_tensor_stats *pFrom, int rank)

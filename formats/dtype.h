@@ -77,6 +77,17 @@ void parity_decode(parity_dtype dt, const void *pSrc, double *pDst, size_t n);
  * meaning). pDst and pSrc must not overlap. */
 void parity_ulp_keys(parity_dtype dt, const void *pSrc, int64_t *pKeys, size_t n);
 
+/* The ordered key of a float bit pattern `width` bits wide (64, 32, 16 or 8): sign-magnitude
+ * to two's complement without branches or overflow. For a negative pattern s = -1 and
+ * (mag ^ -1) - (-1) = -mag, so -0 lands on 0 like +0; mag never exceeds INT64_MAX because
+ * the sign bit is masked off. */
+static inline int64_t parity_sign_magnitude_key(uint64_t bits, int width)
+{
+    int64_t s = -(int64_t)((bits >> (width - 1)) & 1);
+    int64_t mag = (int64_t)(bits & ((UINT64_C(1) << (width - 1)) - 1));
+    return (mag ^ s) - s;
+}
+
 /* |a - b| of two keys, saturating at INT64_MAX. Inline: it runs once per differing element.
  * The true |a - b| is at most 2^64 - 1, so the unsigned difference is exact. */
 static inline uint64_t parity_ulp_distance(int64_t a, int64_t b)
