@@ -71,6 +71,19 @@ static void softmax_rows(const float *x, float *y, int nRow, int nCol)
     }
 }
 
+/* An op's output: the [rows, cols] float32 tensor with its op, inputs and order. */
+static int write_op(parity_writer *pW, const char *zPath, const char *zOp,
+                    const char *const *azInput, size_t nInput, int order,
+                    const uint64_t *aDim, const float *pData)
+{
+    if (parity_writer_tensor(pW, zPath, PARITY_DT_F32, 2, aDim, pData) != 0 ||
+        parity_writer_attr_string(pW, zPath, "op", zOp) != 0 ||
+        parity_writer_attr_strings(pW, zPath, "inputs", azInput, nInput) != 0 ||
+        parity_writer_attr_int(pW, zPath, "order", order) != 0)
+        return -1;
+    return 0;
+}
+
 static int write_side(const char *zDir, int compiled)
 {
     static float x[BATCH * IN], w1[HIDDEN * IN], b1[HIDDEN], w2[OUT * HIDDEN], b2[OUT];
@@ -118,23 +131,11 @@ static int write_side(const char *zDir, int compiled)
     CHECK(parity_writer_tensor(pW, "/mlp/b1", PARITY_DT_F32, 1, aB1, b1));
     CHECK(parity_writer_tensor(pW, "/mlp/w2", PARITY_DT_F32, 2, aW2, w2));
     CHECK(parity_writer_tensor(pW, "/mlp/b2", PARITY_DT_F32, 1, aB2, b2));
-    CHECK(parity_writer_tensor(pW, "/mlp/linear1", PARITY_DT_F32, 2, aH, h));
-    CHECK(parity_writer_attr_string(pW, "/mlp/linear1", "op", "linear"));
-    CHECK(parity_writer_attr_strings(pW, "/mlp/linear1", "inputs", azLinear1In, 3));
-    CHECK(parity_writer_attr_int(pW, "/mlp/linear1", "order", 0));
-    CHECK(parity_writer_tensor(pW, "/mlp/relu", PARITY_DT_F32, 2, aH, hr));
-    CHECK(parity_writer_attr_string(pW, "/mlp/relu", "op", "relu"));
-    CHECK(parity_writer_attr_strings(pW, "/mlp/relu", "inputs", azReluIn, 1));
-    CHECK(parity_writer_attr_int(pW, "/mlp/relu", "order", 1));
-    CHECK(parity_writer_tensor(pW, "/mlp/linear2", PARITY_DT_F32, 2, aY, y));
-    CHECK(parity_writer_attr_string(pW, "/mlp/linear2", "op", "linear"));
-    CHECK(parity_writer_attr_strings(pW, "/mlp/linear2", "inputs", azLinear2In, 3));
-    CHECK(parity_writer_attr_int(pW, "/mlp/linear2", "order", 2));
-    CHECK(parity_writer_tensor(pW, "/mlp/softmax", PARITY_DT_F32, 2, aY, p));
-    CHECK(parity_writer_attr_string(pW, "/mlp/softmax", "op", "softmax"));
-    CHECK(parity_writer_attr_strings(pW, "/mlp/softmax", "inputs", azSoftmaxIn, 1));
+    CHECK(write_op(pW, "/mlp/linear1", "linear", azLinear1In, 3, 0, aH, h));
+    CHECK(write_op(pW, "/mlp/relu", "relu", azReluIn, 1, 1, aH, hr));
+    CHECK(write_op(pW, "/mlp/linear2", "linear", azLinear2In, 3, 2, aY, y));
+    CHECK(write_op(pW, "/mlp/softmax", "softmax", azSoftmaxIn, 1, 3, aY, p));
     CHECK(parity_writer_attr_int(pW, "/mlp/softmax", "dim", -1));
-    CHECK(parity_writer_attr_int(pW, "/mlp/softmax", "order", 3));
 #undef CHECK
 done:
     if (rc != 0) {
