@@ -14,245 +14,18 @@
  * SYSTEM_PYTHON, and those tests are skipped when h5py is not there. Op names are "test.*"
  * so that no per-op error model (tolerance/ops.c) judges data that is not a real op's.
  */
-#define _GNU_SOURCE 1   /* pipe2, nftw, strndup */
+#define _GNU_SOURCE 1   /* strndup */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 #include "formats/capture.h"
+#include "support.h"
 
-extern char **environ;
-
-/* ---- running a program and capturing everything ----------------------------------- */
-
-typedef struct {
-    int exited, code;        /* WIFEXITED and WEXITSTATUS (code -1 otherwise) */
-    int signaled, sig;       /* WIFSIGNALED and WTERMSIG */
-    int timedOut;            /* we had to kill it */
-    char *zOut, *zErr;       /* NUL-terminated captures */
-    size_t nOut, nErr;
-    double seconds;
-} run_result;
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* The environment of the child: ours, plus sanitizer options in sanitizer builds.
- * libhdf5 is not instrumented and crashes on some corrupt files; paritydiff's supervisor
- * (diff/isolate.c) is what turns such a crash into one line and exit 2. If the sanitizer
- * runtime caught SIGSEGV/SIGABRT/SIGBUS/SIGFPE itself it would print a report and exit
- * with status 1, which the supervisor would pass on as "divergence". With handle_*=0 the
- * signal reaches the supervisor as the signal it is. The same holds for errors ASan's
- * interceptors find inside libhdf5 (memcpy overflows): abort_on_error=1 makes them a
- * SIGABRT too. allocator_may_return_null=1 lets a hostile size fail as malloc does in a
- * normal build (ASan would otherwise report and exit); the RLIMIT_AS that isolate.c sets
- * is skipped under ASan. Leak checking is off because the worker leaves by _exit on
- * purpose. UBSAN_OPTIONS is set unconditionally (GCC has no macro that says UBSan is on;
- * the variable is ignored without UBSan). Any sanitizer report still fails these tests. */
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_UNDER_ASAN 1
-#endif
-#endif
-#define CHILD_ASAN_OPTIONS \
-    "handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0:detect_leaks=0:" \
-    "allocator_may_return_null=1:abort_on_error=1"
-#define CHILD_UBSAN_OPTIONS "handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0"
-
-static char *env_with(const char *zName, const char *zAppend)
-{
-    const char *zOld = getenv(zName);
-    size_t n = strlen(zName) + strlen(zAppend) + (zOld ? strlen(zOld) : 0) + 4;
-    char *z = malloc(n);
-    cr_assert_not_null(z);
-    if (zOld && zOld[0]) snprintf(z, n, "%s=%s:%s", zName, zOld, zAppend);
-    else snprintf(z, n, "%s=%s", zName, zAppend);
-    return z;
-}
-
-/* Built once per process and kept (the test processes are short-lived). */
-static char **child_env(void)
-{
-    static char **s_az;
-    size_t n = 0, i, k = 0;
-    char **az;
-    if (s_az) return s_az;
-    while (environ[n]) n++;
-    az = calloc(n + 3, sizeof(char *));
-    cr_assert_not_null(az);
-    for (i = 0; i < n; i++) {
-        if (strncmp(environ[i], "UBSAN_OPTIONS=", 14) == 0) continue;
-#ifdef TEST_UNDER_ASAN
-        if (strncmp(environ[i], "ASAN_OPTIONS=", 13) == 0) continue;
-#endif
-        az[k++] = environ[i];
-    }
-    az[k++] = env_with("UBSAN_OPTIONS", CHILD_UBSAN_OPTIONS);
-#ifdef TEST_UNDER_ASAN
-    az[k++] = env_with("ASAN_OPTIONS", CHILD_ASAN_OPTIONS);
-#endif
-    az[k] = NULL;
-    s_az = az;
-    return az;
-}
-
-static void append(char **pz, size_t *pn, const char *p, size_t n)
-{
-    char *z = realloc(*pz, *pn + n + 1);
-    cr_assert_not_null(z);
-    memcpy(z + *pn, p, n);
-    *pn += n;
-    z[*pn] = 0;
-    *pz = z;
-}
-
-/* Runs azArgv (azArgv[0] is the program path) with stdin from /dev/null, stdout and stderr
- * captured, in its own process group; after limitSeconds the group is killed. */
-static void run_argv(const char *const *azArgv, double limitSeconds, run_result *pRes)
-{
-    int aOut[2], aErr[2], status = 0;
-    char **azEnv = child_env();
-    double tStart = now_seconds();
-    struct pollfd aPoll[2];
-    pid_t pid;
-
-    memset(pRes, 0, sizeof *pRes);
-    pRes->code = -1;
-    append(&pRes->zOut, &pRes->nOut, "", 0);
-    append(&pRes->zErr, &pRes->nErr, "", 0);
-    cr_assert(pipe2(aOut, O_CLOEXEC) == 0 && pipe2(aErr, O_CLOEXEC) == 0);
-    fflush(NULL);
-    pid = fork();
-    cr_assert(pid >= 0, "fork: %s", strerror(errno));
-    if (pid == 0) {
-        int fdNull = open("/dev/null", O_RDONLY);
-        setpgid(0, 0);
-        if (fdNull >= 0) dup2(fdNull, 0);
-        dup2(aOut[1], 1);
-        dup2(aErr[1], 2);
-        execve(azArgv[0], (char *const *)azArgv, azEnv);
-        _exit(127);
-    }
-    setpgid(pid, pid);   /* also here, so kill(-pid) works however the race goes */
-    close(aOut[1]);
-    close(aErr[1]);
-    aPoll[0].fd = aOut[0];
-    aPoll[1].fd = aErr[0];
-    aPoll[0].events = aPoll[1].events = POLLIN;
-    while (aPoll[0].fd >= 0 || aPoll[1].fd >= 0) {
-        double left = limitSeconds - (now_seconds() - tStart);
-        int i, got;
-        if (left <= 0) {
-            pRes->timedOut = 1;
-            kill(-pid, SIGKILL);
-            break;
-        }
-        got = poll(aPoll, 2, (int)(left * 1000) + 1);
-        if (got < 0 && errno == EINTR) continue;
-        cr_assert(got >= 0, "poll: %s", strerror(errno));
-        for (i = 0; i < 2; i++) {
-            char aBuf[65536];
-            ssize_t n;
-            if (aPoll[i].fd < 0 || !(aPoll[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            n = read(aPoll[i].fd, aBuf, sizeof aBuf);
-            if (n > 0) {
-                if (i == 0) append(&pRes->zOut, &pRes->nOut, aBuf, (size_t)n);
-                else append(&pRes->zErr, &pRes->nErr, aBuf, (size_t)n);
-            } else if (n == 0 || errno != EINTR) {
-                close(aPoll[i].fd);
-                aPoll[i].fd = -1;
-            }
-        }
-    }
-    if (aPoll[0].fd >= 0) close(aPoll[0].fd);
-    if (aPoll[1].fd >= 0) close(aPoll[1].fd);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    pRes->seconds = now_seconds() - tStart;
-    pRes->exited = WIFEXITED(status);
-    pRes->code = pRes->exited ? WEXITSTATUS(status) : -1;
-    pRes->signaled = WIFSIGNALED(status);
-    pRes->sig = pRes->signaled ? WTERMSIG(status) : 0;
-}
-
-static void run_free(run_result *pRes)
-{
-    free(pRes->zOut);
-    free(pRes->zErr);
-    memset(pRes, 0, sizeof *pRes);
-}
-
-/* Runs paritydiff with the NULL-terminated argument list. */
-static void run_paritydiff(run_result *pRes, ...)
-{
-    const char *azArgv[64];
-    size_t n = 0;
-    va_list ap;
-    azArgv[n++] = PARITYDIFF_BIN;
-    va_start(ap, pRes);
-    for (;;) {
-        const char *z = va_arg(ap, const char *);
-        cr_assert_lt(n, 63);
-        azArgv[n++] = z;
-        if (!z) break;
-    }
-    va_end(ap);
-    run_argv(azArgv, 120.0, pRes);
-}
-
-/* ---- reading stderr -------------------------------------------------------------- */
-
-#define WARNING_PREFIX "paritydiff: warning: "
-
-/* Lines of z that are (isWarning 1) or are not (0) "paritydiff: warning: " lines; the
- * first such line is copied to zFirst. An unterminated last line counts. */
-static int count_lines(const char *z, int isWarning, char *zFirst, size_t nFirst)
-{
-    int n = 0;
-    if (zFirst && nFirst) zFirst[0] = 0;
-    while (*z) {
-        const char *zEnd = strchr(z, '\n');
-        size_t nLine = zEnd ? (size_t)(zEnd - z) : strlen(z);
-        int warn = strncmp(z, WARNING_PREFIX, strlen(WARNING_PREFIX)) == 0;
-        if (warn == isWarning) {
-            if (n == 0 && zFirst && nFirst) {
-                size_t nCopy = nLine < nFirst - 1 ? nLine : nFirst - 1;
-                memcpy(zFirst, z, nCopy);
-                zFirst[nCopy] = 0;
-            }
-            n++;
-        }
-        z += nLine + (zEnd ? 1 : 0);
-    }
-    return n;
-}
-
-/* Nothing anywhere in the output that only a crash or a library dump would print. */
-static void expect_clean_stderr(const run_result *pRes, const char *zWhat)
-{
-    cr_expect(!pRes->signaled, "%s: killed by signal %d", zWhat, pRes->sig);
-    cr_expect(!pRes->timedOut, "%s: did not finish", zWhat);
-    cr_expect_null(strstr(pRes->zErr, "HDF5-DIAG"), "%s: HDF5 error stack dumped:\n%s", zWhat,
-                   pRes->zErr);
-    cr_expect_null(strstr(pRes->zErr, "Sanitizer"), "%s: sanitizer report:\n%s", zWhat, pRes->zErr);
-    cr_expect_null(strstr(pRes->zErr, "runtime error:"), "%s: UBSan report:\n%s", zWhat, pRes->zErr);
-}
+/* ---- reading stderr (running paritydiff and counting lines: support.h) ---------- */
 
 /* Exit 2 with exactly one (non-warning) line on stderr, "paritydiff: ...", naming zFile
  * and containing each of the optional needles. */
@@ -274,82 +47,12 @@ static void expect_trouble(const run_result *pRes, const char *zWhat, const char
 
 /* ---- fixtures -------------------------------------------------------------------- */
 
-static char g_zDir[4096];
-
 static void make_dir(void)
 {
-    snprintf(g_zDir, sizeof g_zDir, "%s/badinput-XXXXXX", TEST_BINARY_DIR);
-    cr_assert_not_null(mkdtemp(g_zDir), "mkdtemp %s: %s", g_zDir, strerror(errno));
+    support_dir_create(TEST_BINARY_DIR, "badinput-");
 }
 
-static int remove_one(const char *zPath, const struct stat *pSt, int flag, struct FTW *pFtw)
-{
-    (void)pSt; (void)flag; (void)pFtw;
-    remove(zPath);
-    return 0;
-}
-
-static void free_paths(void);
-
-static void remove_dir(void)
-{
-    if (g_zDir[0]) nftw(g_zDir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-    free_paths();
-}
-
-TestSuite(badinput, .init = make_dir, .fini = remove_dir);
-
-/* Paths handed out stay valid until the suite's fini frees them (kept in a global, so
- * LeakSanitizer sees them as reachable). */
-static char *g_azKeep[4096];
-static size_t g_nKeep;
-
-static const char *tmp_path(const char *zName)
-{
-    size_t n = strlen(g_zDir) + strlen(zName) + 2;
-    char *z = malloc(n);
-    cr_assert_not_null(z);
-    cr_assert_lt(g_nKeep, sizeof g_azKeep / sizeof g_azKeep[0]);
-    snprintf(z, n, "%s/%s", g_zDir, zName);
-    g_azKeep[g_nKeep++] = z;
-    return z;
-}
-
-static void free_paths(void)
-{
-    while (g_nKeep > 0) free(g_azKeep[--g_nKeep]);
-}
-
-static parity_writer *wopen(const char *zFile)
-{
-    parity_writer *pW;
-    char zErr[PARITY_ERR_LEN];
-    cr_assert_eq(parity_writer_open(zFile, &pW, zErr, sizeof zErr), 0, "%s", zErr);
-    return pW;
-}
-
-static void wcheck(parity_writer *pW, int rc)
-{
-    cr_assert_eq(rc, 0, "writer: %s", parity_writer_error(pW));
-}
-
-static void wclose(parity_writer *pW)
-{
-    char zErr[PARITY_ERR_LEN];
-    cr_assert_eq(parity_writer_close(pW, zErr, sizeof zErr), 0, "%s", zErr);
-}
-
-static void w_f32(parity_writer *pW, const char *zName, const float *a, uint64_t n)
-{
-    wcheck(pW, parity_writer_tensor(pW, zName, PARITY_DT_F32, 1, &n, a));
-}
-
-static void w_op(parity_writer *pW, const char *zName, const char *zOp,
-                 const char *const *azInputs, size_t nInputs)
-{
-    if (zOp) wcheck(pW, parity_writer_attr_string(pW, zName, "op", zOp));
-    if (azInputs) wcheck(pW, parity_writer_attr_strings(pW, zName, "inputs", azInputs, nInputs));
-}
+TestSuite(badinput, .init = make_dir, .fini = support_dir_remove);
 
 /* A valid pair: /x (graph input) -> /y = relu(x); /y differs when yDelta != 0. */
 static void write_simple(const char *zFile, float yDelta, const char *zSide)
@@ -375,40 +78,6 @@ static void write_good_pair(void)
     g_zGoodC = tmp_path("good_compiled.h5");
     write_simple(g_zGoodE, 0.0f, "eager");
     write_simple(g_zGoodC, 0.0f, "compiled");
-}
-
-static void write_bytes(const char *zFile, const void *p, size_t n)
-{
-    FILE *pF = fopen(zFile, "wb");
-    cr_assert_not_null(pF, "%s: %s", zFile, strerror(errno));
-    cr_assert_eq(fwrite(p, 1, n, pF), n);
-    cr_assert_eq(fclose(pF), 0);
-}
-
-static unsigned char *read_bytes(const char *zFile, size_t *pn)
-{
-    FILE *pF = fopen(zFile, "rb");
-    unsigned char *p;
-    long n;
-    cr_assert_not_null(pF, "%s: %s", zFile, strerror(errno));
-    fseek(pF, 0, SEEK_END);
-    n = ftell(pF);
-    fseek(pF, 0, SEEK_SET);
-    p = malloc((size_t)n + 1);
-    cr_assert_not_null(p);
-    cr_assert_eq(fread(p, 1, (size_t)n, pF), (size_t)n);
-    fclose(pF);
-    *pn = (size_t)n;
-    return p;
-}
-
-/* Deterministic bytes (xorshift64*). */
-static uint64_t next_random(uint64_t *pState)
-{
-    uint64_t x = *pState;
-    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
-    *pState = x;
-    return x * 2685821657736338717ULL;
 }
 
 /* Runs the bad file both as eager (against the good compiled) and as compiled (against the
@@ -445,20 +114,12 @@ static int have_h5py(void)
 /* Runs a Python snippet with h5py; the test's directory is sys.argv[1]. */
 static void run_h5py(const char *zScript)
 {
-    const char *azArgv[] = { SYSTEM_PYTHON, "-c", zScript, g_zDir, NULL };
+    const char *azArgv[] = { SYSTEM_PYTHON, "-c", zScript, support_dir(), NULL };
     run_result r;
     if (!have_h5py()) cr_skip_test("%s has no h5py", SYSTEM_PYTHON);
     run_argv(azArgv, 120.0, &r);
     cr_assert(r.exited && r.code == 0, "python failed:\n%s", r.zErr);
     run_free(&r);
-}
-
-static json_t *parse_json(const char *z)
-{
-    json_error_t err;
-    json_t *pDoc = json_loads(z, 0, &err);
-    cr_assert_not_null(pDoc, "not JSON (%s at line %d):\n%s", err.text, err.line, z);
-    return pDoc;
 }
 
 /* ---- files that are not captures -------------------------------------------------- */
@@ -500,7 +161,7 @@ Test(badinput, random_bytes)
             size_t j, n = aSize[i] + (k ? 8 : 0);
             const char *zFile;
             cr_assert_not_null(p);
-            for (j = 0; j < n; j++) p[j] = (unsigned char)(next_random(&state) >> 56);
+            for (j = 0; j < n; j++) p[j] = (unsigned char)(xorshift64s(&state) >> 56);
             if (k) memcpy(p, aSig, 8);
             snprintf(zName, sizeof zName, "random_%zu_%zu.h5", aSize[i], k);
             zFile = tmp_path(zName);

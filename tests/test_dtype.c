@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "formats/dtype.h"
+#include "support.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* Helpers                                                                            */
@@ -112,20 +113,7 @@ static uint64_t inf_bits(const fmt_info *f)
     return ((UINT64_C(1) << f->ebits) - 1) << f->mbits;
 }
 
-static uint64_t dbits(double d)
-{
-    uint64_t u;
-    memcpy(&u, &d, 8);
-    return u;
-}
-
-/* Bitwise identity, so -0 vs +0 is caught; any NaN matches any NaN. */
-static int same_double(double a, double b)
-{
-    if (isnan(a) || isnan(b))
-        return isnan(a) && isnan(b);
-    return dbits(a) == dbits(b);
-}
+/* dbits and same_double: support.h */
 
 /* The straightforward formula the decoders are checked against. */
 static double ref_decode(const fmt_info *f, uint64_t bits)
@@ -148,14 +136,8 @@ static double ref_decode(const fmt_info *f, uint64_t bits)
     return neg ? -v : v;
 }
 
-/* xorshift64*: deterministic, so a failure reproduces. */
-static uint64_t rng_next(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * UINT64_C(2685821657736338717);
-}
+/* The generator is xorshift64s (xorshift64*, support.h): deterministic, so a failure
+ * reproduces. */
 
 /* ---------------------------------------------------------------------------------- */
 /* ULP keys at the boundaries of every float format                                   */
@@ -430,7 +412,7 @@ Test(bulk, every_dtype_every_length)
     uint64_t s = 12345;
     unsigned char raw[41 * 8 + 3];
     for (size_t i = 0; i < sizeof raw; i++)
-        raw[i] = (unsigned char)rng_next(&s);
+        raw[i] = (unsigned char)xorshift64s(&s);
     for (int dt = PARITY_DT_INVALID + 1; dt < PARITY_DT_COUNT; dt++) {
         size_t sz = parity_dtype_size((parity_dtype)dt);
         for (size_t n = 0; n <= 40; n++) {
@@ -693,12 +675,12 @@ Test(encode, f32_matches_hardware_cast)
     const fmt_info *f = fmt_of(PARITY_DT_F32);
     uint64_t s = 0x9E3779B97F4A7C15u;
     for (int i = 0; i < 1000000; i++) {
-        uint64_t r = rng_next(&s);
+        uint64_t r = xorshift64s(&s);
         /* Exponents concentrated around float's range so subnormals, ties and overflow
          * are all hit; low bits random (random 29 low bits make exact ties rare, so the
          * low bits are sometimes zeroed to force them). */
         int exp = (int)(r % 320) - 160;
-        double m = 1.0 + (double)(rng_next(&s) >> 11) * 0x1p-53;
+        double m = 1.0 + (double)(xorshift64s(&s) >> 11) * 0x1p-53;
         double x = ldexp(m, exp);
         uint64_t xb = dbits(x);
         if (i & 1)
@@ -722,9 +704,9 @@ static void check_nearest(parity_dtype dt)
     int maxE = (int)((UINT64_C(1) << f->ebits) - 1) - f->bias; /* a bit above the max */
     int minE = 1 - f->bias - f->mbits - 3;                      /* a bit below min subnormal */
     for (int i = 0; i < 200000; i++) {
-        uint64_t r = rng_next(&s);
+        uint64_t r = xorshift64s(&s);
         int exp = minE + (int)(r % (uint64_t)(maxE - minE + 1));
-        double x = ldexp(1.0 + (double)(rng_next(&s) >> 11) * 0x1p-53, exp);
+        double x = ldexp(1.0 + (double)(xorshift64s(&s) >> 11) * 0x1p-53, exp);
         if (i % 3 == 0) {
             /* Exact midpoint between two neighbouring patterns: forces the tie rule. */
             uint64_t lo = encode_bits(f, x) & ~sign_bit(f);

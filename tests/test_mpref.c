@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "tolerance/mpref.h"
+#include "support.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* Helpers                                                                            */
@@ -52,33 +53,13 @@ static const parity_dtype g_aIntDt[] = {
 };
 #define N_INT (sizeof(g_aIntDt) / sizeof(g_aIntDt[0]))
 
-static uint64_t dbits(double d)
-{
-    uint64_t u;
-    memcpy(&u, &d, 8);
-    return u;
-}
+/* dbits and same_double: support.h */
 
-/* Bitwise identity, so -0 vs +0 is caught; any NaN matches any NaN (payloads differ). */
-static int same_double(double a, double b)
-{
-    if (isnan(a) || isnan(b))
-        return isnan(a) && isnan(b);
-    return dbits(a) == dbits(b);
-}
-
-/* splitmix64: deterministic, so a failure reproduces. */
-static uint64_t rng_next(uint64_t *pS)
-{
-    uint64_t z = (*pS += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
+/* The generator is splitmix64 (support.h): deterministic, so a failure reproduces. */
 
 static double rng_double_bits(uint64_t *pS)
 {
-    uint64_t u = rng_next(pS);
+    uint64_t u = splitmix64(pS);
     double d;
     memcpy(&d, &u, 8);
     return d;
@@ -87,9 +68,9 @@ static double rng_double_bits(uint64_t *pS)
 /* Random double with a random 53-bit significand, exponent in [eLo, eHi], random sign. */
 static double rng_double_exp(uint64_t *pS, int eLo, int eHi)
 {
-    uint64_t r = rng_next(pS);
+    uint64_t r = splitmix64(pS);
     double m = 1.0 + ldexp((double)(r >> 12), -52);
-    int e = eLo + (int)(rng_next(pS) % (uint64_t)(eHi - eLo + 1));
+    int e = eLo + (int)(splitmix64(pS) % (uint64_t)(eHi - eLo + 1));
     double d = ldexp(m, e); /* rounds in the subnormal range; still a valid double */
     return (r & 1) ? -d : d;
 }
@@ -309,7 +290,7 @@ Test(mpref, ulp_at_f32_f64_sampled)
 {
     uint64_t s = 7;
     for (int i = 0; i < 200000; i++) {
-        uint32_t b = (uint32_t)(rng_next(&s) % 0x7F7FFFFFu); /* b + 1 <= FLT_MAX's pattern */
+        uint32_t b = (uint32_t)(splitmix64(&s) % 0x7F7FFFFFu); /* b + 1 <= FLT_MAX's pattern */
         float v, w;
         uint32_t b1 = b + 1;
         memcpy(&v, &b, 4);
@@ -521,7 +502,7 @@ Test(mpref, signed_zero_and_specials)
  * values within a few binary64 ulps of the format's midpoints, and specials. */
 static double sample_for(const fmt_t *pF, uint64_t *pS)
 {
-    switch (rng_next(pS) % 4) {
+    switch (splitmix64(pS) % 4) {
     case 0:
         return rng_double_bits(pS);
     case 1:
@@ -534,7 +515,7 @@ static double sample_for(const fmt_t *pF, uint64_t *pS)
             return v;
         double half = ldexp(parity_ulp_at(pF->dt, q), -1);
         double m = q + (q > 0 ? half : -half);
-        int nudge = (int)(rng_next(pS) % 5) - 2;
+        int nudge = (int)(splitmix64(pS) % 5) - 2;
         for (; nudge > 0; nudge--)
             m = nextafter(m, INFINITY);
         for (; nudge < 0; nudge++)
@@ -553,7 +534,7 @@ static double sample_for(const fmt_t *pF, uint64_t *pS)
         sp[n++] = smallest_sub(pF);
         sp[n++] = ldexp(1.0, pF->eMin);
         sp[n++] = pF->maxVal + ulp_of_max(pF) / 2;
-        return sp[rng_next(pS) % n];
+        return sp[splitmix64(pS) % n];
     }
     }
 }
@@ -719,19 +700,19 @@ static void check_wide_inputs(const fmt_t *pF, int nIter)
     mpfr_inits2(256, x, t, (mpfr_ptr)0);
     for (int it = 0; it < nIter; it++) {
         /* v: a random non-negative format value; step: its spacing (exact, independent). */
-        int e = pF->eMin - 1 + (int)(rng_next(&s) % (uint64_t)(pF->eMax - pF->eMin + 2));
+        int e = pF->eMin - 1 + (int)(splitmix64(&s) % (uint64_t)(pF->eMax - pF->eMin + 2));
         double v, step;
         if (e < pF->eMin) { /* subnormal or zero */
             step = smallest_sub(pF);
-            v = step * (double)(rng_next(&s) % (UINT64_C(1) << (pF->p - 1)));
+            v = step * (double)(splitmix64(&s) % (UINT64_C(1) << (pF->p - 1)));
         } else {
             step = ldexp(1.0, e - pF->p + 1);
-            v = ldexp(1.0 + ldexp((double)(rng_next(&s) >> (64 - (pF->p - 1))), 1 - pF->p), e);
+            v = ldexp(1.0 + ldexp((double)(splitmix64(&s) >> (64 - (pF->p - 1))), 1 - pF->p), e);
             if (v > pF->maxVal)
                 v = pF->maxVal;
         }
         mpfr_set_d(x, v, MPFR_RNDN);
-        switch (rng_next(&s) % 5) {
+        switch (splitmix64(&s) % 5) {
         case 0: /* exactly half a step */
             mpfr_set_d(t, step, MPFR_RNDN);
             mpfr_div_2ui(t, t, 1, MPFR_RNDN);
@@ -744,7 +725,7 @@ static void check_wide_inputs(const fmt_t *pF, int nIter)
                 mpfr_init2(d, 64);
                 mpfr_set_d(d, step, MPFR_RNDN);
                 mpfr_div_2ui(d, d, 100, MPFR_RNDN);
-                if (rng_next(&s) & 1)
+                if (splitmix64(&s) & 1)
                     mpfr_neg(d, d, MPFR_RNDN);
                 mpfr_add(t, t, d, MPFR_RNDN);
                 mpfr_clear(d);
@@ -753,22 +734,22 @@ static void check_wide_inputs(const fmt_t *pF, int nIter)
         case 2: /* far beyond the range (x = t alone) */
             mpfr_set_zero(x, 1);
             mpfr_set_d(t, pF->maxVal, MPFR_RNDN);
-            mpfr_mul_2ui(t, t, 1 + rng_next(&s) % 3000, MPFR_RNDN);
+            mpfr_mul_2ui(t, t, 1 + splitmix64(&s) % 3000, MPFR_RNDN);
             break;
         default: { /* a random 128-bit fraction of a step */
-            mpfr_set_ui(t, (unsigned long)(rng_next(&s) >> 1), MPFR_RNDN);
+            mpfr_set_ui(t, (unsigned long)(splitmix64(&s) >> 1), MPFR_RNDN);
             mpfr_mul_2ui(t, t, 64, MPFR_RNDN);
-            mpfr_add_ui(t, t, (unsigned long)(rng_next(&s) >> 1), MPFR_RNDN);
+            mpfr_add_ui(t, t, (unsigned long)(splitmix64(&s) >> 1), MPFR_RNDN);
             mpfr_div_2ui(t, t, 127, MPFR_RNDN);
             mpfr_mul_d(t, t, step, MPFR_RNDN);
             break;
         }
         }
         cr_assert_eq(mpfr_add(x, x, t, MPFR_RNDN), 0, "test input not exact");
-        if (rng_next(&s) & 1)
+        if (splitmix64(&s) & 1)
             mpfr_neg(x, x, MPFR_RNDN);
         /* Half of the inputs at PARITY_REF_PREC, as the references produce them. */
-        if (rng_next(&s) & 1) {
+        if (splitmix64(&s) & 1) {
             mpfr_t y;
             mpfr_init2(y, PARITY_REF_PREC);
             mpfr_set(y, x, MPFR_RNDN);
@@ -875,21 +856,21 @@ Test(mpref, integers_cross_check_encode)
         for (size_t i = 0; i <= N_INT; i++) {
             parity_dtype dt = i < N_INT ? g_aIntDt[i] : PARITY_DT_BOOL;
             double x;
-            switch (rng_next(&s) % 4) {
+            switch (splitmix64(&s) % 4) {
             case 0: x = rng_double_bits(&s); break;
             case 1: x = rng_double_exp(&s, -3, 66); break;
             case 2: { /* ties k + 0.5 of every magnitude (absorbed above 2^52) */
-                int sh = (int)(rng_next(&s) % 64);
-                x = (double)(int64_t)(rng_next(&s) >> sh) + 0.5;
+                int sh = (int)(splitmix64(&s) % 64);
+                x = (double)(int64_t)(splitmix64(&s) >> sh) + 0.5;
                 break;
             }
             default: {
-                int sh = (int)(rng_next(&s) % 70);
-                x = ldexp((double)(int64_t)rng_next(&s), -sh);
+                int sh = (int)(splitmix64(&s) % 70);
+                x = ldexp((double)(int64_t)splitmix64(&s), -sh);
                 break;
             }
             }
-            if (rng_next(&s) & 1)
+            if (splitmix64(&s) & 1)
                 x = -x;
             ASSERT_SAME(parity_round_double_to_dtype(x, dt), enc_dec(dt, x), "%s x = %a",
                         parity_dtype_name(dt), x);

@@ -32,16 +32,12 @@
 #define _GNU_SOURCE 1
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "formats/capture.h"
@@ -49,6 +45,7 @@
 #include "tolerance/judge.h"
 #include "tolerance/mpref.h"
 #include "tolerance/ops.h"
+#include "support.h"
 
 /* torch.testing.assert_close's float32 defaults. */
 #define TORCH_RTOL_F32 1.3e-6
@@ -56,19 +53,12 @@
 
 /* ---- deterministic data ---------------------------------------------------------- */
 
-/* splitmix64: a failure reproduces. */
-static uint64_t rng_next(uint64_t *pS)
-{
-    uint64_t z = (*pS += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
+/* The generator is splitmix64 (support.h): a failure reproduces. */
 
 /* Uniform in [0, 1) with 24 random bits: exactly a float. */
 static float rng_unit(uint64_t *pS)
 {
-    return (float)((double)(rng_next(pS) >> 40) * 0x1p-24);
+    return (float)((double)(splitmix64(pS) >> 40) * 0x1p-24);
 }
 
 /* Uniform in [lo, hi), rounded to float. */
@@ -212,32 +202,16 @@ static void softmax_f32(const float *x, float *y, int R, int n, int online)
 
 /* ---- captures ------------------------------------------------------------------------ */
 
-static char g_zDir[4096];
-
+/* The directory (support.h) is made under $TMPDIR, or /tmp. */
 static void make_dir(void)
 {
     const char *zBase = getenv("TMPDIR");
-    snprintf(g_zDir, sizeof g_zDir, "%s/parity_sem_XXXXXX", zBase && zBase[0] ? zBase : "/tmp");
-    cr_assert_not_null(mkdtemp(g_zDir), "mkdtemp: %s", strerror(errno));
-}
-
-static void remove_dir(void)
-{
-    static const char *const azFile[] = { "e.h5", "c.h5", "e2.h5", "c2.h5", "e3.h5", "c3.h5",
-                                          "r.json", "out.txt", "err.txt", NULL };
-    char z[4200];
-    int i;
-    if (!g_zDir[0]) return;
-    for (i = 0; azFile[i]; i++) {
-        snprintf(z, sizeof z, "%s/%s", g_zDir, azFile[i]);
-        unlink(z);
-    }
-    rmdir(g_zDir);
+    support_dir_create(zBase && zBase[0] ? zBase : "/tmp", "parity_sem_");
 }
 
 static const char *in_dir(const char *zName, char *zBuf, size_t nBuf)
 {
-    snprintf(zBuf, nBuf, "%s/%s", g_zDir, zName);
+    snprintf(zBuf, nBuf, "%s/%s", support_dir(), zName);
     return zBuf;
 }
 
@@ -292,73 +266,27 @@ typedef struct {
     json_t *pJson;        /* the parsed --json report, or NULL */
 } diff_run;
 
-static char *slurp(const char *zFile)
-{
-    FILE *f = fopen(zFile, "rb");
-    char *z;
-    long n;
-    cr_assert_not_null(f, "%s: %s", zFile, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    z = xmalloc((size_t)n + 1);
-    cr_assert(fread(z, 1, (size_t)n, f) == (size_t)n);
-    z[n] = 0;
-    fclose(f);
-    return z;
-}
-
-/* Mirrors tests/test_cli.c: in sanitizer builds the child must not turn a signal into its
- * own report, and its supervised worker leaves by _exit (no leak check). */
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_UNDER_ASAN 1
-#endif
-#endif
-
+/* Runs paritydiff --json r.json EAGER COMPILED (names in the directory) through support.h's
+ * run_argv, which gives the child the sanitizer options it needs in sanitizer builds. */
 static void run_diff(const char *zEager, const char *zCompiled, diff_run *pRun)
 {
-    char zE[4200], zC[4200], zJson[4200], zOut[4200], zErrFile[4200];
+    char zE[4200], zC[4200], zJson[4200];
+    const char *azArgv[] = { PARITYDIFF_BIN, "--json", zJson, zE, zC, NULL };
     json_error_t jerr;
-    int status = 0;
-    pid_t pid;
+    run_result r;
 
     memset(pRun, 0, sizeof *pRun);
     in_dir(zEager, zE, sizeof zE);
     in_dir(zCompiled, zC, sizeof zC);
     in_dir("r.json", zJson, sizeof zJson);
-    in_dir("out.txt", zOut, sizeof zOut);
-    in_dir("err.txt", zErrFile, sizeof zErrFile);
     unlink(zJson);
-    fflush(NULL);
-    pid = fork();
-    cr_assert(pid >= 0, "fork: %s", strerror(errno));
-    if (pid == 0) {
-        const char *azArgv[] = { PARITYDIFF_BIN, "--json", zJson, zE, zC, NULL };
-        int fdOut = open(zOut, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fdErr = open(zErrFile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fdNull = open("/dev/null", O_RDONLY);
-        if (fdOut < 0 || fdErr < 0) _exit(126);
-        if (fdNull >= 0) dup2(fdNull, 0);
-        dup2(fdOut, 1);
-        dup2(fdErr, 2);
-        setenv("UBSAN_OPTIONS", "handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0", 1);
-#ifdef TEST_UNDER_ASAN
-        setenv("ASAN_OPTIONS", "handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0:"
-               "detect_leaks=0:allocator_may_return_null=1:abort_on_error=1", 1);
-#endif
-        execv(azArgv[0], (char *const *)azArgv);
-        _exit(127);
-    }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    pRun->exited = WIFEXITED(status);
-    pRun->code = pRun->exited ? WEXITSTATUS(status) : -1;
-    pRun->signaled = WIFSIGNALED(status);
-    pRun->sig = pRun->signaled ? WTERMSIG(status) : 0;
-    pRun->zErr = slurp(zErrFile);
-    pRun->zOut = slurp(zOut);
+    run_argv(azArgv, 300.0, &r);
+    pRun->exited = r.exited;
+    pRun->code = r.code;
+    pRun->signaled = r.signaled;
+    pRun->sig = r.sig;
+    pRun->zErr = r.zErr;   /* the captures now belong to *pRun */
+    pRun->zOut = r.zOut;
     pRun->pJson = json_load_file(zJson, 0, &jerr);
     cr_assert(pRun->exited, "paritydiff did not exit normally (signal %d); stderr:\n%s",
               pRun->sig, pRun->zErr);
@@ -366,7 +294,7 @@ static void run_diff(const char *zEager, const char *zCompiled, diff_run *pRun)
                        pRun->code, pRun->zErr);
 }
 
-static void run_free(diff_run *pRun)
+static void diff_free(diff_run *pRun)
 {
     free(pRun->zErr);
     free(pRun->zOut);
@@ -444,7 +372,7 @@ static void assert_slice(const diff_run *pRun, const char *zName, int rank, cons
     }
 }
 
-static int count_lines(const char *z)
+static int count_newlines(const char *z)
 {
     int n = 0;
     for (; *z; z++) n += *z == '\n';
@@ -457,7 +385,7 @@ static void assert_exit(const diff_run *pRun, int code)
                  code, pRun->zErr, pRun->zOut);
 }
 
-TestSuite(semantic, .init = make_dir, .fini = remove_dir, .timeout = 300);
+TestSuite(semantic, .init = make_dir, .fini = support_dir_remove, .timeout = 300);
 
 /* ---- 1. split-K: the defaults reject, the model passes -------------------------------- */
 
@@ -532,7 +460,7 @@ Test(semantic, splitk_matmul_rejected_by_defaults_passes)
     cr_log_info("split-K: max |c-e| %.4g (%.2fx assert_close's allowance); compiled error vs "
                 "MPFR %.4g, eager %.4g; max bound %.4g",
                 maxDiff, worstExcess, errC, real_of(pJ, "eager_max_abs_err"), bound);
-    run_free(&run);
+    diff_free(&run);
     free(a);
     free(b);
 }
@@ -596,7 +524,7 @@ Test(semantic, smallk_tail_columns_accepted_by_defaults_fail)
     cr_assert_eq(class_of(&run, "/mm", "within"), M * TAIL);
     cr_log_info("small-K tail: injected 4e-6; max bound %.4g; worst error/bound %.3g",
                 real_of(pJ, "max_bound"), real_of(tensor_of(&run, "/mm"), "worst_score"));
-    run_free(&run);
+    diff_free(&run);
 }
 
 /* ---- 3. an op-by-op graph ---------------------------------------------------------- */
@@ -732,7 +660,7 @@ Test(semantic, graph_local_layer_norm_bug_propagates)
                     (long long)json_integer_value(json_object_get(tensor_of(&run, zName), "mismatches")),
                     real_of(tensor_of(&run, zName), "worst_score"));
     }
-    run_free(&run);
+    diff_free(&run);
 }
 
 /* What a propagated failure reports should be the echo of the upstream failure: for these
@@ -770,7 +698,7 @@ Test(semantic, graph_propagated_region_is_the_echo_only, .disabled = true)
             assert_slice(&run, zName, 2, aSliceO);
         }
     }
-    run_free(&run);
+    diff_free(&run);
 }
 
 Test(semantic, graph_legit_reordering_passes_everywhere)
@@ -816,7 +744,7 @@ Test(semantic, graph_legit_reordering_passes_everywhere)
                     (long long)class_of(&run, g_azGraphOps[i], "within"),
                     (long long)class_of(&run, g_azGraphOps[i], "compiled_worse"));
     }
-    run_free(&run);
+    diff_free(&run);
     free(pP);
     free(pE);
     free(pC);
@@ -881,7 +809,7 @@ Test(semantic, linear_bf16_operands_fail_fp32_contract)
                 (long long)json_integer_value(json_object_get(pJ, "local_failures")), 16 * 64,
                 real_of(tensor_of(&run, "/y"), "worst_score"), real_of(pJ, "max_bound"),
                 real_of(pJ, "compiled_max_abs_err"), real_of(pJ, "eager_max_abs_err"));
-    run_free(&run);
+    diff_free(&run);
 }
 
 Test(semantic, linear_bf16_operands_pass_bf16_contract)
@@ -899,7 +827,7 @@ Test(semantic, linear_bf16_operands_pass_bf16_contract)
      * (written as null). The pass is vacuous at this K; the small-K test below is not. */
     cr_log_info("bf16 linear under bf16, K=256: max bound %g (null = infinite)",
                 real_of(pJ, "max_bound"));
-    run_free(&run);
+    diff_free(&run);
 }
 
 /* A grossly wrong result (every output doubled) must fail under any contract. DISABLED:
@@ -916,7 +844,7 @@ Test(semantic, linear_bf16_contract_still_catches_garbage, .disabled = true)
     assert_exit(&run, 1);
     cr_assert_str_eq(status_of(&run, "/y"), "fail");
     cr_assert_str_eq(cause_of(&run, "/y"), "local");
-    run_free(&run);
+    diff_free(&run);
 }
 
 /* The same contract where the deterministic bound is finite (K + 2 = 34, n u ~ 0.13). */
@@ -935,13 +863,13 @@ Test(semantic, linear_bf16_operands_pass_bf16_contract_finite_bound)
     cr_assert_lt(real_of(pJ, "compiled_max_abs_err"), bound);
     cr_log_info("bf16 linear under bf16, K=32: compiled error %.4g, max bound %.4g",
                 real_of(pJ, "compiled_max_abs_err"), bound);
-    run_free(&run);
+    diff_free(&run);
     /* The same data under the fp32 default contract fails. */
     write_bf16_linear(16, 32, 64, 5, NULL);
     run_diff("e.h5", "c.h5", &run);
     assert_exit(&run, 1);
     cr_assert_str_eq(cause_of(&run, "/y"), "local");
-    run_free(&run);
+    diff_free(&run);
 }
 
 /* ---- 5. bf16 softmax computed in fp32, rounded once -------------------------------------- */
@@ -1046,7 +974,7 @@ Test(semantic, softmax_bf16_one_rounding_passes)
     cr_assert_eq(class_of(&run, "/sm", "within"), SM_R * SM_N);
     cr_log_info("bf16 softmax: compiled max ulp %.3g, eager max ulp %.3g (bf16 ulps vs MPFR)",
                 real_of(pJ, "compiled_max_ulp"), real_of(pJ, "eager_max_ulp"));
-    run_free(&run);
+    diff_free(&run);
 
     /* Eager computed in bf16 throughout: further from the truth than the compiled side. */
     run_diff("e2.h5", "c.h5", &run);
@@ -1060,7 +988,7 @@ Test(semantic, softmax_bf16_one_rounding_passes)
     cr_log_info("bf16 softmax, eager in bf16: eager_worse %lld of %d; eager max ulp %.3g, "
                 "compiled %.3g", (long long)class_of(&run, "/sm", "eager_worse"), SM_R * SM_N,
                 real_of(pJ, "eager_max_ulp"), real_of(pJ, "compiled_max_ulp"));
-    run_free(&run);
+    diff_free(&run);
 }
 
 /* ---- 6. bad parameters and shapes; masked softmax rows ------------------------------------ */
@@ -1077,11 +1005,11 @@ static void expect_param_error(const char *zName, const char *zNeedle)
     cr_assert_str_eq(str_of(pT, "status"), "error");
     cr_assert(strstr(str_of(pT, "message"), zNeedle) != NULL, "message '%s' lacks '%s'",
               str_of(pT, "message"), zNeedle);
-    cr_assert_eq(count_lines(run.zErr), 1, "stderr:\n%s", run.zErr);
+    cr_assert_eq(count_newlines(run.zErr), 1, "stderr:\n%s", run.zErr);
     cr_log_info("stderr: %s", run.zErr);
     cr_assert(strstr(run.zErr, zNeedle) != NULL, "stderr '%s' lacks '%s'", run.zErr, zNeedle);
     cr_assert(strstr(run.zErr, zName) != NULL, "stderr '%s' does not name %s", run.zErr, zName);
-    run_free(&run);
+    diff_free(&run);
 }
 
 Test(semantic, softmax_dim_out_of_range_is_error)
@@ -1201,7 +1129,7 @@ Test(semantic, masked_softmax_row_zeros_fail)
     cr_assert_eq(class_of(&run, "/sm", "nonfinite_divergence"), MS_N);
     cr_assert_eq(class_of(&run, "/sm", "eager_worse"), 0);
     assert_slice(&run, "/sm", 2, aSlice);
-    run_free(&run);
+    diff_free(&run);
 }
 
 Test(semantic, masked_softmax_row_nan_passes)
@@ -1213,7 +1141,7 @@ Test(semantic, masked_softmax_row_nan_passes)
     cr_assert_str_eq(status_of(&run, "/sm"), "pass");
     cr_assert_eq(class_of(&run, "/sm", "nonfinite_divergence"), 0);
     cr_assert_eq(class_of(&run, "/sm", "within"), MS_R * MS_N);
-    run_free(&run);
+    diff_free(&run);
 }
 
 /* ---- 7. model sanity, at unit level --------------------------------------------------- */

@@ -21,248 +21,34 @@
  * summary (counts per exit code and per kind of damage, slowest case) goes to stderr, and
  * the variants that break the contract are kept in sweep-failures/ for reproduction.
  */
-#define _GNU_SOURCE 1   /* pipe2, nftw */
+#define _GNU_SOURCE 1   /* MAP_ANONYMOUS */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <jansson.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include "formats/capture.h"
-
-extern char **environ;
+#include "support.h"
 
 #define SWEEP_DEFAULT_N 1000
 #define SWEEP_DEFAULT_SEED 20240601ULL
 #define SWEEP_HARNESS_LIMIT 90.0   /* seconds; paritydiff's own --timeout is 30 */
 
-/* ---- running a program (no Criterion calls: this also runs in forked workers) ------- */
-
-typedef struct {
-    int failed;              /* the harness itself could not run it */
-    int exited, code;
-    int signaled, sig;
-    int timedOut;
-    char *zOut, *zErr;
-    size_t nOut, nErr;
-    double seconds;
-} run_result;
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Sanitizer builds: libhdf5 is not instrumented and does crash on some of these files.
- * paritydiff's supervisor (diff/isolate.c) must see such a crash as the signal it is, to
- * turn it into one line and exit 2. If the sanitizer runtime handled SIGSEGV, SIGABRT,
- * SIGBUS or SIGFPE itself, it would print its report and exit with status 1, which the
- * supervisor passes on as "divergence", and the sweep would test the sanitizer instead of
- * paritydiff. So the child gets handle_*=0 appended. Further:
- * - abort_on_error=1: ASan's interceptors (memcpy, malloc) do catch libhdf5's own memory
- *   errors on corrupt files (H5HG_read, H5O attribute messages); reported and then exit 1,
- *   they too would read as "divergence". As a SIGABRT they reach the supervisor the way a
- *   crash does in a normal build. Their report is judged below: inside libhdf5 it is
- *   counted, in our code it fails the sweep.
- * - allocator_may_return_null=1: a hostile size makes libhdf5 ask for terabytes; a normal
- *   build gets NULL (and RLIMIT_AS, which isolate.c skips under ASan), ASan would report.
- * - detect_leaks=0: the worker process leaves by _exit on purpose.
- * UBSAN_OPTIONS is set unconditionally: GCC defines no macro for UBSan, and without UBSan
- * it is ignored. */
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_UNDER_ASAN 1
-#endif
-#endif
-#define CHILD_ASAN_OPTIONS \
-    "handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0:detect_leaks=0:" \
-    "allocator_may_return_null=1:abort_on_error=1"
-#define CHILD_UBSAN_OPTIONS "handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0"
-
-static char *env_with(const char *zName, const char *zAppend)
-{
-    const char *zOld = getenv(zName);
-    size_t n = strlen(zName) + strlen(zAppend) + (zOld ? strlen(zOld) : 0) + 4;
-    char *z = malloc(n);
-    if (!z) return NULL;
-    if (zOld && zOld[0]) snprintf(z, n, "%s=%s:%s", zName, zOld, zAppend);
-    else snprintf(z, n, "%s=%s", zName, zAppend);
-    return z;
-}
-
-/* Built once (before any worker forks) and kept. */
-static char **child_env(void)
-{
-    static char **s_az;
-    size_t n = 0, i, k = 0;
-    char **az;
-    if (s_az) return s_az;
-    while (environ[n]) n++;
-    az = calloc(n + 3, sizeof(char *));
-    if (!az) return environ;
-    for (i = 0; i < n; i++) {
-        if (strncmp(environ[i], "UBSAN_OPTIONS=", 14) == 0) continue;
-#ifdef TEST_UNDER_ASAN
-        if (strncmp(environ[i], "ASAN_OPTIONS=", 13) == 0) continue;
-#endif
-        az[k++] = environ[i];
-    }
-    if ((az[k] = env_with("UBSAN_OPTIONS", CHILD_UBSAN_OPTIONS)) != NULL) k++;
-#ifdef TEST_UNDER_ASAN
-    if ((az[k] = env_with("ASAN_OPTIONS", CHILD_ASAN_OPTIONS)) != NULL) k++;
-#endif
-    az[k] = NULL;
-    s_az = az;
-    return az;
-}
-
-static int append(char **pz, size_t *pn, const char *p, size_t n)
-{
-    char *z = realloc(*pz, *pn + n + 1);
-    if (!z) return -1;
-    memcpy(z + *pn, p, n);
-    *pn += n;
-    z[*pn] = 0;
-    *pz = z;
-    return 0;
-}
-
-static void run_free(run_result *pRes)
-{
-    free(pRes->zOut);
-    free(pRes->zErr);
-    memset(pRes, 0, sizeof *pRes);
-}
-
-/* Runs azArgv with stdin /dev/null and stdout/stderr captured, in its own process group,
- * which is killed after limitSeconds. */
-static void run_argv(const char *const *azArgv, double limitSeconds, run_result *pRes)
-{
-    int aOut[2] = { -1, -1 }, aErr[2] = { -1, -1 }, status = 0;
-    char **azEnv = child_env();
-    double tStart = now_seconds();
-    struct pollfd aPoll[2];
-    pid_t pid;
-
-    memset(pRes, 0, sizeof *pRes);
-    pRes->code = -1;
-    if (append(&pRes->zOut, &pRes->nOut, "", 0) || append(&pRes->zErr, &pRes->nErr, "", 0) ||
-        pipe2(aOut, O_CLOEXEC) != 0 || pipe2(aErr, O_CLOEXEC) != 0) {
-        pRes->failed = 1;
-        goto fail;
-    }
-    fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-        pRes->failed = 1;
-        goto fail;
-    }
-    if (pid == 0) {
-        int fdNull = open("/dev/null", O_RDONLY);
-        setpgid(0, 0);
-        if (fdNull >= 0) dup2(fdNull, 0);
-        dup2(aOut[1], 1);
-        dup2(aErr[1], 2);
-        execve(azArgv[0], (char *const *)azArgv, azEnv);
-        _exit(127);
-    }
-    setpgid(pid, pid);
-    close(aOut[1]);
-    close(aErr[1]);
-    aPoll[0].fd = aOut[0];
-    aPoll[1].fd = aErr[0];
-    aPoll[0].events = aPoll[1].events = POLLIN;
-    while (aPoll[0].fd >= 0 || aPoll[1].fd >= 0) {
-        double left = limitSeconds - (now_seconds() - tStart);
-        int i, got;
-        if (left <= 0) {
-            pRes->timedOut = 1;
-            kill(-pid, SIGKILL);
-            break;
-        }
-        got = poll(aPoll, 2, (int)(left * 1000) + 1);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            pRes->failed = 1;
-            kill(-pid, SIGKILL);
-            break;
-        }
-        for (i = 0; i < 2; i++) {
-            char aBuf[65536];
-            ssize_t n;
-            if (aPoll[i].fd < 0 || !(aPoll[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            n = read(aPoll[i].fd, aBuf, sizeof aBuf);
-            if (n > 0) {
-                if (i == 0) append(&pRes->zOut, &pRes->nOut, aBuf, (size_t)n);
-                else append(&pRes->zErr, &pRes->nErr, aBuf, (size_t)n);
-            } else if (n == 0 || errno != EINTR) {
-                close(aPoll[i].fd);
-                aPoll[i].fd = -1;
-            }
-        }
-    }
-    if (aPoll[0].fd >= 0) close(aPoll[0].fd);
-    if (aPoll[1].fd >= 0) close(aPoll[1].fd);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    pRes->seconds = now_seconds() - tStart;
-    pRes->exited = WIFEXITED(status);
-    pRes->code = pRes->exited ? WEXITSTATUS(status) : -1;
-    pRes->signaled = WIFSIGNALED(status);
-    pRes->sig = pRes->signaled ? WTERMSIG(status) : 0;
-    return;
-fail:
-    if (aOut[0] >= 0) { close(aOut[0]); close(aOut[1]); }
-    if (aErr[0] >= 0) { close(aErr[0]); close(aErr[1]); }
-}
-
-#define WARNING_PREFIX "paritydiff: warning: "
-
-/* Lines that are (isWarning 1) or are not (0) warnings; the first is copied to zFirst. */
-static int count_lines(const char *z, int isWarning, char *zFirst, size_t nFirst)
-{
-    int n = 0;
-    if (zFirst && nFirst) zFirst[0] = 0;
-    while (*z) {
-        const char *zEnd = strchr(z, '\n');
-        size_t nLine = zEnd ? (size_t)(zEnd - z) : strlen(z);
-        int warn = strncmp(z, WARNING_PREFIX, strlen(WARNING_PREFIX)) == 0;
-        if (warn == isWarning) {
-            if (n == 0 && zFirst && nFirst) {
-                size_t nCopy = nLine < nFirst - 1 ? nLine : nFirst - 1;
-                memcpy(zFirst, z, nCopy);
-                zFirst[nCopy] = 0;
-            }
-            n++;
-        }
-        z += nLine + (zEnd ? 1 : 0);
-    }
-    return n;
-}
+/* Running a program (with the sanitizer options support.c gives the child), counting stderr
+ * lines, the directory and the writer shortcuts are in support.h; run_argv_raw, count_lines
+ * and write_file make no Criterion calls, so they also run in the forked workers. ASan
+ * reports are judged below: inside libhdf5 they are counted, in our code they fail the
+ * sweep. */
 
 /* ---- deterministic randomness --------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *pState)
-{
-    uint64_t z = (*pState += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
+/* splitmix64 is in support.h. */
 static uint64_t below(uint64_t *pState, uint64_t n)
 {
     return n ? splitmix64(pState) % n : 0;
@@ -270,56 +56,12 @@ static uint64_t below(uint64_t *pState, uint64_t n)
 
 /* ---- the valid pair ------------------------------------------------------------------- */
 
-static char g_zDir[4096];
-
-static int remove_one(const char *zPath, const struct stat *pSt, int flag, struct FTW *pFtw)
-{
-    (void)pSt; (void)flag; (void)pFtw;
-    remove(zPath);
-    return 0;
-}
-
 static void make_dir(void)
 {
-    snprintf(g_zDir, sizeof g_zDir, "%s/sweep-XXXXXX", TEST_BINARY_DIR);
-    cr_assert_not_null(mkdtemp(g_zDir), "mkdtemp %s: %s", g_zDir, strerror(errno));
+    support_dir_create(TEST_BINARY_DIR, "sweep-");
 }
 
-static void free_paths(void);
-
-static void remove_dir(void)
-{
-    if (g_zDir[0]) nftw(g_zDir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-    free_paths();
-}
-
-TestSuite(sweep, .init = make_dir, .fini = remove_dir);
-
-/* Paths handed out stay valid until the suite's fini frees them (kept in a global, so
- * LeakSanitizer sees them as reachable). */
-static char *g_azKeep[4096];
-static size_t g_nKeep;
-
-static char *dir_path(const char *zName)
-{
-    size_t n = strlen(g_zDir) + strlen(zName) + 2;
-    char *z = malloc(n);
-    cr_assert_not_null(z);
-    cr_assert_lt(g_nKeep, sizeof g_azKeep / sizeof g_azKeep[0]);
-    snprintf(z, n, "%s/%s", g_zDir, zName);
-    g_azKeep[g_nKeep++] = z;
-    return z;
-}
-
-static void free_paths(void)
-{
-    while (g_nKeep > 0) free(g_azKeep[--g_nKeep]);
-}
-
-static void wcheck(parity_writer *pW, int rc)
-{
-    cr_assert_eq(rc, 0, "writer: %s", parity_writer_error(pW));
-}
+TestSuite(sweep, .init = make_dir, .fini = support_dir_remove);
 
 /* A tensor of n elements of dt from values f(i) (encoded with parity_encode). */
 static void w_values(parity_writer *pW, const char *zPath, parity_dtype dt, int rank,
@@ -364,10 +106,8 @@ static void write_capture(const char *zFile, int compiled)
     static const char *const azInMask[] = { "/layer2/logits" };
     static const uint64_t aX[2] = { 8, 16 }, aW[2] = { 16, 4 }, aY[2] = { 8, 4 }, a8[1] = { 8 };
     static const uint64_t a64[1] = { 64 }, a100[1] = { 100 };
-    parity_writer *pW;
-    char zErr[PARITY_ERR_LEN];
+    parity_writer *pW = wopen(zFile);
 
-    cr_assert_eq(parity_writer_open(zFile, &pW, zErr, sizeof zErr), 0, "%s", zErr);
     wcheck(pW, parity_writer_attr_string(pW, "/", "model", "sweep-net"));
     wcheck(pW, parity_writer_attr_string(pW, "/", "framework", "parity-test"));
     wcheck(pW, parity_writer_attr_string(pW, "/", "side", compiled ? "compiled" : "eager"));
@@ -397,7 +137,7 @@ static void write_capture(const char *zFile, int compiled)
     w_values(pW, "/quant/e4m3", PARITY_DT_F8E4M3FN, 1, a64, v_quant, compiled);
     w_values(pW, "/quant/e5m2", PARITY_DT_F8E5M2, 1, a64, v_quant, compiled);
     w_values(pW, "/misc/deeper/bytes", PARITY_DT_U8, 1, a100, v_bytes, compiled);
-    cr_assert_eq(parity_writer_close(pW, zErr, sizeof zErr), 0, "%s", zErr);
+    wclose(pW);
 }
 
 /* Adds a chunked gzip+shuffle dataset and a fletcher32 one with h5py, if it is there. */
@@ -417,37 +157,11 @@ static int add_h5py_datasets(const char *zEager, const char *zCompiled)
     const char *azArgv[] = { SYSTEM_PYTHON, "-c", zScript, zEager, zCompiled, NULL };
     run_result r;
     int ok;
-    run_argv(azArgv, 120.0, &r);
+    run_argv_raw(azArgv, 120.0, &r);
     ok = !r.failed && r.exited && r.code == 0;
     if (!ok) fprintf(stderr, "sweep: no h5py datasets (%s)\n", r.zErr ? r.zErr : "cannot run python");
     run_free(&r);
     return ok;
-}
-
-static unsigned char *read_file(const char *zFile, size_t *pn)
-{
-    FILE *pF = fopen(zFile, "rb");
-    unsigned char *p;
-    long n;
-    cr_assert_not_null(pF, "%s: %s", zFile, strerror(errno));
-    fseek(pF, 0, SEEK_END);
-    n = ftell(pF);
-    fseek(pF, 0, SEEK_SET);
-    p = malloc((size_t)n + 1);
-    cr_assert_not_null(p);
-    cr_assert_eq(fread(p, 1, (size_t)n, pF), (size_t)n);
-    fclose(pF);
-    *pn = (size_t)n;
-    return p;
-}
-
-static int write_file(const char *zFile, const void *p, size_t n)
-{
-    FILE *pF = fopen(zFile, "wb");
-    int ok;
-    if (!pF) return -1;
-    ok = fwrite(p, 1, n, pF) == n;
-    return fclose(pF) == 0 && ok ? 0 : -1;
 }
 
 /* ---- corrupted variants ---------------------------------------------------------------- */
@@ -695,7 +409,7 @@ static void sweep_worker(const sweep_plan *pPlan, unsigned iWorker)
     unsigned char *pBuf = malloc(nMax + 1);
     char zFile[4200];
     unsigned v;
-    snprintf(zFile, sizeof zFile, "%s/variant-w%u.h5", g_zDir, iWorker);
+    snprintf(zFile, sizeof zFile, "%s/variant-w%u.h5", support_dir(), iWorker);
     /* Variants are taken one at a time from a shared counter, so the few that stall for
      * --stall-timeout seconds do not pile up on one worker. */
     while ((v = __atomic_fetch_add(pPlan->pNext, 1, __ATOMIC_RELAXED)) < pPlan->nVariant) {
@@ -720,7 +434,7 @@ static void sweep_worker(const sweep_plan *pPlan, unsigned iWorker)
                 pRec->done = pRec->harnessFailed = 1;
                 continue;
             }
-            run_argv(azArgv, SWEEP_HARNESS_LIMIT, &r);
+            run_argv_raw(azArgv, SWEEP_HARNESS_LIMIT, &r);
             judge_run(&r, pRec);
             run_free(&r);
         }
@@ -765,8 +479,8 @@ Test(sweep, corrupted_captures, .timeout = 1800)
         const char *z = getenv("PARITY_SWEEP_SEED");
         plan.seed = z && *z ? strtoull(z, NULL, 0) : SWEEP_DEFAULT_SEED;
     }
-    azGood[0] = dir_path("good_eager.h5");
-    azGood[1] = dir_path("good_compiled.h5");
+    azGood[0] = tmp_path("good_eager.h5");
+    azGood[1] = tmp_path("good_compiled.h5");
     write_capture(azGood[0], 0);
     write_capture(azGood[1], 1);
     withH5py = add_h5py_datasets(azGood[0], azGood[1]);
@@ -776,7 +490,7 @@ Test(sweep, corrupted_captures, .timeout = 1800)
         const char *azArgv[] = { PARITYDIFF_BIN, "--json", "-", azGood[0], azGood[1], NULL };
         json_error_t err;
         json_t *pDoc;
-        run_argv(azArgv, 60.0, &r);
+        run_argv_raw(azArgv, 60.0, &r);
         cr_assert(!r.failed && r.exited && r.code == 1, "the valid pair: exit %d\n%s", r.code, r.zErr);
         cr_assert_eq(r.nErr, 0, "the valid pair: stderr:\n%s", r.zErr);
         pDoc = json_loads(r.zOut, 0, &err);
@@ -788,7 +502,7 @@ Test(sweep, corrupted_captures, .timeout = 1800)
     }
 
     for (i = 0; i < 2; i++) {
-        apBase[i] = read_file(azGood[i], &plan.anBase[i]);
+        apBase[i] = read_bytes(azGood[i], &plan.anBase[i]);
         plan.apBase[i] = apBase[i];
         plan.azGood[i] = azGood[i];
     }

@@ -1,0 +1,135 @@
+/*
+ * support.h - helpers shared by the Criterion test executables (tests/test_*.c), compiled
+ * into each of them that lists support.c in tests/CMakeLists.txt.
+ *
+ * What is here:
+ * - running a program (normally the built paritydiff, PARITYDIFF_BIN) with stdin from
+ *   /dev/null and stdout, stderr, exit status and time captured, under a time limit, with
+ *   the sanitizer options the child needs in sanitizer builds;
+ * - reading that stderr: counting "paritydiff: warning: " and other lines, and checking it
+ *   for what only a crash or a library dump would print;
+ * - a per-suite temporary directory (Criterion .init/.fini) and paths inside it;
+ * - shortcuts for the capture writer (formats/capture.h) that fail the test on error;
+ * - whole-file reads and writes, and parsing a JSON document;
+ * - the deterministic generators the tests draw data from (splitmix64, xorshift64*);
+ * - bitwise comparison of doubles.
+ *
+ * Functions whose comment says "no Criterion calls" report failure through their result and
+ * are safe in forked worker processes (tests/test_sweep.c); all others fail the current test
+ * with cr_assert when the harness itself cannot do its part.
+ */
+#ifndef PARITY_TESTS_SUPPORT_H
+#define PARITY_TESTS_SUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "formats/capture.h"
+
+/* ---- running a program and capturing everything ----------------------------------- */
+
+typedef struct {
+    int failed;              /* the harness itself could not run it (pipe, fork, poll) */
+    int exited, code;        /* WIFEXITED and WEXITSTATUS (code -1 otherwise) */
+    int signaled, sig;       /* WIFSIGNALED and WTERMSIG */
+    int timedOut;            /* we had to kill it */
+    char *zOut, *zErr;       /* NUL-terminated captures */
+    size_t nOut, nErr;
+    double seconds;
+} run_result;
+
+/* CLOCK_MONOTONIC in seconds. */
+double now_seconds(void);
+
+/* The environment of the child: ours, plus the sanitizer options (see support.c). Built
+ * once per process and kept; call it before forking workers. No Criterion calls. */
+char **child_env(void);
+
+/* Runs azArgv (azArgv[0] is the program path, NULL-terminated) with stdin from /dev/null,
+ * stdout and stderr captured, in its own process group; after limitSeconds the group is
+ * killed (timedOut). No Criterion calls: on trouble pRes->failed is set. */
+void run_argv_raw(const char *const *azArgv, double limitSeconds, run_result *pRes);
+
+/* run_argv_raw, failing the test if the harness could not run the program. */
+void run_argv(const char *const *azArgv, double limitSeconds, run_result *pRes);
+
+/* Runs paritydiff with the NULL-terminated argument list (limit 120 s). */
+void run_paritydiff(run_result *pRes, ...);
+
+/* Frees the captures and zeroes *pRes. No Criterion calls. */
+void run_free(run_result *pRes);
+
+/* ---- reading stderr -------------------------------------------------------------- */
+
+#define WARNING_PREFIX "paritydiff: warning: "
+
+/* Lines of z that are (isWarning 1) or are not (0) "paritydiff: warning: " lines; the
+ * first such line is copied to zFirst (if not NULL). An unterminated last line counts.
+ * No Criterion calls. */
+int count_lines(const char *z, int isWarning, char *zFirst, size_t nFirst);
+
+/* Nothing anywhere in the output that only a crash or a library dump would print (no signal,
+ * no time-out, no "HDF5-DIAG", no sanitizer or UBSan report); cr_expect, labelled zWhat. */
+void expect_clean_stderr(const run_result *pRes, const char *zWhat);
+
+/* ---- a temporary directory per suite --------------------------------------------- */
+
+/* Creates zBase/zPrefixXXXXXX (mkdtemp); for a suite's .init. */
+void support_dir_create(const char *zBase, const char *zPrefix);
+
+/* Removes the directory and everything in it, and frees the tmp_path strings; usable as a
+ * suite's .fini. */
+void support_dir_remove(void);
+
+/* The directory made by support_dir_create. */
+const char *support_dir(void);
+
+/* support_dir()/zName; the string stays valid until support_dir_remove. */
+const char *tmp_path(const char *zName);
+
+/* ---- capture writer shortcuts (fail the test on error) --------------------------- */
+
+parity_writer *wopen(const char *zFile);
+void wcheck(parity_writer *pW, int rc);
+void wclose(parity_writer *pW);
+void w_tensor(parity_writer *pW, const char *zName, parity_dtype dt, int rank,
+              const uint64_t *aDim, const void *pData);
+/* A rank-1 float32 tensor of n elements. */
+void w_f32(parity_writer *pW, const char *zName, const float *a, uint64_t n);
+/* The "op" attribute (if zOp) and the "inputs" attribute (if azInputs). */
+void w_op(parity_writer *pW, const char *zName, const char *zOp,
+          const char *const *azInputs, size_t nInputs);
+/* The "order" attribute. */
+void w_order(parity_writer *pW, const char *zName, int64_t iOrder);
+
+/* ---- files and JSON -------------------------------------------------------------- */
+
+/* The whole file (malloc'ed, with a NUL after the *pn bytes); fails the test on error. */
+unsigned char *read_bytes(const char *zFile, size_t *pn);
+
+/* Writes n bytes to zFile: 0, or -1 on error. No Criterion calls. */
+int write_file(const char *zFile, const void *p, size_t n);
+
+/* write_file, failing the test on error. */
+void write_bytes(const char *zFile, const void *p, size_t n);
+
+/* The JSON document in z (json_decref it); fails the test if it is not one. */
+json_t *parse_json(const char *z);
+
+/* ---- deterministic randomness (a failure reproduces) ---------------------------- */
+
+/* splitmix64: the next 64 random bits; advances *pState. No Criterion calls. */
+uint64_t splitmix64(uint64_t *pState);
+
+/* xorshift64*: the next 64 random bits; *pState must not be 0. No Criterion calls. */
+uint64_t xorshift64s(uint64_t *pState);
+
+/* ---- doubles --------------------------------------------------------------------- */
+
+/* The bit pattern of d. */
+uint64_t dbits(double d);
+
+/* Bitwise identity, so -0 vs +0 is caught; any NaN matches any NaN (payloads differ). */
+int same_double(double a, double b);
+
+#endif /* PARITY_TESTS_SUPPORT_H */
