@@ -314,8 +314,10 @@ static json_t *report_judgement(const parity_tensor_result *pT)
     rc |= report_set(pObj, "model", report_string(pT->zModelOp));
     rc |= report_set(pObj, "model_description", report_string(pT->zModel));
     rc |= report_set(pObj, "acc_dtype", report_dtype(pT->accDtype));
-    rc |= report_set(pObj, "reference", json_string("all"));
+    rc |= report_set(pObj, "reference", json_string(pJ->sampled ? "sampled" : "all"));
     rc |= report_set(pObj, "checked", report_uint(pJ->nChecked));
+    rc |= report_set(pObj, "flagged", pJ->sampled ? report_uint(pJ->nFlagged) : json_null());
+    rc |= report_set(pObj, "sampled", pJ->sampled ? report_uint(pJ->nSampled) : json_null());
     rc |= report_set(pObj, "max_bound", report_real(pJ->maxBound));
     rc |= report_set(pObj, "compiled_max_abs_err", report_real(pJ->maxErrCompiled));
     rc |= report_set(pObj, "eager_max_abs_err", report_real(pJ->maxErrEager));

@@ -214,6 +214,10 @@ static void report_put_stats(FILE *pOut, const parity_tensor_result *pT)
                 pJ->nNonFinite);
         fprintf(pOut, "  model %s (acc %s): %s\n", pT->zModelOp, parity_dtype_name(pT->accDtype),
                 pT->zModel);
+        if (pJ->sampled)
+            fprintf(pOut, "  reference checked %" PRIu64 " of %" PRIu64 " elements: %" PRIu64
+                    " where the runs disagree beyond the envelope, %" PRIu64 " sampled\n",
+                    pJ->nChecked, pS->nElem, pJ->nFlagged, pJ->nSampled);
         return;
     }
     if (pTol->exact) {

@@ -35,20 +35,66 @@ static int same_special(double a, double b)
     return a == b;
 }
 
+/* splitmix64's finaliser (Steele, Lea & Flood, OOPSLA 2014): a well-mixed hash of the
+ * index, so the sample is spread evenly and the same on every run. */
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* Should element i get the exact reference under a selective plan? */
+static int selected(parity_op_call *pCall, const double *aApprox, const double *aCompiled,
+                    uint64_t i, uint64_t threshold, uint64_t seed, parity_judgement *pJ)
+{
+    double c = aCompiled[i], e = aApprox ? aApprox[i] : c;
+    if (!(fabs(c) <= 1.79769313486231570815e308) || !(fabs(e) <= 1.79769313486231570815e308) ||
+        fabs(c - e) > 2.0 * pCall->pDef->xEnvelope(pCall, i)) {
+        pJ->nFlagged++;
+        return 1;
+    }
+    if (mix(i ^ seed) < threshold) {
+        pJ->nSampled++;
+        return 1;
+    }
+    return 0;
+}
+
 int parity_judge(parity_op_call *pCall, const double *aEager, const double *aCompiled,
                  parity_judgement *pJ, char *zErr, size_t nErr)
 {
+    return parity_judge_planned(pCall, aEager, aCompiled, NULL, NULL, pJ, zErr, nErr);
+}
+
+int parity_judge_planned(parity_op_call *pCall, const double *aEager, const double *aCompiled,
+                         const double *aApprox, const parity_judge_plan *pPlan,
+                         parity_judgement *pJ, char *zErr, size_t nErr)
+{
     mpfr_t ref, scratch;
-    uint64_t i;
-    int rc = 0;
+    uint64_t i, threshold = 0;
+    int rc = 0, selective = 0;
 
     memset(pJ, 0, sizeof *pJ);
     pJ->worstRatio = -1.0;
+    if (pPlan && pCall->pDef->xEnvelope && pCall->pDef->xCost &&
+        (double)pCall->nOut * pCall->pDef->xCost(pCall) > pPlan->budgetTerms) {
+        selective = 1;
+        pJ->sampled = 1;
+        /* P(mix < threshold) = nSample / nOut */
+        threshold = pPlan->nSample >= pCall->nOut ? UINT64_MAX
+                  : (uint64_t)((double)pPlan->nSample / (double)pCall->nOut * 18446744073709551615.0);
+    }
     mpfr_inits2(PARITY_REF_PREC, ref, scratch, (mpfr_ptr)0);
     for (i = 0; i < pCall->nOut; i++) {
         double bound = 0.0, rounded, c = aCompiled[i], e = aEager ? aEager[i] : 0.0;
         double errC, errE = 0.0, ulp, ratio;
         int cOut, eOut = 0, finiteRef;
+
+        if (selective && !selected(pCall, aApprox ? aApprox : aEager, aCompiled, i, threshold,
+                                   pPlan->seed, pJ))
+            continue;
 
         if (pCall->pDef->xElement(pCall, i, ref, &bound) != 0) {
             snprintf(zErr, nErr, "%s: reference failed at element %llu", pCall->pDef->zName,

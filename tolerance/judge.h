@@ -19,6 +19,9 @@
 #include "ops.h"
 
 typedef struct {
+    int sampled;                   /* 0: every element was checked; 1: selective (below) */
+    uint64_t nFlagged;             /* checked because eager and compiled disagree too much */
+    uint64_t nSampled;             /* checked because the deterministic sample drew them */
     uint64_t nChecked;
     uint64_t nWithin, nCompiledWorse, nEagerWorse, nBothBeyond;
     uint64_t nNonFinite;           /* compiled non-finite divergences (failures) */
@@ -36,5 +39,26 @@ typedef struct {
  * or -1 with a reason. */
 int parity_judge(parity_op_call *pCall, const double *aEager, const double *aCompiled,
                  parity_judgement *pJ, char *zErr, size_t nErr);
+
+/* Selective verification of large outputs. When the op has an envelope (ops.h) and
+ * nOut * cost exceeds budgetTerms, only these elements get the exact reference:
+ *   - flagged: an element where compiled and aApprox (the eager output) differ by more than
+ *     twice the envelope, or either is non-finite: there at least one side is beyond its
+ *     bound, so nothing that can fail is skipped on the compiled-vs-eager evidence;
+ *   - sampled: a deterministic pseudo-random sample of about nSample elements (a hash of
+ *     the index and seed), which catches a bug both sides share.
+ * Other elements count as unchecked; pJ->sampled says so. */
+typedef struct {
+    double budgetTerms;            /* full verification up to this many reference terms */
+    uint64_t nSample;
+    uint64_t seed;
+} parity_judge_plan;
+
+#define PARITY_JUDGE_BUDGET_TERMS 6.7e7    /* ~2 s of exact dot products on this machine */
+#define PARITY_JUDGE_SAMPLE 8192
+
+int parity_judge_planned(parity_op_call *pCall, const double *aEager, const double *aCompiled,
+                         const double *aApprox, const parity_judge_plan *pPlan,
+                         parity_judgement *pJ, char *zErr, size_t nErr);
 
 #endif

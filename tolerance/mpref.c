@@ -75,6 +75,7 @@
  * (mpfr_buildopt_tls_p), so this is safe from several threads at once.
  */
 #include "mpref.h"
+#include "superacc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -405,12 +406,69 @@ static void terms_sum(mpfr_t r, term_set *pT, double *pAbsSum, const mp_state *p
     mpfr_check_range(r, t, MPFR_RNDN);
 }
 
+/* The fast path: terms accumulated exactly in fixed-point accumulators (superacc.h), the
+ * sum rounded once to r's precision and sum |terms| rounded up to binary64, as the MPFR path
+ * does. Returns -1 (nothing written) when a term is out of the accumulator's range. */
+static int fast_dot(mpfr_t r, const double *a, size_t strideA, const double *b,
+                    size_t strideB, size_t n, const double *pBias, double *pAbsSum)
+{
+    static __thread superacc acc = { { 0 }, SUPERACC_LIMBS, -1, 0, 0 };
+    static __thread superacc accAbs = { { 0 }, SUPERACC_LIMBS, -1, 0, 0 };
+    superacc *pAbs = pAbsSum ? &accAbs : NULL;
+    size_t i;
+    int negZeroOnly = 1, rc;   /* IEEE: a sum of -0 terms only is -0 */
+    mpfr_flags_t flags = mpfr_flags_save();
+    mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+    mpfr_t absSum;
+
+    superacc_clear(&acc);
+    superacc_clear(&accAbs);
+    for (i = 0; i < n; i++) {
+        double x = a[i * strideA];
+        if (b) {
+            double y = b[i * strideB];
+            superacc_add_product(&acc, x, y, pAbs);
+            /* only a zero product with opposite signs is -0 */
+            negZeroOnly &= (x == 0.0 || y == 0.0) && signbit(x) != signbit(y);
+        } else {
+            superacc_add(&acc, x);
+            if (pAbs) superacc_add(pAbs, fabs(x));
+            if (!(x == 0.0 && signbit(x))) negZeroOnly = 0;
+        }
+    }
+    if (pBias) {
+        superacc_add(&acc, *pBias);
+        if (pAbs) superacc_add(pAbs, fabs(*pBias));
+        if (!(*pBias == 0.0 && signbit(*pBias))) negZeroOnly = 0;
+    }
+    if (acc.refused || accAbs.refused) return -1;
+    /* The exact sum may span more than the caller's exponent range allows: round with the
+     * widest range, then let the caller's range apply, as mpfr_sum would. */
+    mpfr_set_emin(mpfr_get_emin_min());
+    mpfr_set_emax(mpfr_get_emax_max());
+    rc = superacc_round(&acc, r, MPFR_RNDN);
+    if (rc == 0 && negZeroOnly && mpfr_zero_p(r)) mpfr_set_zero(r, -1);
+    if (rc == 0 && pAbs) {
+        mpfr_init2(absSum, 53);
+        rc = superacc_round(pAbs, absSum, MPFR_RNDU);
+        if (rc == 0) *pAbsSum = mpfr_get_d(absSum, MPFR_RNDU);
+        mpfr_clear(absSum);
+    }
+    mpfr_set_emin(emin);
+    mpfr_set_emax(emax);
+    if (rc == 0) mpfr_check_range(r, 0, MPFR_RNDN);
+    mpfr_flags_restore(flags, MPFR_FLAGS_ALL);
+    return rc;
+}
+
 int parity_exact_dot(mpfr_t r, const double *a, size_t strideA, const double *b,
                      size_t strideB, size_t n, const double *pBias, double *pAbsSum)
 {
     size_t nTerm = n + (pBias != NULL);
     term_set ts;
     mp_state st;
+
+    if (nTerm > 0 && fast_dot(r, a, strideA, b, strideB, n, pBias, pAbsSum) == 0) return 0;
 
     if (nTerm == 0) {
         mpfr_set_zero(r, 1); /* the empty sum, as mpfr_sum gives it */
@@ -439,6 +497,8 @@ int parity_exact_sum(mpfr_t r, const double *a, size_t stride, size_t n, double 
 {
     term_set ts;
     mp_state st;
+
+    if (n > 0 && fast_dot(r, a, stride, NULL, 0, n, NULL, pAbsSum) == 0) return 0;
 
     if (n == 0) {
         mpfr_set_zero(r, 1);

@@ -203,5 +203,5 @@ static int ln_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double
 const parity_op_def parity_op_layer_norm = {
     "layer_norm",
     "derived in op_layer_norm.c: mean gamma_{n+1}, variance gamma_{2n+4}(v + mu^2), rsqrt 2 ulps, 3 roundings",
-    1, 3, ln_prepare, ln_element, ln_free
+    1, 3, ln_prepare, ln_element, ln_free, NULL, NULL, 0
 };

@@ -37,9 +37,18 @@ typedef struct {
     uint64_t strideAm, strideBn;          /* step along M in a, along N in b */
     const double *pBias;                  /* linear's bias, or NULL */
     int hasBias;
+    /* For the envelope (selective verification): the 2-norm of every K-vector of a and of
+     * b, indexed by the vector's offset (see vector_key). */
+    double *aNormA, *aNormB;
 } matmul_params;
 
-static void free_params(void *p) { free(p); }
+static void free_params(void *p)
+{
+    matmul_params *pP = p;
+    free(pP->aNormA);
+    free(pP->aNormB);
+    free(pP);
+}
 
 static double acc_rounding_terms(const parity_op_call *pCall)
 {
@@ -51,23 +60,98 @@ static double acc_rounding_terms(const parity_op_call *pCall)
     return 0.0;
 }
 
-static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+/* Offsets of the a row and b column that output element `linear` dots. */
+static void element_offsets(const matmul_params *pP, uint64_t linear, uint64_t *pOffA,
+                            uint64_t *pOffB, uint64_t *pJ)
 {
-    const matmul_params *pP = pCall->pParams;
-    const double *a = pCall->aIn[0].aValue, *b = pCall->aIn[1].aValue;
     uint64_t j = linear % pP->N, rest = linear / pP->N;
     uint64_t i = rest % pP->M, iBatch = rest / pP->M;
     uint64_t offA = i * pP->strideAm, offB = j * pP->strideBn;
-    double absSum = 0.0, u, n, gamma, magnitude;
-    const double *pBias = NULL;
     int d;
-
     for (d = pP->nBatch - 1; d >= 0; d--) {
         uint64_t idx = iBatch % pP->aBatchDim[d];
         iBatch /= pP->aBatchDim[d];
         offA += idx * pP->aBatchStrideA[d];
         offB += idx * pP->aBatchStrideB[d];
     }
+    *pOffA = offA;
+    *pOffB = offB;
+    *pJ = j;
+}
+
+/* A K-vector starting at offset off with the given stride along K: vectors with stride 1
+ * start at multiples of K; with stride N (matmul's b columns) they start at
+ * (matrix * K * N) + column. Either way this maps them onto 0 .. nElem / K - 1. */
+static uint64_t vector_key(uint64_t off, uint64_t strideK, uint64_t K, uint64_t N)
+{
+    if (strideK == 1) return off / K;
+    return off / (K * N) * N + off % N;
+}
+
+static double norm2(const double *x, uint64_t stride, uint64_t n)
+{
+    double s = 0.0;
+    uint64_t k;
+    for (k = 0; k < n; k++) s += x[k * stride] * x[k * stride];
+    /* Rounded sums of squares can be a few ulps low; inflate so the norm stays an upper
+     * bound (sum of n terms: gamma_n(2^-53) relative, Higham 2002, eq. 4.4). */
+    return sqrt(s * (1.0 + ((double)n + 4.0) * 0x1p-52)) * (1.0 + 0x1p-51);
+}
+
+/* Precomputes the norms of every K-vector, O(nElem) for each operand. */
+static int make_norms(parity_op_call *pCall, matmul_params *pP)
+{
+    const parity_operand *pA = &pCall->aIn[0], *pB = &pCall->aIn[1];
+    uint64_t nA = pP->K ? pA->nElem / pP->K : 0, nB = pP->K ? pB->nElem / pP->K : 0, v;
+    pP->aNormA = calloc(nA + 1, sizeof(double));
+    pP->aNormB = calloc(nB + 1, sizeof(double));
+    if (!pP->aNormA || !pP->aNormB) return -1;
+    for (v = 0; v < nA; v++) {
+        uint64_t off = pP->strideAk == 1 ? v * pP->K : v / pP->N * pP->K * pP->N + v % pP->N;
+        pP->aNormA[v] = norm2(pA->aValue + off, pP->strideAk, pP->K);
+    }
+    for (v = 0; v < nB; v++) {
+        uint64_t off = pP->strideBk == 1 ? v * pP->K : v / pP->N * pP->K * pP->N + v % pP->N;
+        pP->aNormB[v] = norm2(pB->aValue + off, pP->strideBk, pP->K);
+    }
+    return 0;
+}
+
+static double dot_cost(const parity_op_call *pCall)
+{
+    const matmul_params *pP = pCall->pParams;
+    return (double)pP->K + 1.0;
+}
+
+/* Cheap upper bound of the element's bound: Cauchy-Schwarz, sum |a_k b_k| <= |a|_2 |b|_2,
+ * put into the same formula as dot_element's bound (|result| <= sum |terms| as well). */
+static double dot_envelope(parity_op_call *pCall, uint64_t linear)
+{
+    matmul_params *pP = pCall->pParams;
+    uint64_t offA, offB, j;
+    double s, u, n, gamma;
+    if (pP->K == 0) return 0.0;   /* nothing to bound: every element is checked */
+    if (!pP->aNormA && make_norms(pCall, pP) != 0) return 0.0;
+    element_offsets(pP, linear, &offA, &offB, &j);
+    s = pP->aNormA[vector_key(offA, pP->strideAk, pP->K, pP->N)] *
+        pP->aNormB[vector_key(offB, pP->strideBk, pP->K, pP->N)];
+    if (pP->hasBias) s += fabs(pP->pBias[j]);
+    u = parity_unit_roundoff(pCall->accDtype);
+    n = (double)pP->K + (pP->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
+    gamma = parity_gamma(n, u);
+    return gamma * s + 0.5 * parity_ulp_at(pCall->outDtype, s * (1.0 + gamma)) +
+           n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+}
+
+static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    const matmul_params *pP = pCall->pParams;
+    const double *a = pCall->aIn[0].aValue, *b = pCall->aIn[1].aValue;
+    uint64_t offA, offB, j;
+    double absSum = 0.0, u, n, gamma, magnitude;
+    const double *pBias = NULL;
+
+    element_offsets(pP, linear, &offA, &offB, &j);
     if (pP->hasBias) pBias = &pP->pBias[j];
     if (parity_exact_dot(ref, a + offA, pP->strideAk, b + offB, pP->strideBk, pP->K, pBias,
                          &absSum) != 0)
@@ -222,15 +306,15 @@ static int linear_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
 
 const parity_op_def parity_op_matmul = {
     "matmul", "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)", 2, 2,
-    matmul_prepare, dot_element, free_params
+    matmul_prepare, dot_element, free_params, dot_cost, dot_envelope, 0
 };
 
 const parity_op_def parity_op_bmm = {
     "bmm", "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)", 2, 2,
-    bmm_prepare, dot_element, free_params
+    bmm_prepare, dot_element, free_params, dot_cost, dot_envelope, 0
 };
 
 const parity_op_def parity_op_linear = {
     "linear", "dot products plus bias: gamma_{K+1}(u_acc) sum|terms| + 0.5 ulp (Higham 2002)",
-    2, 3, linear_prepare, dot_element, free_params
+    2, 3, linear_prepare, dot_element, free_params, dot_cost, dot_envelope, 0
 };

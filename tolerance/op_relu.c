@@ -40,5 +40,5 @@ static int relu_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
 
 const parity_op_def parity_op_relu = {
     "relu", "exact; only the rounding to the output dtype (0.5 ulp)", 1, 1,
-    relu_prepare, relu_element, NULL
+    relu_prepare, relu_element, NULL, NULL, NULL, 0
 };

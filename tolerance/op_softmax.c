@@ -184,5 +184,5 @@ static int softmax_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, d
 const parity_op_def parity_op_softmax = {
     "softmax",
     "shifted softmax: y[(|x-m| + w + 2c+2) u + gamma_{(c+2)n}] + 0.5 ulp (Blanchard-Higham-Higham 2021)",
-    1, 1, softmax_prepare, softmax_element, softmax_free
+    1, 1, softmax_prepare, softmax_element, softmax_free, NULL, NULL, 0
 };

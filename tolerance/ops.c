@@ -8,14 +8,33 @@
 
 extern const parity_op_def parity_op_relu, parity_op_matmul, parity_op_linear, parity_op_bmm,
     parity_op_softmax, parity_op_layer_norm;
+extern const parity_op_def parity_op_log_softmax, parity_op_logsumexp, parity_op_var,
+    parity_op_cumsum, parity_op_rms_norm;
+extern const parity_op_def parity_op_transpose, parity_op_permute, parity_op_reshape,
+    parity_op_cast;
+extern const parity_op_def parity_op_gelu, parity_op_silu, parity_op_sigmoid, parity_op_tanh,
+    parity_op_exp, parity_op_log, parity_op_sqrt, parity_op_rsqrt, parity_op_reciprocal,
+    parity_op_erf, parity_op_neg, parity_op_abs;
+extern const parity_op_def parity_op_add, parity_op_sub, parity_op_mul, parity_op_div,
+    parity_op_maximum, parity_op_minimum, parity_op_sum, parity_op_mean, parity_op_amax,
+    parity_op_amin;
 
 const parity_op_def *const parity_op_registry[] = {
     &parity_op_relu,
+    &parity_op_gelu, &parity_op_silu, &parity_op_sigmoid, &parity_op_tanh, &parity_op_exp,
+    &parity_op_log, &parity_op_sqrt, &parity_op_rsqrt, &parity_op_reciprocal, &parity_op_erf,
+    &parity_op_neg, &parity_op_abs,
     &parity_op_matmul,
     &parity_op_linear,
     &parity_op_bmm,
+    &parity_op_transpose, &parity_op_permute, &parity_op_reshape, &parity_op_cast,
     &parity_op_softmax,
+    &parity_op_log_softmax, &parity_op_logsumexp, &parity_op_var, &parity_op_cumsum,
+    &parity_op_rms_norm,
     &parity_op_layer_norm,
+    &parity_op_add, &parity_op_sub, &parity_op_mul, &parity_op_div,
+    &parity_op_maximum, &parity_op_minimum,
+    &parity_op_sum, &parity_op_mean, &parity_op_amax, &parity_op_amin,
     NULL
 };
 
@@ -44,7 +63,7 @@ int parity_op_begin(parity_op_call *pCall, const parity_op_def *pDef,
                      pDef->zName, pDef->nInMin, pDef->nInMax, nIn);
         return -1;
     }
-    if (!parity_dtype_is_float(outDtype)) {
+    if (!parity_dtype_is_float(outDtype) && !pDef->allowIntOutput) {
         snprintf(zErr, nErr, "%s: output dtype %s is not a float type", pDef->zName,
                  parity_dtype_name(outDtype));
         return -1;

@@ -59,6 +59,13 @@ struct parity_op_def {
      * increasing order, so ops may cache per-row work in pParams. Returns 0 or -1. */
     int (*xElement)(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound);
     void (*xFreeParams)(void *pParams);
+    /* Optional, for ops whose reference is costly (dot products): the reference's cost per
+     * element in terms, and a cheap upper bound of element `linear`'s error bound that
+     * needs no reference (computed in O(1) from per-row data made by xPrepare). With both,
+     * large outputs are verified selectively (judge.h). NULL otherwise. */
+    double (*xCost)(const parity_op_call *pCall);
+    double (*xEnvelope)(parity_op_call *pCall, uint64_t linear);
+    int allowIntOutput;       /* the output may be an integer or bool tensor (cast) */
 };
 
 /* The op named zName, or NULL. */

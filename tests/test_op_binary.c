@@ -1,0 +1,653 @@
+/*
+ * test_op_binary.c - the elementwise binary ops (tolerance/op_binary.c: add, sub, mul, div,
+ * maximum, minimum with torch broadcasting) and the reductions (tolerance/op_reduce.c: sum,
+ * mean, amax, amin over dim / dim lists with keepdim), called through the op registry
+ * directly (parity_op_find, parity_op_begin, parity_judge).
+ *
+ * For each op: broadcast data whose float32 results, computed straightforwardly, pass; an
+ * error of 3x the bound injected at one element fails exactly that element (the judgement's
+ * slice); IEEE special values and NaN propagation; shape errors are -1 with a message naming
+ * the shapes. Reductions: a K = 100000 float32 sequential sum passes while the same sum
+ * accumulated in bfloat16 fails; the sum bound grows with n; keepdim shapes, dim lists,
+ * negative dims, empty reductions.
+ */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/capture.h"
+#include "formats/dtype.h"
+#include "tolerance/judge.h"
+#include "tolerance/mpref.h"
+#include "tolerance/ops.h"
+
+/* ---- data and helpers ------------------------------------------------------------ */
+
+static uint64_t rng_next(uint64_t *pS)
+{
+    uint64_t z = (*pS += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi), a float. */
+static double rng_float(uint64_t *pS, float lo, float hi)
+{
+    float u = (float)((double)(rng_next(pS) >> 40) * 0x1p-24);
+    return (double)(lo + (hi - lo) * u);
+}
+
+static parity_operand operand(const char *zName, int rank, const uint64_t *aDim, double *a)
+{
+    parity_operand o;
+    int d;
+    memset(&o, 0, sizeof o);
+    o.zName = zName;
+    o.dtype = PARITY_DT_F32;
+    o.rank = rank;
+    o.nElem = 1;
+    for (d = 0; d < rank; d++) {
+        o.aDim[d] = aDim[d];
+        o.nElem *= aDim[d];
+    }
+    o.aValue = a;
+    return o;
+}
+
+static uint64_t count_of(int rank, const uint64_t *aDim)
+{
+    uint64_t n = 1;
+    int d;
+    for (d = 0; d < rank; d++) n *= aDim[d];
+    return n;
+}
+
+static double *random_values(uint64_t n, uint64_t seed, float lo, float hi)
+{
+    double *a = malloc((n ? n : 1) * sizeof *a);
+    uint64_t i;
+    cr_assert(a);
+    for (i = 0; i < n; i++) a[i] = rng_float(&seed, lo, hi);
+    return a;
+}
+
+/* Attributes built in place: ints (one or a list) and one float. */
+static int64_t aIntStore[8][PARITY_MAX_RANK];
+static double aFloatStore[8];
+
+static parity_attr attr_ints(int iSlot, const char *zName, const int64_t *a, size_t n,
+                             int isArray)
+{
+    parity_attr at;
+    memset(&at, 0, sizeof at);
+    if (n) memcpy(aIntStore[iSlot], a, n * sizeof *a);
+    at.zName = (char *)zName;
+    at.kind = PARITY_ATTR_INT;
+    at.isArray = isArray;
+    at.n = n;
+    at.aInt = aIntStore[iSlot];
+    return at;
+}
+
+static parity_attr attr_int(int iSlot, const char *zName, int64_t v)
+{
+    return attr_ints(iSlot, zName, &v, 1, 0);
+}
+
+static parity_attr attr_float(int iSlot, const char *zName, double v)
+{
+    parity_attr at;
+    memset(&at, 0, sizeof at);
+    aFloatStore[iSlot] = v;
+    at.zName = (char *)zName;
+    at.kind = PARITY_ATTR_FLOAT;
+    at.n = 1;
+    at.aFloat = &aFloatStore[iSlot];
+    return at;
+}
+
+static int begin(parity_op_call *pCall, const char *zOp, const parity_operand *aIn, size_t nIn,
+                 int outRank, const uint64_t *aOut, const parity_attr *aAttr, size_t nAttr,
+                 char *zErr, size_t nErr)
+{
+    const parity_op_def *pDef = parity_op_find(zOp);
+    cr_assert(pDef, "op %s is registered", zOp);
+    zErr[0] = 0;
+    return parity_op_begin(pCall, pDef, aIn, nIn, PARITY_DT_F32, outRank, aOut,
+                           PARITY_DT_INVALID, aAttr, nAttr, zErr, nErr);
+}
+
+static void element(parity_op_call *pCall, uint64_t i, double *pRef, double *pBound)
+{
+    mpfr_t ref;
+    mpfr_init2(ref, PARITY_REF_PREC);
+    cr_assert(pCall->pDef->xElement(pCall, i, ref, pBound) == 0);
+    *pRef = mpfr_get_d(ref, MPFR_RNDN);
+    mpfr_clear(ref);
+}
+
+static void judge(parity_op_call *pCall, const double *aCompiled, parity_judgement *pJ)
+{
+    char zErr[512];
+    cr_assert(parity_judge(pCall, NULL, aCompiled, pJ, zErr, sizeof zErr) == 0, "%s", zErr);
+}
+
+/* Injects 3x the bound at element iBad (1 ulp of float32 where the bound is 0) and checks
+ * that exactly that element fails, with the slice around it. */
+static void expect_injection_fails(parity_op_call *pCall, const double *aGood, uint64_t iBad)
+{
+    double *a = malloc(pCall->nOut * sizeof *a), ref, bound;
+    uint64_t aIdx[PARITY_MAX_RANK];
+    parity_judgement j;
+    int d;
+    cr_assert(a);
+    memcpy(a, aGood, pCall->nOut * sizeof *a);
+    element(pCall, iBad, &ref, &bound);
+    cr_assert(isfinite(ref));
+    a[iBad] = ref + (bound > 0.0 ? 3.0 * bound : parity_ulp_at(PARITY_DT_F32, fabs(ref)));
+    judge(pCall, a, &j);
+    cr_expect_eq(j.nFail, 1, "%s: injected 3x bound (%g) at %llu: %llu failures",
+                 pCall->pDef->zName, bound, (unsigned long long)iBad,
+                 (unsigned long long)j.nFail);
+    cr_expect_eq(j.worstLinear, iBad);
+    parity_unravel(pCall->outRank, pCall->aOutDim, iBad, aIdx);
+    for (d = 0; d < pCall->outRank; d++) {
+        cr_expect_eq(j.aSliceLo[d], aIdx[d], "%s: slice lo dim %d", pCall->pDef->zName, d);
+        cr_expect_eq(j.aSliceHi[d], aIdx[d] + 1, "%s: slice hi dim %d", pCall->pDef->zName, d);
+    }
+    free(a);
+}
+
+/* ---- binary ops ------------------------------------------------------------------ */
+
+static float f32_op(const char *zOp, float x, float y, float alpha)
+{
+    if (!strcmp(zOp, "add")) return alpha == 1.0f ? x + y : x + alpha * y;
+    if (!strcmp(zOp, "sub")) return alpha == 1.0f ? x - y : x - alpha * y;
+    if (!strcmp(zOp, "mul")) return x * y;
+    if (!strcmp(zOp, "div")) return x / y;
+    if (!strcmp(zOp, "maximum")) return x != x || y != y ? NAN : (x > y ? x : y);
+    return x != x || y != y ? NAN : (x < y ? x : y);
+}
+
+/* x [4, 1, 3] op y [5, 1] -> [4, 5, 3], float32 computed straightforwardly. */
+static void check_binary_broadcast(const char *zOp, int withAlpha, double alpha)
+{
+    uint64_t dX[3] = { 4, 1, 3 }, dY[2] = { 5, 1 }, dOut[3] = { 4, 5, 3 };
+    double *x = random_values(12, 11, -2.0f, 2.0f), *y = random_values(5, 12, 0.5f, 2.0f);
+    double *c = malloc(60 * sizeof *c);
+    parity_operand aIn[2];
+    parity_op_call call;
+    parity_attr at;
+    parity_judgement j;
+    char zErr[512];
+    uint64_t i, k, m;
+
+    for (i = 0; i < 5; i++) if (i % 2) y[i] = -y[i];
+    aIn[0] = operand("x", 3, dX, x);
+    aIn[1] = operand("y", 2, dY, y);
+    at = attr_float(0, "alpha", alpha);
+    cr_assert(begin(&call, zOp, aIn, 2, 3, dOut, &at, withAlpha ? 1 : 0, zErr, sizeof zErr)
+              == 0, "%s: %s", zOp, zErr);
+    for (i = 0; i < 4; i++)
+        for (m = 0; m < 5; m++)
+            for (k = 0; k < 3; k++)
+                c[(i * 5 + m) * 3 + k] = f32_op(zOp, (float)x[i * 3 + k], (float)y[m],
+                                                (float)alpha);
+    judge(&call, c, &j);
+    cr_expect_eq(j.nChecked, 60);
+    cr_expect_eq(j.nFail, 0, "%s: float32 results fail %llu elements (worst ratio %g)", zOp,
+                 (unsigned long long)j.nFail, j.worstRatio);
+    /* Spot-check the broadcast: element [2, 3, 1] is x[2, 0, 1] op y[3, 0]. */
+    {
+        double ref, bound;
+        element(&call, (2 * 5 + 3) * 3 + 1, &ref, &bound);
+        cr_expect(fabs(ref - (double)f32_op(zOp, (float)x[2 * 3 + 1], (float)y[3],
+                                             (float)alpha)) <= bound);
+    }
+    expect_injection_fails(&call, c, 37);
+    parity_op_end(&call);
+    free(x);
+    free(y);
+    free(c);
+}
+
+Test(binary, add_broadcast) { check_binary_broadcast("add", 0, 1.0); }
+Test(binary, sub_broadcast) { check_binary_broadcast("sub", 0, 1.0); }
+Test(binary, mul_broadcast) { check_binary_broadcast("mul", 0, 1.0); }
+Test(binary, div_broadcast) { check_binary_broadcast("div", 0, 1.0); }
+Test(binary, maximum_broadcast) { check_binary_broadcast("maximum", 0, 1.0); }
+Test(binary, minimum_broadcast) { check_binary_broadcast("minimum", 0, 1.0); }
+Test(binary, add_alpha) { check_binary_broadcast("add", 1, 0.3); }
+Test(binary, sub_alpha) { check_binary_broadcast("sub", 1, -2.5); }
+
+Test(binary, alpha_bound_adds_a_rounding)
+{
+    uint64_t d1[1] = { 1 };
+    double x[1] = { 1.0 }, y[1] = { 0.75 }, ref1, b1, ref2, b2;
+    parity_operand aIn[2] = { operand("x", 1, d1, x), operand("y", 1, d1, y) };
+    parity_op_call call;
+    parity_attr at = attr_float(0, "alpha", 0.1);
+    char zErr[512];
+
+    cr_assert(begin(&call, "add", aIn, 2, 1, d1, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
+    element(&call, 0, &ref1, &b1);
+    parity_op_end(&call);
+    cr_assert(begin(&call, "add", aIn, 2, 1, d1, &at, 1, zErr, sizeof zErr) == 0, "%s", zErr);
+    element(&call, 0, &ref2, &b2);
+    parity_op_end(&call);
+    cr_expect_eq(ref1, 1.75);
+    cr_expect(fabs(ref2 - 1.075) < 1e-15, "x + 0.1 y = %.17g", ref2);
+    /* 1.75: one f32 rounding and the output's, 0.5 + 0.5 ulp_f32(1.75) = 2^-23. */
+    cr_expect_eq(b1, 0x1p-23, "bound %a", b1);
+    cr_expect_gt(b2, b1 * 0.9);
+    cr_assert(begin(&call, "mul", aIn, 2, 1, d1, &at, 1, zErr, sizeof zErr) == -1);
+    cr_expect(strstr(zErr, "alpha"), "%s", zErr);
+}
+
+/* One element per case: x op y against the expected special value. */
+static void check_special(const char *zOp, double x, double y, double want)
+{
+    uint64_t d1[1] = { 1 };
+    double ax[1] = { x }, ay[1] = { y }, ref, bound, c[1];
+    parity_operand aIn[2] = { operand("x", 1, d1, ax), operand("y", 1, d1, ay) };
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[512];
+
+    cr_assert(begin(&call, zOp, aIn, 2, 1, d1, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
+    element(&call, 0, &ref, &bound);
+    if (want != want) cr_expect(ref != ref, "%s(%g, %g) = %g, want NaN", zOp, x, y, ref);
+    else cr_expect(ref == want && signbit(ref) == signbit(want), "%s(%g, %g) = %g, want %g",
+                   zOp, x, y, ref, want);
+    c[0] = want;                          /* the right special value passes */
+    judge(&call, c, &j);
+    cr_expect_eq(j.nFail, 0, "%s(%g, %g): the right value fails", zOp, x, y);
+    c[0] = want != want ? 0.0 : NAN;      /* a wrong one fails as non-finite */
+    if (!isfinite(want)) {
+        judge(&call, c, &j);
+        cr_expect_eq(j.nFail, 1);
+        cr_expect_eq(j.nNonFinite, 1, "%s(%g, %g): %g accepted", zOp, x, y, c[0]);
+    }
+    parity_op_end(&call);
+}
+
+Test(binary, special_values)
+{
+    check_special("add", INFINITY, -INFINITY, NAN);
+    check_special("sub", INFINITY, INFINITY, NAN);
+    check_special("add", INFINITY, 1.0, INFINITY);
+    check_special("mul", 0.0, INFINITY, NAN);
+    check_special("mul", -2.0, INFINITY, -INFINITY);
+    check_special("div", 1.0, 0.0, INFINITY);
+    check_special("div", -1.0, 0.0, -INFINITY);
+    check_special("div", 1.0, -0.0, -INFINITY);
+    check_special("div", 0.0, 0.0, NAN);
+    check_special("div", 3.0, INFINITY, 0.0);
+    check_special("add", NAN, 1.0, NAN);
+    check_special("maximum", NAN, 1.0, NAN);
+    check_special("maximum", 1.0, NAN, NAN);
+    check_special("minimum", 2.0, NAN, NAN);
+    check_special("maximum", -INFINITY, 1.0, 1.0);
+    check_special("minimum", -INFINITY, 1.0, -INFINITY);
+}
+
+Test(binary, float32_overflow_is_inf)
+{
+    /* 3e38 + 3e38 = 6e38 exactly, +Inf in float32: Inf passes, the largest float fails. */
+    uint64_t d1[1] = { 1 };
+    double x[1] = { 3e38 }, c[1] = { INFINITY };
+    parity_operand aIn[2] = { operand("x", 1, d1, x), operand("y", 1, d1, x) };
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[512];
+    cr_assert(begin(&call, "add", aIn, 2, 1, d1, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
+    judge(&call, c, &j);
+    cr_expect_eq(j.nFail, 0);
+    c[0] = (double)FLT_MAX;
+    judge(&call, c, &j);
+    cr_expect_eq(j.nFail, 1);
+    cr_expect_eq(j.nNonFinite, 1);
+    parity_op_end(&call);
+}
+
+Test(binary, maximum_nan_ignored_fails)
+{
+    /* fmax semantics (NaN ignored) is not torch.maximum. */
+    uint64_t d2[1] = { 2 };
+    double x[2] = { NAN, 1.0 }, y[2] = { 1.0, 2.0 }, c[2] = { 1.0, 2.0 };
+    parity_operand aIn[2] = { operand("x", 1, d2, x), operand("y", 1, d2, y) };
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[512];
+    cr_assert(begin(&call, "maximum", aIn, 2, 1, d2, NULL, 0, zErr, sizeof zErr) == 0);
+    judge(&call, c, &j);
+    cr_expect_eq(j.nFail, 1);
+    cr_expect_eq(j.aSliceLo[0], 0);
+    cr_expect_eq(j.aSliceHi[0], 1);
+    parity_op_end(&call);
+}
+
+Test(binary, shape_errors_name_the_shapes)
+{
+    uint64_t dA[2] = { 4, 3 }, dB[2] = { 5, 3 }, dX[3] = { 4, 1, 3 }, dY[2] = { 5, 1 };
+    uint64_t dBad[3] = { 4, 5, 4 }, dRank[2] = { 5, 3 };
+    double v[60] = { 0 };
+    parity_operand aIn[2];
+    parity_op_call call;
+    char zErr[512];
+
+    aIn[0] = operand("a", 2, dA, v);
+    aIn[1] = operand("b", 2, dB, v);
+    cr_expect(begin(&call, "add", aIn, 2, 2, dA, NULL, 0, zErr, sizeof zErr) == -1);
+    cr_expect(strstr(zErr, "[4, 3]") && strstr(zErr, "[5, 3]") && strstr(zErr, "broadcast"),
+              "%s", zErr);
+    aIn[0] = operand("x", 3, dX, v);
+    aIn[1] = operand("y", 2, dY, v);
+    cr_expect(begin(&call, "mul", aIn, 2, 3, dBad, NULL, 0, zErr, sizeof zErr) == -1);
+    cr_expect(strstr(zErr, "[4, 5, 3]") && strstr(zErr, "[4, 5, 4]"), "%s", zErr);
+    cr_expect(begin(&call, "div", aIn, 2, 2, dRank, NULL, 0, zErr, sizeof zErr) == -1);
+    cr_expect(strstr(zErr, "[4, 5, 3]") && strstr(zErr, "[5, 3]"), "%s", zErr);
+    cr_expect(begin(&call, "sub", aIn, 1, 3, dX, NULL, 0, zErr, sizeof zErr) == -1);
+    cr_expect(strstr(zErr, "2 inputs"), "%s", zErr);
+}
+
+Test(binary, scalar_operand_broadcasts)
+{
+    uint64_t d[2] = { 2, 3 };
+    double x[6] = { 1, 2, 3, 4, 5, 6 }, s[1] = { 0.5 }, c[6], ref, bound;
+    parity_operand aIn[2] = { operand("x", 2, d, x), operand("s", 0, NULL, s) };
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[512];
+    int i;
+    cr_assert(begin(&call, "mul", aIn, 2, 2, d, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
+    for (i = 0; i < 6; i++) c[i] = x[i] * 0.5;
+    judge(&call, c, &j);
+    cr_expect_eq(j.nFail, 0);
+    element(&call, 5, &ref, &bound);
+    cr_expect_eq(ref, 3.0);
+    cr_expect_eq(bound, 0.5 * parity_ulp_at(PARITY_DT_F32, 3.0) * 2.0);
+    parity_op_end(&call);
+}
+
+/* ---- reductions ------------------------------------------------------------------ */
+
+/* float32 reduction over the dims flagged in aRed of x (rank 3), sequential in index order;
+ * output in row-major order of the kept dims. */
+static void f32_reduce(const char *zOp, const double *x, const uint64_t *aDim,
+                       const int *aRed, double *aOut)
+{
+    uint64_t i0, i1, i2, nOut = 1, n = 1;
+    float *aAcc;
+    int d;
+    for (d = 0; d < 3; d++) {
+        if (aRed[d]) n *= aDim[d];
+        else nOut *= aDim[d];
+    }
+    aAcc = calloc(nOut, sizeof *aAcc);
+    cr_assert(aAcc);
+    for (i0 = 0; i0 < aDim[0]; i0++)
+        for (i1 = 0; i1 < aDim[1]; i1++)
+            for (i2 = 0; i2 < aDim[2]; i2++) {
+                uint64_t aI[3] = { i0, i1, i2 }, o = 0, first = 1;
+                float v = (float)x[(i0 * aDim[1] + i1) * aDim[2] + i2];
+                for (d = 0; d < 3; d++) {
+                    if (aRed[d]) { if (aI[d]) first = 0; continue; }
+                    o = o * aDim[d] + aI[d];
+                }
+                if (!strcmp(zOp, "sum") || !strcmp(zOp, "mean")) aAcc[o] += v;
+                else if (first) aAcc[o] = v;
+                else if (!strcmp(zOp, "amax")) aAcc[o] = v > aAcc[o] ? v : aAcc[o];
+                else aAcc[o] = v < aAcc[o] ? v : aAcc[o];
+            }
+    for (i0 = 0; i0 < nOut; i0++)
+        aOut[i0] = !strcmp(zOp, "mean") ? (double)(aAcc[i0] / (float)n) : (double)aAcc[i0];
+    free(aAcc);
+}
+
+/* x [3, 4, 5] reduced over aDimArg (nDimArg of them, may be negative) with keepdim. */
+static void check_reduce(const char *zOp, const int64_t *aDimArg, size_t nDimArg, int keepdim)
+{
+    uint64_t dX[3] = { 3, 4, 5 }, aOut[3];
+    double *x = random_values(60, 21, -1.0f, 3.0f), c[60];
+    int aRed[3] = { 0 }, outRank = 0, d;
+    size_t i;
+    parity_operand in = operand("x", 3, dX, x);
+    parity_attr aAttr[2];
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[512];
+
+    for (i = 0; i < nDimArg; i++) aRed[aDimArg[i] < 0 ? aDimArg[i] + 3 : aDimArg[i]] = 1;
+    if (nDimArg == 0) aRed[0] = aRed[1] = aRed[2] = 1;
+    for (d = 0; d < 3; d++) {
+        if (!aRed[d]) aOut[outRank++] = dX[d];
+        else if (keepdim) aOut[outRank++] = 1;
+    }
+    aAttr[0] = attr_int(1, "keepdim", keepdim);
+    aAttr[1] = attr_ints(2, "dim", aDimArg, nDimArg, 1);
+    cr_assert(begin(&call, zOp, &in, 1, outRank, aOut, aAttr, nDimArg ? 2 : 1, zErr,
+                    sizeof zErr) == 0, "%s: %s", zOp, zErr);
+    cr_assert_eq(call.nOut, count_of(outRank, aOut));
+    f32_reduce(zOp, x, dX, aRed, c);
+    judge(&call, c, &j);
+    cr_expect_eq(j.nFail, 0, "%s: float32 results fail %llu (worst ratio %g)", zOp,
+                 (unsigned long long)j.nFail, j.worstRatio);
+    expect_injection_fails(&call, c, call.nOut - 1);
+    if (call.nOut > 2) expect_injection_fails(&call, c, 1);
+    parity_op_end(&call);
+
+    /* The other keepdim's shape is rejected, naming both shapes. */
+    if (nDimArg > 0) {
+        uint64_t aOther[3];
+        int otherRank = 0;
+        for (d = 0; d < 3; d++) {
+            if (!aRed[d]) aOther[otherRank++] = dX[d];
+            else if (!keepdim) aOther[otherRank++] = 1;
+        }
+        cr_expect(begin(&call, zOp, &in, 1, otherRank, aOther, aAttr, 2, zErr, sizeof zErr)
+                  == -1, "%s: wrong keepdim shape accepted", zOp);
+        cr_expect(strstr(zErr, "[3, 4, 5]") && strstr(zErr, "output has"), "%s", zErr);
+    }
+    free(x);
+}
+
+Test(reduce, sum_dim_keepdim)
+{
+    int64_t d1[1] = { 1 }, d02[2] = { 0, 2 }, dNeg[2] = { -1, -3 }, dLast[1] = { -1 };
+    check_reduce("sum", d1, 1, 0);
+    check_reduce("sum", d1, 1, 1);
+    check_reduce("sum", d02, 2, 0);
+    check_reduce("sum", dNeg, 2, 1);
+    check_reduce("sum", dLast, 1, 0);
+    check_reduce("sum", NULL, 0, 0);
+    check_reduce("sum", NULL, 0, 1);
+}
+
+Test(reduce, mean_amax_amin)
+{
+    static const char *const azOp[3] = { "mean", "amax", "amin" };
+    int64_t d1[1] = { 1 }, dNeg[2] = { -1, 0 };
+    int i;
+    for (i = 0; i < 3; i++) {
+        check_reduce(azOp[i], d1, 1, 0);
+        check_reduce(azOp[i], dNeg, 2, 1);
+        check_reduce(azOp[i], NULL, 0, 0);
+    }
+}
+
+Test(reduce, dim_list_and_negative_dims_agree)
+{
+    uint64_t dX[3] = { 3, 4, 5 }, dOut[1] = { 4 };
+    double *x = random_values(60, 5, -1.0f, 1.0f), refA, refB, bA, bB, want;
+    int64_t aPos[2] = { 0, 2 }, aNeg[2] = { -1, -3 };
+    parity_operand in = operand("x", 3, dX, x);
+    parity_attr at;
+    parity_op_call call;
+    char zErr[512];
+    uint64_t i, k, m;
+
+    for (k = 0; k < 4; k++) {
+        at = attr_ints(0, "dim", aPos, 2, 1);
+        cr_assert(begin(&call, "sum", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0, "%s",
+                  zErr);
+        element(&call, k, &refA, &bA);
+        parity_op_end(&call);
+        at = attr_ints(0, "dim", aNeg, 2, 1);
+        cr_assert(begin(&call, "sum", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0, "%s",
+                  zErr);
+        element(&call, k, &refB, &bB);
+        parity_op_end(&call);
+        want = 0.0;   /* 15 floats: exact in binary64 */
+        for (i = 0; i < 3; i++)
+            for (m = 0; m < 5; m++) want += x[(i * 4 + k) * 5 + m];
+        cr_expect_eq(refA, want);
+        cr_expect_eq(refB, want);
+        cr_expect_eq(bA, bB);
+    }
+    /* Duplicates and out-of-range dims are errors. */
+    {
+        int64_t aDup[2] = { 1, -2 }, aFar[1] = { 3 };
+        uint64_t dTwo[2] = { 3, 5 };
+        at = attr_ints(0, "dim", aDup, 2, 1);
+        cr_expect(begin(&call, "sum", &in, 1, 2, dTwo, &at, 1, zErr, sizeof zErr) == -1);
+        cr_expect(strstr(zErr, "more than once"), "%s", zErr);
+        at = attr_ints(0, "dim", aFar, 1, 1);
+        cr_expect(begin(&call, "mean", &in, 1, 2, dTwo, &at, 1, zErr, sizeof zErr) == -1);
+        cr_expect(strstr(zErr, "out of range") && strstr(zErr, "[3, 4, 5]"), "%s", zErr);
+    }
+    free(x);
+}
+
+/* Sum of K values in [0, 1): float32 sequential, and accumulated in bfloat16. */
+static void long_sum(uint64_t K, parity_judgement *pJ32, parity_judgement *pJbf)
+{
+    uint64_t dX[1] = { K };
+    double *x = random_values(K, 99, 0.0f, 1.0f), c;
+    parity_operand in = operand("x", 1, dX, x);
+    parity_op_call call;
+    char zErr[512];
+    float s = 0.0f;
+    double sBf = 0.0;
+    uint64_t i;
+
+    for (i = 0; i < K; i++) s += (float)x[i];
+    for (i = 0; i < K; i++) {
+        uint16_t bits;
+        /* add in float32 (exact enough), round the running sum to bfloat16 each time */
+        parity_encode(PARITY_DT_BF16, (double)((float)sBf + (float)x[i]), &bits);
+        parity_decode(PARITY_DT_BF16, &bits, &sBf, 1);
+    }
+    cr_assert(begin(&call, "sum", &in, 1, 0, NULL, NULL, 0, zErr, sizeof zErr) == 0, "%s",
+              zErr);
+    c = s;
+    judge(&call, &c, pJ32);
+    c = sBf;
+    if (pJbf) judge(&call, &c, pJbf);
+    cr_log_info("sum K=%llu: f32 error %.4g, bf16-accumulated error %.4g, bound %.4g",
+                (unsigned long long)K, pJ32->maxErrCompiled,
+                pJbf ? pJbf->maxErrCompiled : 0.0, pJ32->maxBound);
+    parity_op_end(&call);
+    free(x);
+}
+
+Test(reduce, long_sum_f32_passes_bf16_accumulation_fails)
+{
+    parity_judgement j32, jbf;
+    long_sum(100000, &j32, &jbf);
+    cr_expect_eq(j32.nChecked, 1);
+    cr_expect_eq(j32.nFail, 0, "sequential float32 sum: error %g, bound %g", j32.maxErrCompiled,
+                 j32.maxBound);
+    cr_expect_eq(jbf.nFail, 1, "bf16-accumulated sum: error %g, bound %g", jbf.maxErrCompiled,
+                 jbf.maxBound);
+}
+
+Test(reduce, sum_bound_grows_with_n)
+{
+    parity_judgement a, b, c;
+    long_sum(100, &a, NULL);
+    long_sum(1000, &b, NULL);
+    long_sum(10000, &c, NULL);
+    /* gamma_{n-1} ~ n and sum|x| ~ n: about n^2 once the n-dependent part dominates. */
+    cr_expect_gt(b.maxBound, 10.0 * a.maxBound, "n=100 %g, n=1000 %g", a.maxBound, b.maxBound);
+    cr_expect_gt(c.maxBound, 50.0 * b.maxBound, "n=1000 %g, n=10000 %g", b.maxBound,
+                 c.maxBound);
+    cr_expect_eq(a.nFail + b.nFail + c.nFail, 0);
+}
+
+Test(reduce, nan_propagates_and_inf)
+{
+    uint64_t dX[2] = { 3, 4 }, dOut[1] = { 3 };
+    double x[12] = { 1, 2, 3, 4, 5, NAN, 7, 8, INFINITY, -INFINITY, 1, 2 };
+    double ref, bound;
+    int64_t dim = 1;
+    parity_operand in = operand("x", 2, dX, x);
+    parity_attr at = attr_int(0, "dim", dim);
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[512];
+    static const char *const azOp[4] = { "sum", "mean", "amax", "amin" };
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        cr_assert(begin(&call, azOp[i], &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0,
+                  "%s", zErr);
+        element(&call, 1, &ref, &bound);
+        cr_expect(ref != ref, "%s of a row with NaN: %g", azOp[i], ref);
+        element(&call, 2, &ref, &bound);
+        if (i < 2) cr_expect(ref != ref, "%s of +Inf and -Inf: %g", azOp[i], ref);
+        else cr_expect_eq(ref, i == 2 ? INFINITY : -INFINITY);
+        parity_op_end(&call);
+    }
+    /* amax ignoring the NaN (fmax-style) fails exactly row 1. */
+    cr_assert(begin(&call, "amax", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0);
+    {
+        double c[3] = { 4, 8, INFINITY };
+        judge(&call, c, &j);
+        cr_expect_eq(j.nFail, 1);
+        cr_expect_eq(j.aSliceLo[0], 1);
+        cr_expect_eq(j.aSliceHi[0], 2);
+    }
+    parity_op_end(&call);
+}
+
+Test(reduce, empty_reductions)
+{
+    uint64_t dX[2] = { 3, 0 }, dOut[1] = { 3 };
+    double x[1] = { 0 }, ref, bound;
+    parity_operand in = operand("x", 2, dX, x);
+    parity_attr at = attr_int(0, "dim", 1);
+    parity_op_call call;
+    char zErr[512];
+
+    cr_assert(begin(&call, "sum", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0, "%s", zErr);
+    element(&call, 2, &ref, &bound);
+    cr_expect(ref == 0.0 && bound == 0.0, "empty sum %g bound %g", ref, bound);
+    parity_op_end(&call);
+    cr_assert(begin(&call, "mean", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0, "%s", zErr);
+    element(&call, 0, &ref, &bound);
+    cr_expect(ref != ref, "empty mean %g", ref);
+    parity_op_end(&call);
+    cr_expect(begin(&call, "amax", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == -1);
+    cr_expect(strstr(zErr, "empty") && strstr(zErr, "[3, 0]"), "%s", zErr);
+    cr_expect(begin(&call, "amin", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == -1);
+}
+
+Test(reduce, keepdim_must_be_boolean)
+{
+    uint64_t dX[2] = { 3, 4 }, dOut[1] = { 3 };
+    double x[12] = { 0 };
+    parity_operand in = operand("x", 2, dX, x);
+    parity_attr aAttr[2] = { attr_int(0, "dim", 1), attr_int(1, "keepdim", 2) };
+    parity_op_call call;
+    char zErr[512];
+    cr_expect(begin(&call, "sum", &in, 1, 1, dOut, aAttr, 2, zErr, sizeof zErr) == -1);
+    cr_expect(strstr(zErr, "keepdim"), "%s", zErr);
+}

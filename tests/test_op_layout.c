@@ -1,0 +1,683 @@
+/*
+ * test_op_layout.c - the layout ops (transpose, permute, reshape: tolerance/op_layout.c) and
+ * cast (tolerance/op_cast.c), through the registry (parity_op_find, parity_op_begin) and the
+ * element judge (parity_judge).
+ *
+ * 1. transpose of a [3, 4, 5] over dims (0, 2) and (-1, -2), and permute with a list, moved
+ *    correctly (NaN and -0 included): nothing fails; one element replaced, or two swapped,
+ *    fails exactly those elements.
+ * 2. Bad dims (out of range, repeated, wrong length), a wrong output shape or a narrowed
+ *    dtype: parity_op_begin returns -1 with a message naming the problem.
+ * 3. reshape with and without `shape`, with -1 inferred; mismatched counts are errors.
+ * 4. cast float32 -> bfloat16 / float16 / float8_e4m3fn rounded to nearest even (by
+ *    parity_encode) passes; a cast rounding toward zero fails exactly where RTZ and RNE
+ *    differ; float -> int32 truncates toward zero, and undefined values are skipped.
+ * 5. cast's `to`: missing, unknown, not a string or not the output dtype is an error, and
+ *    the storage attribute `dtype` is never taken for it.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpfr.h>
+
+#include "formats/capture.h"
+#include "formats/dtype.h"
+#include "tolerance/judge.h"
+#include "tolerance/mpref.h"
+#include "tolerance/ops.h"
+#include "support.h"
+
+/* ---- helpers --------------------------------------------------------------------- */
+
+static parity_attr attr_ints(const char *zName, int64_t *aInt, size_t n, int isArray)
+{
+    parity_attr a;
+    memset(&a, 0, sizeof a);
+    a.zName = (char *)zName;
+    a.kind = PARITY_ATTR_INT;
+    a.isArray = isArray;
+    a.n = n;
+    a.aInt = aInt;
+    return a;
+}
+
+static parity_attr attr_str(const char *zName, char **azStr)
+{
+    parity_attr a;
+    memset(&a, 0, sizeof a);
+    a.zName = (char *)zName;
+    a.kind = PARITY_ATTR_STRING;
+    a.n = 1;
+    a.azStr = azStr;
+    return a;
+}
+
+static parity_operand operand(parity_dtype dt, int rank, const uint64_t *aDim, double *aValue)
+{
+    parity_operand o;
+    int d;
+    memset(&o, 0, sizeof o);
+    o.zName = "/x";
+    o.dtype = dt;
+    o.rank = rank;
+    o.nElem = 1;
+    for (d = 0; d < rank; d++) {
+        o.aDim[d] = aDim[d];
+        o.nElem *= aDim[d];
+    }
+    o.aValue = aValue;
+    return o;
+}
+
+/* parity_op_begin for op zOp over one operand; returns its result, message in zErr. */
+static int begin1(parity_op_call *pCall, const char *zOp, const parity_operand *pX,
+                  parity_dtype outDt, int outRank, const uint64_t *aOutDim,
+                  const parity_attr *aAttr, size_t nAttr, char *zErr, size_t nErr)
+{
+    const parity_op_def *pDef = parity_op_find(zOp);
+    cr_assert_not_null(pDef, "op %s is not registered", zOp);
+    zErr[0] = 0;
+    return parity_op_begin(pCall, pDef, pX, 1, outDt, outRank, aOutDim, PARITY_DT_INVALID,
+                           aAttr, nAttr, zErr, nErr);
+}
+
+/* Judges aOut (compiled only) and ends the call. */
+static parity_judgement judge_end(parity_op_call *pCall, const double *aOut)
+{
+    parity_judgement j;
+    char zErr[PARITY_ERR_LEN];
+    cr_assert_eq(parity_judge(pCall, NULL, aOut, &j, zErr, sizeof zErr), 0, "%s", zErr);
+    parity_op_end(pCall);
+    return j;
+}
+
+/* The [3, 4, 5] input: distinct values, with a NaN, a -0 and an infinity among them. */
+static const uint64_t kIn3[3] = {3, 4, 5};
+static double g_aX[60];
+
+static void fill_x(void)
+{
+    int i;
+    for (i = 0; i < 60; i++) g_aX[i] = (double)(float)(i * 1.25 - 30.0 + 1.0 / (i + 3));
+    g_aX[7] = NAN;
+    g_aX[11] = -0.0;
+    g_aX[42] = -INFINITY;
+}
+
+/* The permutation of g_aX (shape kIn3) by aPerm, into aOut (shape aOutDim). */
+static void permute_ref(const int *aPerm, double *aOut, uint64_t *aOutDim)
+{
+    uint64_t aStride[3] = {20, 5, 1}, i, aIdx[3];
+    int d;
+    for (d = 0; d < 3; d++) aOutDim[d] = kIn3[aPerm[d]];
+    for (i = 0; i < 60; i++) {
+        uint64_t off = 0;
+        parity_unravel(3, aOutDim, i, aIdx);
+        for (d = 0; d < 3; d++) off += aIdx[d] * aStride[aPerm[d]];
+        aOut[i] = g_aX[off];
+    }
+}
+
+static int has(const char *z, const char *zPart) { return strstr(z, zPart) != NULL; }
+
+/* ---- 1. transpose and permute moved correctly ------------------------------------------- */
+
+static void check_transpose(int64_t d0, int64_t d1, const int *aPerm)
+{
+    int64_t a0 = d0, a1 = d1;
+    parity_attr aAttr[2] = {attr_ints("dim0", &a0, 1, 0), attr_ints("dim1", &a1, 1, 0)};
+    parity_operand x;
+    parity_op_call call;
+    parity_judgement j;
+    uint64_t aOutDim[3];
+    double aOut[60];
+    char zErr[PARITY_ERR_LEN];
+
+    fill_x();
+    x = operand(PARITY_DT_F32, 3, kIn3, g_aX);
+    permute_ref(aPerm, aOut, aOutDim);
+    cr_assert_eq(begin1(&call, "transpose", &x, PARITY_DT_F32, 3, aOutDim, aAttr, 2, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nChecked, 60);
+    cr_expect_eq(j.nFail, 0, "transpose(%lld, %lld): %llu failures", (long long)d0,
+                 (long long)d1, (unsigned long long)j.nFail);
+    cr_expect_eq(j.nWithin, 60);
+    cr_expect_eq(j.maxErrCompiled, 0.0);
+}
+
+Test(layout, transpose_correct)
+{
+    static const int aPerm02[3] = {2, 1, 0}, aPerm12[3] = {0, 2, 1};
+    check_transpose(0, 2, aPerm02);
+    check_transpose(2, 0, aPerm02);
+    check_transpose(-1, -2, aPerm12);
+    check_transpose(-3, 2, aPerm02);
+}
+
+Test(layout, transpose_one_wrong_element_fails_alone)
+{
+    static const int aPerm[3] = {2, 1, 0};
+    int64_t a0 = 0, a1 = 2;
+    parity_attr aAttr[2] = {attr_ints("dim0", &a0, 1, 0), attr_ints("dim1", &a1, 1, 0)};
+    parity_operand x;
+    parity_op_call call;
+    parity_judgement j;
+    uint64_t aOutDim[3], aIdx[3];
+    double aOut[60];
+    char zErr[PARITY_ERR_LEN];
+    const uint64_t k = 37;   /* output [1, 3, 2] */
+
+    fill_x();
+    x = operand(PARITY_DT_F32, 3, kIn3, g_aX);
+    permute_ref(aPerm, aOut, aOutDim);
+    cr_assert(aOut[k] == aOut[k] && aOut[k + 1] == aOut[k + 1] && aOut[k] != aOut[k + 1]);
+    aOut[k] = aOut[k + 1];     /* the neighbour's value: a plausible indexing slip */
+    cr_assert_eq(begin1(&call, "transpose", &x, PARITY_DT_F32, 3, aOutDim, aAttr, 2, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 1);
+    cr_expect_eq(j.nCompiledWorse, 1);
+    cr_expect_eq(j.worstLinear, k);
+    parity_unravel(3, aOutDim, k, aIdx);
+    cr_expect(j.aSliceLo[0] == aIdx[0] && j.aSliceHi[0] == aIdx[0] + 1
+              && j.aSliceLo[1] == aIdx[1] && j.aSliceHi[1] == aIdx[1] + 1
+              && j.aSliceLo[2] == aIdx[2] && j.aSliceHi[2] == aIdx[2] + 1,
+              "slice is not the one element");
+}
+
+Test(layout, transpose_two_swapped_fail_both)
+{
+    static const int aPerm[3] = {0, 2, 1};
+    int64_t a0 = -1, a1 = -2;
+    parity_attr aAttr[2] = {attr_ints("dim0", &a0, 1, 0), attr_ints("dim1", &a1, 1, 0)};
+    parity_operand x;
+    parity_op_call call;
+    parity_judgement j;
+    uint64_t aOutDim[3];
+    double aOut[60], t;
+    char zErr[PARITY_ERR_LEN];
+
+    fill_x();
+    x = operand(PARITY_DT_F32, 3, kIn3, g_aX);
+    permute_ref(aPerm, aOut, aOutDim);
+    /* Swapping the -Inf with a finite value: both a finite and a non-finite divergence. */
+    t = aOut[0]; aOut[0] = aOut[59]; aOut[59] = t;
+    cr_assert_eq(begin1(&call, "transpose", &x, PARITY_DT_F32, 3, aOutDim, aAttr, 2, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 2);
+    cr_expect_eq(j.nWithin, 58);
+}
+
+Test(layout, permute_list)
+{
+    static const int aPerms[][3] = {{2, 0, 1}, {1, 2, 0}, {0, 1, 2}, {2, 1, 0}};
+    size_t c;
+    fill_x();
+    for (c = 0; c < sizeof aPerms / sizeof aPerms[0]; c++) {
+        int64_t aDims[3];
+        parity_attr attr;
+        parity_operand x = operand(PARITY_DT_F32, 3, kIn3, g_aX);
+        parity_op_call call;
+        parity_judgement j;
+        uint64_t aOutDim[3];
+        double aOut[60];
+        char zErr[PARITY_ERR_LEN];
+        int d;
+        for (d = 0; d < 3; d++) aDims[d] = aPerms[c][d] - (c % 2 ? 3 : 0);  /* negatives too */
+        attr = attr_ints("dims", aDims, 3, 1);
+        permute_ref(aPerms[c], aOut, aOutDim);
+        cr_assert_eq(begin1(&call, "permute", &x, PARITY_DT_F32, 3, aOutDim, &attr, 1, zErr,
+                            sizeof zErr), 0, "%s", zErr);
+        j = judge_end(&call, aOut);
+        cr_expect_eq(j.nFail, 0, "permute case %zu", c);
+        cr_expect_eq(j.nWithin, 60);
+    }
+}
+
+/* ---- 2. bad dims, shapes, dtypes ------------------------------------------------------------ */
+
+static void expect_error(const char *zOp, parity_dtype inDt, int inRank, const uint64_t *aInDim,
+                         parity_dtype outDt, int outRank, const uint64_t *aOutDim,
+                         const parity_attr *aAttr, size_t nAttr, const char *zWant)
+{
+    double aV[64] = {0};
+    parity_operand x = operand(inDt, inRank, aInDim, aV);
+    parity_op_call call;
+    char zErr[PARITY_ERR_LEN];
+    cr_assert_leq(x.nElem, 64);
+    cr_expect_eq(begin1(&call, zOp, &x, outDt, outRank, aOutDim, aAttr, nAttr, zErr,
+                        sizeof zErr), -1, "%s: expected an error containing '%s'", zOp, zWant);
+    cr_expect(has(zErr, zWant), "%s: message '%s' lacks '%s'", zOp, zErr, zWant);
+}
+
+Test(layout, bad_dims)
+{
+    static const uint64_t aOut543[3] = {5, 4, 3}, aOut345[3] = {3, 4, 5};
+    int64_t a3 = 3, aM4 = -4, a0 = 0, a2 = 2;
+    int64_t aRep[3] = {0, 0, 1}, aShort[2] = {1, 0}, aFar[3] = {0, 1, 5}, aLong[4] = {0, 1, 2, 3};
+    parity_attr aT1[2] = {attr_ints("dim0", &a3, 1, 0), attr_ints("dim1", &a0, 1, 0)};
+    parity_attr aT2[2] = {attr_ints("dim0", &a0, 1, 0), attr_ints("dim1", &aM4, 1, 0)};
+    parity_attr aT3[1] = {attr_ints("dim0", &a0, 1, 0)};
+    parity_attr aT4[2] = {attr_ints("dim0", &a0, 1, 0), attr_ints("dim1", &a2, 1, 0)};
+    parity_attr pRep = attr_ints("dims", aRep, 3, 1), pShort = attr_ints("dims", aShort, 2, 1);
+    parity_attr pFar = attr_ints("dims", aFar, 3, 1), pLong = attr_ints("dims", aLong, 4, 1);
+
+    expect_error("transpose", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 3, aOut543, aT1, 2,
+                 "dim 3 out of range for rank 3");
+    expect_error("transpose", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 3, aOut543, aT2, 2,
+                 "dim -4 out of range for rank 3");
+    expect_error("transpose", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 3, aOut543, aT3, 1,
+                 "'dim1' is missing");
+    expect_error("transpose", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 3, aOut543, NULL, 0,
+                 "'dim0' is missing");
+    /* Right dims, wrong output shape: the untransposed one. */
+    expect_error("transpose", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 3, aOut345, aT4, 2,
+                 "gives [5, 4, 3], but the output shape is [3, 4, 5]");
+    expect_error("permute", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 3, aOut345, &pRep, 1,
+                 "dim 0 repeated");
+    expect_error("permute", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 3, aOut345, &pShort, 1,
+                 "'dims' has 2 entries, the input has rank 3");
+    expect_error("permute", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 3, aOut345, &pLong, 1,
+                 "'dims' has 4 entries, the input has rank 3");
+    expect_error("permute", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 3, aOut345, &pFar, 1,
+                 "dim 5 out of range for rank 3");
+    expect_error("permute", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 3, aOut345, NULL, 0,
+                 "'dims' is missing");
+    /* A narrower output dtype is a cast. */
+    expect_error("transpose", PARITY_DT_F32, 3, kIn3, PARITY_DT_BF16, 3, aOut543, aT4, 2,
+                 "dtype changes: use cast");
+    expect_error("transpose", PARITY_DT_BF16, 3, kIn3, PARITY_DT_F16, 3, aOut543, aT4, 2,
+                 "dtype changes: use cast");
+    expect_error("reshape", PARITY_DT_F64, 3, kIn3, PARITY_DT_F32, 3, kIn3, NULL, 0,
+                 "dtype changes: use cast");
+}
+
+Test(layout, wider_output_dtype_is_exact)
+{
+    /* float16 values moved into a float32 output: still a layout op, still exact. */
+    static const uint64_t aIn[2] = {2, 3}, aOutDim[2] = {3, 2};
+    double aX[6] = {1.0, -0.5, 65504.0, 6.103515625e-05, -5.9604644775390625e-08, 3.0};
+    double aOut[6] = {aX[0], aX[3], aX[1], aX[4], aX[2], aX[5]};
+    int64_t a0 = 0, a1 = 1;
+    parity_attr aAttr[2] = {attr_ints("dim0", &a0, 1, 0), attr_ints("dim1", &a1, 1, 0)};
+    parity_operand x = operand(PARITY_DT_F16, 2, aIn, aX);
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[PARITY_ERR_LEN];
+    cr_assert_eq(begin1(&call, "transpose", &x, PARITY_DT_F32, 2, aOutDim, aAttr, 2, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 0);
+}
+
+/* ---- 3. reshape ------------------------------------------------------------------------- */
+
+static void check_reshape(int outRank, const uint64_t *aOutDim, const parity_attr *pAttr)
+{
+    parity_operand x;
+    parity_op_call call;
+    parity_judgement j;
+    double aOut[60];
+    char zErr[PARITY_ERR_LEN];
+    fill_x();
+    x = operand(PARITY_DT_F32, 3, kIn3, g_aX);
+    memcpy(aOut, g_aX, sizeof aOut);
+    cr_assert_eq(begin1(&call, "reshape", &x, PARITY_DT_F32, outRank, aOutDim, pAttr,
+                        pAttr ? 1 : 0, zErr, sizeof zErr), 0, "%s", zErr);
+    aOut[13] = -aOut[13];
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 1, "reshape: the negated element alone fails");
+    cr_expect_eq(j.worstLinear, 13);
+}
+
+Test(layout, reshape)
+{
+    static const uint64_t a12x5[2] = {12, 5}, a4x3x5[3] = {4, 3, 5}, a60[1] = {60};
+    static const uint64_t a2x2x15[3] = {2, 2, 15};
+    int64_t aS1[2] = {12, 5}, aS2[2] = {-1, 5}, aS3[3] = {4, -1, 5}, aS4[1] = {-1};
+    int64_t aS5[3] = {2, 2, 15};
+    parity_attr p1 = attr_ints("shape", aS1, 2, 1), p2 = attr_ints("shape", aS2, 2, 1);
+    parity_attr p3 = attr_ints("shape", aS3, 3, 1), p4 = attr_ints("shape", aS4, 1, 1);
+    parity_attr p5 = attr_ints("shape", aS5, 3, 1);
+    check_reshape(2, a12x5, NULL);
+    check_reshape(3, a4x3x5, NULL);
+    check_reshape(2, a12x5, &p1);
+    check_reshape(2, a12x5, &p2);
+    check_reshape(3, a4x3x5, &p3);
+    check_reshape(1, a60, &p4);
+    check_reshape(3, a2x2x15, &p5);
+}
+
+Test(layout, reshape_errors)
+{
+    static const uint64_t a12x4[2] = {12, 4}, a12x5[2] = {12, 5}, a6x10[2] = {6, 10};
+    int64_t aS1[2] = {-1, -1}, aS2[2] = {-1, 7}, aS3[2] = {12, 5}, aS4[2] = {-2, 5};
+    int64_t aS5[2] = {12, 4};
+    parity_attr p1 = attr_ints("shape", aS1, 2, 1), p2 = attr_ints("shape", aS2, 2, 1);
+    parity_attr p3 = attr_ints("shape", aS3, 2, 1), p4 = attr_ints("shape", aS4, 2, 1);
+    parity_attr p5 = attr_ints("shape", aS5, 2, 1);
+    expect_error("reshape", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 2, a12x4, NULL, 0,
+                 "(60 elements) cannot become output shape [12, 4] (48 elements)");
+    expect_error("reshape", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 2, a12x4, &p5, 1,
+                 "cannot become output shape [12, 4]");
+    expect_error("reshape", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 2, a12x5, &p1, 1,
+                 "only one -1");
+    expect_error("reshape", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 2, a12x5, &p2, 1,
+                 "cannot infer the -1");
+    expect_error("reshape", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 2, a6x10, &p3, 1,
+                 "'shape' gives [12, 5], but the output shape is [6, 10]");
+    expect_error("reshape", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 2, a12x5, &p4, 1,
+                 "invalid size -2");
+}
+
+/* ---- 4. cast ---------------------------------------------------------------------------- */
+
+/* float32 inputs: ties, near-ties, subnormals of every target, overflow, specials, and a
+ * sweep of random bit patterns. */
+#define N_CAST 4096
+static double g_aC[N_CAST];
+
+static void fill_cast_inputs(int withSpecials)
+{
+    static const float kFixed[] = {
+        1.0f, -1.0f, 1.00390625f /* bf16 tie, even below */, 1.01171875f /* tie, even above */,
+        1.00048828125f /* f16 tie */, 1.0625f /* e4m3 tie */, 1.1875f, 240.0f, 464.0f, 448.0f,
+        65504.0f, 65520.0f /* f16 overflow tie */, 3.3895314e38f, 3.4028235e38f, 1e-40f,
+        -1e-40f, 5.96e-8f, 2.98e-8f, 2.9802322e-08f, 1.953125e-3f, 9.765625e-4f, 1e-3f,
+        -1e-3f, 0.0f, -0.0f, 1e-45f, 3.0e-39f, 0.1f, -0.1f, 1234.5678f, -98765.4f,
+    };
+    uint64_t s = 0x5eed;
+    size_t i, nFixed = sizeof kFixed / sizeof kFixed[0];
+    for (i = 0; i < N_CAST; i++) {
+        float f;
+        if (i < nFixed) {
+            f = kFixed[i];
+        } else {
+            uint32_t b = (uint32_t)splitmix64(&s);
+            /* Keep to exponents around 1 half the time, where all targets are normal. */
+            if (i % 2) b = (b & 0x807fffffu) | ((uint32_t)(120 + b % 16) << 23);
+            memcpy(&f, &b, 4);
+            if (f != f) f = 1.5f;      /* NaNs separately */
+        }
+        g_aC[i] = f;
+    }
+    if (withSpecials) {
+        g_aC[N_CAST - 1] = NAN;
+        g_aC[N_CAST - 2] = INFINITY;
+        g_aC[N_CAST - 3] = -INFINITY;
+    }
+}
+
+/* The value of x in dt rounded to nearest even, via the storage encoder. */
+static double rne(parity_dtype dt, double x)
+{
+    unsigned char a[8];
+    double y;
+    parity_encode(dt, x, a);
+    parity_decode(dt, a, &y, 1);
+    return y;
+}
+
+static int begin_cast(parity_op_call *pCall, const parity_operand *pX, parity_dtype outDt,
+                      const char *zTo, char *zErr, size_t nErr)
+{
+    char *azTo[1] = {(char *)zTo};
+    parity_attr attr = attr_str("to", azTo);
+    return begin1(pCall, "cast", pX, outDt, pX->rank, pX->aDim, &attr, 1, zErr, nErr);
+}
+
+Test(cast, float32_to_narrow_rne_passes)
+{
+    static const parity_dtype aDt[] = {PARITY_DT_BF16, PARITY_DT_F16, PARITY_DT_F8E4M3FN,
+                                       PARITY_DT_F8E5M2, PARITY_DT_F32, PARITY_DT_F64};
+    static const uint64_t aDim[1] = {N_CAST};
+    static double aOut[N_CAST];
+    size_t t, i;
+    fill_cast_inputs(1);
+    for (t = 0; t < sizeof aDt / sizeof aDt[0]; t++) {
+        parity_operand x = operand(PARITY_DT_F32, 1, aDim, g_aC);
+        parity_op_call call;
+        parity_judgement j;
+        char zErr[PARITY_ERR_LEN];
+        size_t nNaN = 0, nInf = 0;
+        for (i = 0; i < N_CAST; i++) {
+            aOut[i] = rne(aDt[t], g_aC[i]);
+            nNaN += aOut[i] != aOut[i];
+            nInf += isinf(aOut[i]) != 0;
+        }
+        cr_assert_eq(begin_cast(&call, &x, aDt[t], parity_dtype_name(aDt[t]), zErr,
+                                sizeof zErr), 0, "%s", zErr);
+        j = judge_end(&call, aOut);
+        cr_expect_eq(j.nFail, 0, "cast to %s: %llu failures (worst at %llu)",
+                     parity_dtype_name(aDt[t]), (unsigned long long)j.nFail,
+                     (unsigned long long)j.worstLinear);
+        cr_expect_eq(j.maxErrCompiled, 0.0);
+        cr_expect_eq(j.maxBound, 0.0);
+        if (aDt[t] == PARITY_DT_F8E4M3FN)
+            cr_expect_gt(nNaN, 1, "e4m3fn overflow gives NaN");
+        if (aDt[t] == PARITY_DT_BF16 || aDt[t] == PARITY_DT_F16)
+            cr_expect_gt(nInf, 2, "%s overflow gives inf", parity_dtype_name(aDt[t]));
+    }
+}
+
+/* Round toward zero into a format of p significand bits with normal exponents down to emin
+ * (2^emin the smallest normal): exact for the normal and subnormal range, finite beyond
+ * the largest value (RTZ never overflows to inf); NaN/inf are not asked. */
+static double rtz(double x, int p, int emin, double maxFinite)
+{
+    int e;
+    double q, ax = fabs(x);
+    if (ax == 0.0) return x;
+    frexp(ax, &e);
+    e -= 1;                        /* ax in [2^e, 2^(e+1)) */
+    if (e < emin) e = emin;
+    q = ldexp(1.0, e - p + 1);     /* spacing */
+    ax = floor(ax / q) * q;
+    if (ax > maxFinite) ax = maxFinite;
+    return copysign(ax, x);
+}
+
+Test(cast, round_toward_zero_fails_where_it_differs)
+{
+    static const struct { parity_dtype dt; int p, emin; } aFmt[] = {
+        {PARITY_DT_BF16, 8, -126}, {PARITY_DT_F16, 11, -14}, {PARITY_DT_F8E4M3FN, 4, -6},
+    };
+    static const uint64_t aDim[1] = {N_CAST};
+    static double aOut[N_CAST];
+    size_t t, i;
+    fill_cast_inputs(0);
+    for (t = 0; t < sizeof aFmt / sizeof aFmt[0]; t++) {
+        parity_dtype dt = aFmt[t].dt;
+        parity_operand x = operand(PARITY_DT_F32, 1, aDim, g_aC);
+        parity_op_call call;
+        parity_judgement j;
+        char zErr[PARITY_ERR_LEN];
+        uint64_t nDiffer = 0, nSame = 0;
+        for (i = 0; i < N_CAST; i++) {
+            double r = rne(dt, g_aC[i]);
+            aOut[i] = rtz(g_aC[i], aFmt[t].p, aFmt[t].emin, parity_dtype_max_finite(dt));
+            if (same_double(r, aOut[i]) || r == aOut[i]) nSame++;
+            else nDiffer++;
+        }
+        cr_assert_gt(nDiffer, 100, "%s: too few differing elements", parity_dtype_name(dt));
+        cr_assert_gt(nSame, 100);
+        cr_assert_eq(begin_cast(&call, &x, dt, parity_dtype_name(dt), zErr, sizeof zErr), 0,
+                     "%s", zErr);
+        j = judge_end(&call, aOut);
+        cr_expect_eq(j.nFail, nDiffer, "%s: %llu failures, RTZ and RNE differ at %llu",
+                     parity_dtype_name(dt), (unsigned long long)j.nFail,
+                     (unsigned long long)nDiffer);
+        cr_expect_eq(j.nWithin, nSame);
+    }
+}
+
+Test(cast, bfloat16_truncated_bits_fail)
+{
+    /* The classic bug: bf16 by dropping the low 16 bits of the float32. */
+    static const uint64_t aDim[1] = {N_CAST};
+    static double aOut[N_CAST];
+    parity_operand x;
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[PARITY_ERR_LEN];
+    uint64_t nDiffer = 0;
+    size_t i;
+    fill_cast_inputs(0);
+    for (i = 0; i < N_CAST; i++) {
+        float f = (float)g_aC[i];
+        uint32_t b;
+        memcpy(&b, &f, 4);
+        b &= 0xffff0000u;
+        memcpy(&f, &b, 4);
+        aOut[i] = f;
+        nDiffer += !(aOut[i] == rne(PARITY_DT_BF16, g_aC[i]));
+    }
+    x = operand(PARITY_DT_F32, 1, aDim, g_aC);
+    cr_assert_eq(begin_cast(&call, &x, PARITY_DT_BF16, "bf16", zErr, sizeof zErr), 0, "%s",
+                 zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_gt(nDiffer, 100);
+    cr_expect_eq(j.nFail, nDiffer);
+}
+
+/* parity_op_begin takes float outputs only (ops.c); an integer cast is then set up the way
+ * parity_op_begin does it, and prepared and judged through the registered op. */
+static int begin_cast_any(parity_op_call *pCall, const parity_operand *pX, parity_dtype to,
+                          char *zErr, size_t nErr)
+{
+    char *azTo[1] = {(char *)parity_dtype_name(to)};
+    parity_attr attr = attr_str("to", azTo);
+    const parity_op_def *pDef = parity_op_find("cast");
+    int d;
+    if (begin_cast(pCall, pX, to, parity_dtype_name(to), zErr, nErr) == 0) return 0;
+    if (!has(zErr, "not a float type")) return -1;
+    memset(pCall, 0, sizeof *pCall);
+    pCall->pDef = pDef;
+    pCall->aIn = pX;
+    pCall->nIn = 1;
+    pCall->outDtype = to;
+    pCall->outRank = pX->rank;
+    pCall->nOut = 1;
+    for (d = 0; d < pX->rank; d++) {
+        pCall->aOutDim[d] = pX->aDim[d];
+        pCall->nOut *= pX->aDim[d];
+    }
+    pCall->accDtype = PARITY_DT_F32;
+    return pDef->xPrepare(pCall, &attr, 1, zErr, nErr);
+}
+
+Test(cast, float_to_int32_truncates)
+{
+    static double aX[] = {2.5, -2.5, 3.5, -3.5, 2.7, -2.7, 0.5, -0.5, 0.0, -0.0, 7.0,
+                          2147483647.0, -2147483648.0, 2147483647.9, -2147483648.9,
+                          1e9 + 0.75, -1e9 - 0.25,
+                          /* undefined in torch: any value accepted */
+                          NAN, INFINITY, -INFINITY, 2147483648.0, -2147483649.0, 1e20};
+    enum { N = sizeof aX / sizeof aX[0], N_DEFINED = 17 };
+    static const uint64_t aDim[1] = {N};
+    double aTrunc[N], aRint[N];
+    parity_operand x = operand(PARITY_DT_F64, 1, aDim, aX);
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[PARITY_ERR_LEN];
+    uint64_t nDiffer = 0;
+    int i;
+    for (i = 0; i < N; i++) {
+        aTrunc[i] = i < N_DEFINED ? trunc(aX[i]) : (double)(i * 1000 - 7);   /* garbage */
+        aRint[i] = i < N_DEFINED ? rint(aX[i]) : -1.0;
+        if (aRint[i] > 2147483647.0) aRint[i] = 2147483647.0;
+        if (aRint[i] < -2147483648.0) aRint[i] = -2147483648.0;
+        if (i < N_DEFINED) nDiffer += aRint[i] != aTrunc[i];
+    }
+    cr_assert_eq(begin_cast_any(&call, &x, PARITY_DT_I32, zErr, sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aTrunc);
+    cr_expect_eq(j.nChecked, N);
+    cr_expect_eq(j.nFail, 0, "truncation toward zero: %llu failures",
+                 (unsigned long long)j.nFail);
+
+    cr_assert_eq(begin_cast_any(&call, &x, PARITY_DT_I32, zErr, sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aRint);
+    cr_expect_eq(nDiffer, 5);   /* 3.5, -3.5, 2.7, -2.7, 1e9 + 0.75 */
+    cr_expect_eq(j.nFail, nDiffer, "rounding instead of truncating: %llu failures",
+                 (unsigned long long)j.nFail);
+}
+
+Test(cast, int_wraps_and_bool)
+{
+    /* int32 -> int8 wraps (two's complement); float -> bool is x != 0, NaN true;
+     * float -> uint8 of a negative value is undefined (skipped). */
+    static double aI[] = {127.0, 128.0, 255.0, 256.0, -129.0, -1.0, 300.0, 0.0};
+    static double aWrap[] = {127.0, -128.0, -1.0, 0.0, 127.0, -1.0, 44.0, 0.0};
+    static double aF[] = {0.0, -0.0, 0.25, NAN, -3.0, INFINITY};
+    static double aBool[] = {0.0, 0.0, 1.0, 1.0, 1.0, 1.0};
+    static double aU8In[] = {-1.0, 255.9, 256.0, 3.99};
+    static double aU8[] = {17.0, 255.0, 99.0, 3.0};
+    static const uint64_t aDimI[1] = {8}, aDimF[1] = {6}, aDimU[1] = {4};
+    parity_operand xi = operand(PARITY_DT_I32, 1, aDimI, aI);
+    parity_operand xf = operand(PARITY_DT_F32, 1, aDimF, aF);
+    parity_operand xu = operand(PARITY_DT_F32, 1, aDimU, aU8In);
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[PARITY_ERR_LEN];
+
+    cr_assert_eq(begin_cast_any(&call, &xi, PARITY_DT_I8, zErr, sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aWrap);
+    cr_expect_eq(j.nFail, 0, "int32 -> int8 wraps");
+    aWrap[1] = 127.0;   /* saturating instead of wrapping */
+    cr_assert_eq(begin_cast_any(&call, &xi, PARITY_DT_I8, zErr, sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aWrap);
+    cr_expect_eq(j.nFail, 1);
+
+    cr_assert_eq(begin_cast_any(&call, &xf, PARITY_DT_BOOL, zErr, sizeof zErr), 0, "%s",
+                 zErr);
+    j = judge_end(&call, aBool);
+    cr_expect_eq(j.nFail, 0, "float -> bool");
+
+    cr_assert_eq(begin_cast_any(&call, &xu, PARITY_DT_U8, zErr, sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aU8);
+    cr_expect_eq(j.nFail, 0, "float -> uint8: in range truncates, out of range skipped");
+}
+
+/* ---- 5. cast's `to` ------------------------------------------------------------------------ */
+
+Test(cast, to_attribute_errors)
+{
+    static const uint64_t aDim[1] = {4};
+    char *azUnknown[1] = {"float13"}, *azBf16[1] = {"bfloat16"}, *azF16[1] = {"float16"};
+    int64_t aNum[1] = {5};
+    parity_attr pUnknown = attr_str("to", azUnknown);
+    parity_attr pMismatch = attr_str("to", azF16);
+    parity_attr pNotStr = attr_ints("to", aNum, 1, 0);
+    parity_attr pStorage = attr_str("dtype", azBf16);   /* storage meaning, never the target */
+    static const uint64_t aDim5[1] = {5};
+    parity_attr aBoth[2] = {attr_str("dtype", azF16), attr_str("to", azBf16)};
+    double aX[4] = {1.0, 2.0, 3.0, 4.0};
+    parity_operand x = operand(PARITY_DT_F32, 1, aDim, aX);
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[PARITY_ERR_LEN];
+
+    expect_error("cast", PARITY_DT_F32, 1, aDim, PARITY_DT_BF16, 1, aDim, NULL, 0,
+                 "'to' (the target dtype) is missing");
+    expect_error("cast", PARITY_DT_F32, 1, aDim, PARITY_DT_BF16, 1, aDim, &pStorage, 1,
+                 "'to' (the target dtype) is missing");
+    expect_error("cast", PARITY_DT_F32, 1, aDim, PARITY_DT_BF16, 1, aDim, &pUnknown, 1,
+                 "unknown dtype 'float13'");
+    expect_error("cast", PARITY_DT_F32, 1, aDim, PARITY_DT_BF16, 1, aDim, &pMismatch, 1,
+                 "'to' is float16 but the output dtype is bfloat16");
+    expect_error("cast", PARITY_DT_F32, 1, aDim, PARITY_DT_BF16, 1, aDim, &pNotStr, 1,
+                 "'to' must be one string");
+    expect_error("cast", PARITY_DT_F32, 1, aDim, PARITY_DT_BF16, 1, aDim5, aBoth + 1, 1,
+                 "input shape [4] differs from output shape [5]");
+
+    /* `dtype` present alongside `to`: `to` decides. */
+    cr_assert_eq(begin1(&call, "cast", &x, PARITY_DT_BF16, 1, aDim, aBoth, 2, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aX);
+    cr_expect_eq(j.nFail, 0);
+}

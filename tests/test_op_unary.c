@@ -1,0 +1,506 @@
+/*
+ * test_op_unary.c - the unary elementwise ops of tolerance/op_unary.c, through the
+ * registry (parity_op_find, parity_op_begin) and the element judge (parity_judge).
+ *
+ * 1. glibc's float functions (expf, logf, tanhf, erff, sqrtf, 1.0f/sqrtf, ...) and torch's
+ *    float formulas for the composites, over a vector of specials (+-0, +-Inf, NaN,
+ *    subnormals, huge and tiny values, exp's overflow and underflow thresholds) and a dense
+ *    sweep, all judge `within`: glibc is inside the allowance.
+ * 2. An error of 3x the bound at one element fails exactly that element.
+ * 3. Special values: the reference decides (log(-1) NaN, log(0) -Inf, rsqrt(-0) -Inf, ...).
+ * 4. bfloat16 output: the reference rounded once passes, 2 bf16 ulps off fails.
+ * 5. Bad parameters and shapes: parity_op_begin returns -1 with a message.
+ * 6. Reference guard: the 128-bit references against independent 2048-bit evaluations of the
+ *    textbook formulas (exp, erf, and the composites whose reference uses rewritten forms)
+ *    agree to 2^-120 relative.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpfr.h>
+
+#include "formats/capture.h"
+#include "formats/dtype.h"
+#include "tolerance/judge.h"
+#include "tolerance/mpref.h"
+#include "tolerance/ops.h"
+
+/* ---- the kernels under test: glibc float functions, torch's formulas ------------------ */
+
+typedef float (*kernel_fn)(float);
+
+static float k_gelu(float x) { return x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2)); }
+static float k_gelu_tanh(float x)
+{
+    const float kBeta = (float)(M_SQRT2 * M_2_SQRTPI * 0.5), kKappa = 0.044715f;
+    return 0.5f * x * (1.0f + tanhf(kBeta * (x + kKappa * x * x * x)));
+}
+static float k_silu(float x) { return x / (1.0f + expf(-x)); }
+static float k_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+static float k_silu_mul(float x) { return x * k_sigmoid(x); }   /* inductor's decomposition */
+static float k_tanh(float x) { return tanhf(x); }
+static float k_exp(float x) { return expf(x); }
+static float k_log(float x) { return logf(x); }
+static float k_sqrt(float x) { return sqrtf(x); }
+static float k_rsqrt(float x) { return 1.0f / sqrtf(x); }
+static float k_reciprocal(float x) { return 1.0f / x; }
+static float k_erf(float x) { return erff(x); }
+static float k_neg(float x) { return -x; }
+static float k_abs(float x) { return fabsf(x); }
+
+typedef struct {
+    const char *zOp;
+    const char *zApprox;   /* gelu's attribute, or NULL */
+    kernel_fn xKernel;
+} op_case;
+
+static const op_case kCases[] = {
+    { "gelu", NULL, k_gelu },       { "gelu", "tanh", k_gelu_tanh },
+    { "gelu", "none", k_gelu },     { "silu", NULL, k_silu },
+    { "silu", NULL, k_silu_mul },   { "sigmoid", NULL, k_sigmoid },
+    { "tanh", NULL, k_tanh },       { "exp", NULL, k_exp },
+    { "log", NULL, k_log },         { "sqrt", NULL, k_sqrt },
+    { "rsqrt", NULL, k_rsqrt },     { "reciprocal", NULL, k_reciprocal },
+    { "erf", NULL, k_erf },         { "neg", NULL, k_neg },
+    { "abs", NULL, k_abs },
+};
+#define N_CASES (sizeof kCases / sizeof kCases[0])
+
+/* ---- helpers --------------------------------------------------------------------- */
+
+static const float kSpecials[] = {
+    0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -1e-40f, 1.4e-45f, -1.4e-45f,
+    1.17549435e-38f, -1.17549435e-38f, 1e-30f, -1e-30f, 1e-7f, -1e-7f, 1e30f, -1e30f,
+    3.4e38f, -3.4e38f, 0.5f, -0.5f, 0.75f, -0.75f, 1.0f, -1.0f, 2.0f, -2.0f, 3.7f, -3.7f,
+    5.0f, -5.0f, 9.0f, -9.0f, 10.0f, -10.0f, 20.0f, -20.0f, 50.0f, -50.0f, 88.0f, -88.0f,
+    88.72f, -88.72f, 89.0f, -89.0f, 100.0f, -100.0f, 104.0f, -104.0f, 110.0f, -110.0f,
+    7e12f, -7e12f, 1e13f, -1e13f,
+};
+#define N_SPECIALS (sizeof kSpecials / sizeof kSpecials[0])
+#define N_SWEEP 6000
+
+/* Specials, a uniform sweep over [-60, 60] and log-spaced magnitudes 2^-149 .. 2^127. */
+static float *make_inputs(size_t *pn)
+{
+    size_t n = N_SPECIALS + 2 * N_SWEEP, i, k = 0;
+    float *a = malloc(sizeof(float) * n);
+    cr_assert(a);
+    for (i = 0; i < N_SPECIALS; i++) a[k++] = kSpecials[i];
+    for (i = 0; i < N_SWEEP; i++) a[k++] = (float)(-60.0 + 120.0 * (double)i / N_SWEEP);
+    for (i = 0; i < N_SWEEP; i++) {
+        float m = (float)ldexp(1.0 + 0.37 * (double)(i % 7) / 7.0,
+                               -149 + (int)(276.0 * (double)i / N_SWEEP));
+        a[k++] = (i & 1) ? -m : m;
+    }
+    *pn = k;
+    return a;
+}
+
+static parity_attr g_attr;
+static char *g_azApprox[1];
+
+/* parity_attr array for gelu's approximate (NULL: none). */
+static const parity_attr *approx_attr(const char *zApprox, size_t *pn)
+{
+    if (!zApprox) { *pn = 0; return NULL; }
+    memset(&g_attr, 0, sizeof g_attr);
+    g_azApprox[0] = (char *)zApprox;
+    g_attr.zName = (char *)"approximate";
+    g_attr.kind = PARITY_ATTR_STRING;
+    g_attr.n = 1;
+    g_attr.azStr = g_azApprox;
+    *pn = 1;
+    return &g_attr;
+}
+
+static parity_operand make_operand(const double *aValue, uint64_t n)
+{
+    parity_operand op;
+    memset(&op, 0, sizeof op);
+    op.zName = "x";
+    op.dtype = PARITY_DT_F32;
+    op.rank = 1;
+    op.aDim[0] = n;
+    op.nElem = n;
+    op.aValue = (double *)aValue;
+    return op;
+}
+
+static void begin(parity_op_call *pCall, parity_operand *pIn, const char *zOp,
+                  const char *zApprox, parity_dtype outDt)
+{
+    char zErr[PARITY_ERR_LEN];
+    size_t nAttr;
+    const parity_attr *aAttr = approx_attr(zApprox, &nAttr);
+    const parity_op_def *pDef = parity_op_find(zOp);
+    uint64_t dim = pIn->nElem;
+    cr_assert(pDef, "%s is not registered", zOp);
+    cr_assert(parity_op_begin(pCall, pDef, pIn, 1, outDt, 1, &dim, PARITY_DT_INVALID, aAttr,
+                              nAttr, zErr, sizeof zErr) == 0, "%s: %s", zOp, zErr);
+}
+
+/* Judges compiled against op(x) for n elements; output dtype outDt. */
+static void judge(const char *zOp, const char *zApprox, parity_dtype outDt, const double *x,
+                  const double *c, uint64_t n, parity_judgement *pJ)
+{
+    parity_operand in = make_operand(x, n);
+    parity_op_call call;
+    char zErr[PARITY_ERR_LEN];
+    begin(&call, &in, zOp, zApprox, outDt);
+    cr_assert(parity_judge(&call, NULL, c, pJ, zErr, sizeof zErr) == 0, "%s", zErr);
+    parity_op_end(&call);
+    cr_assert_eq(pJ->nChecked, n);
+}
+
+/* Reference (rounded to binary64) and bound of op at x, float32 output. */
+static void ref_bound(const char *zOp, const char *zApprox, parity_dtype outDt, double x,
+                      double *pRef, double *pBound, mpfr_t refOut)
+{
+    parity_operand in = make_operand(&x, 1);
+    parity_op_call call;
+    mpfr_t ref;
+    begin(&call, &in, zOp, zApprox, outDt);
+    mpfr_init2(ref, PARITY_REF_PREC);
+    cr_assert(call.pDef->xElement(&call, 0, ref, pBound) == 0);
+    *pRef = mpfr_get_d(ref, MPFR_RNDN);
+    if (refOut) mpfr_set(refOut, ref, MPFR_RNDN);
+    mpfr_clear(ref);
+    parity_op_end(&call);
+}
+
+/* nFail of one element: op(x) judged against compiled value c, float32 output. */
+static uint64_t fails_one(const char *zOp, double x, double c)
+{
+    parity_judgement j;
+    judge(zOp, NULL, PARITY_DT_F32, &x, &c, 1, &j);
+    return j.nFail;
+}
+
+/* ---- 1. glibc within the allowance -------------------------------------------------- */
+
+Test(op_unary, glibc_float_kernels_within)
+{
+    size_t n, i, k;
+    float *xf = make_inputs(&n);
+    double *x = malloc(sizeof(double) * n), *c = malloc(sizeof(double) * n);
+    cr_assert(x && c);
+    for (i = 0; i < n; i++) x[i] = xf[i];
+    for (k = 0; k < N_CASES; k++) {
+        parity_judgement j;
+        for (i = 0; i < n; i++) c[i] = kCases[k].xKernel(xf[i]);
+        judge(kCases[k].zOp, kCases[k].zApprox, PARITY_DT_F32, x, c, n, &j);
+        cr_expect_eq(j.nFail, 0, "%s%s%s: %llu of %zu fail, worst ratio %g at x = %a "
+                     "(compiled %a)", kCases[k].zOp, kCases[k].zApprox ? " " : "",
+                     kCases[k].zApprox ? kCases[k].zApprox : "", (unsigned long long)j.nFail,
+                     n, j.worstRatio, x[j.worstLinear], c[j.worstLinear]);
+        cr_expect_eq(j.nWithin, n, "%s: not all within", kCases[k].zOp);
+    }
+    free(xf);
+    free(x);
+    free(c);
+}
+
+/* The allowance is not vacuous: glibc uses a good part of it on the sweep (the worst
+ * compiled error, as a fraction of the bound, is above 1% for the rounded functions). */
+Test(op_unary, glibc_uses_part_of_the_allowance)
+{
+    static const char *azOp[] = { "exp", "log", "tanh", "erf", "sqrt", "rsqrt", "reciprocal",
+                                  "sigmoid", "silu", "gelu" };
+    size_t n, i, k;
+    float *xf = make_inputs(&n);
+    double *x = malloc(sizeof(double) * n), *c = malloc(sizeof(double) * n);
+    cr_assert(x && c);
+    for (i = 0; i < n; i++) x[i] = xf[i];
+    for (k = 0; k < sizeof azOp / sizeof azOp[0]; k++) {
+        parity_judgement j;
+        size_t q;
+        for (q = 0; q < N_CASES && strcmp(kCases[q].zOp, azOp[k]) != 0; q++) {}
+        for (i = 0; i < n; i++) c[i] = kCases[q].xKernel(xf[i]);
+        judge(azOp[k], NULL, PARITY_DT_F32, x, c, n, &j);
+        cr_expect(j.worstRatio > 0.01 && j.worstRatio <= 1.0, "%s: worst ratio %g", azOp[k],
+                  j.worstRatio);
+    }
+    free(xf);
+    free(x);
+    free(c);
+}
+
+/* ---- 2. an injected error of 3x the bound fails exactly there ---------------------- */
+
+Test(op_unary, injected_error_fails_that_element)
+{
+    size_t n, i, k;
+    float *xf = make_inputs(&n);
+    double *x = malloc(sizeof(double) * n), *c = malloc(sizeof(double) * n);
+    cr_assert(x && c);
+    for (i = 0; i < n; i++) x[i] = xf[i];
+    for (k = 0; k < N_CASES; k++) {
+        parity_judgement j;
+        size_t at = N_SPECIALS + N_SWEEP / 2 + 37;   /* a moderate positive x in the sweep */
+        double ref, bound;
+        cr_assert(x[at] > 0.3 && x[at] < 3.0, "x = %g", x[at]);
+        for (i = 0; i < n; i++) c[i] = kCases[k].xKernel(xf[i]);
+        ref_bound(kCases[k].zOp, kCases[k].zApprox, PARITY_DT_F32, x[at], &ref, &bound, NULL);
+        cr_assert(isfinite(ref) && bound >= 0.0);
+        /* neg and abs are exact (bound 0): one float ulp is the smallest injectable error. */
+        c[at] = bound > 0.0 ? ref + 3.0 * bound : nextafterf((float)ref, INFINITY);
+        judge(kCases[k].zOp, kCases[k].zApprox, PARITY_DT_F32, x, c, n, &j);
+        cr_expect_eq(j.nFail, 1, "%s: %llu failures", kCases[k].zOp,
+                     (unsigned long long)j.nFail);
+        cr_expect_eq(j.nCompiledWorse, 1, "%s", kCases[k].zOp);
+        cr_expect_eq(j.worstLinear, at, "%s", kCases[k].zOp);
+        cr_expect(j.aSliceLo[0] == at && j.aSliceHi[0] == at + 1, "%s", kCases[k].zOp);
+        if (bound > 0.0) cr_expect(fabs(j.worstRatio - 3.0) < 1e-6, "%s: ratio %g",
+                                   kCases[k].zOp, j.worstRatio);
+    }
+    free(xf);
+    free(x);
+    free(c);
+}
+
+/* The bounds are tight where they should be: correctly rounded sqrt and reciprocal get half
+ * an ulp, so an error of one float ulp fails; the primitives get 4 ulps. */
+Test(op_unary, bound_sizes)
+{
+    double ref, b;
+    float ulp = nextafterf(1.5f, 2.0f) - 1.5f;
+    ref_bound("sqrt", NULL, PARITY_DT_F32, 2.25, &ref, &b, NULL);
+    cr_expect(ref == 1.5 && b == 0.5 * ulp, "sqrt bound %a", b);
+    cr_expect_eq(fails_one("sqrt", 2.25, 1.5 + ulp), 1);
+    ref_bound("reciprocal", NULL, PARITY_DT_F32, 3.0, &ref, &b, NULL);
+    cr_expect(b == 0.5 * ulp / 4, "reciprocal bound %a", b);   /* 1/3 in [1/4, 1/2) */
+    ref_bound("exp", NULL, PARITY_DT_F32, 0.5, &ref, &b, NULL);
+    cr_expect(b == 4.0 * ulp, "exp bound %a", b);
+    ref_bound("rsqrt", NULL, PARITY_DT_F32, 0.25, &ref, &b, NULL);
+    cr_expect(ref == 2.0 && b == 2.0 * 2 * ulp, "rsqrt bound %a", b);
+    ref_bound("sigmoid", NULL, PARITY_DT_F32, 0.0, &ref, &b, NULL);
+    cr_expect(ref == 0.5 && b == 10.0 * ulp / 2, "sigmoid bound %a", b);
+    ref_bound("neg", NULL, PARITY_DT_F32, 0.1f, &ref, &b, NULL);
+    cr_expect(ref == -(double)0.1f && b == 0.0, "neg bound %a", b);
+    /* float64 output under the default float64 acc: the bound shrinks by 2^29. */
+    ref_bound("exp", NULL, PARITY_DT_F64, 0.5, &ref, &b, NULL);
+    cr_expect(b == 4.0 * ldexp(1.0, -52), "exp f64 bound %a", b);
+}
+
+/* ---- 3. special values ----------------------------------------------------------------- */
+
+Test(op_unary, special_values)
+{
+    const char *azAll[] = { "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt",
+                            "reciprocal", "erf", "neg", "abs" };
+    double ref, b;
+    mpfr_t r;
+    size_t k;
+
+    /* NaN in, NaN out: a compiled 0 fails for every op. */
+    for (k = 0; k < sizeof azAll / sizeof azAll[0]; k++) {
+        cr_expect_eq(fails_one(azAll[k], NAN, NAN), 0, "%s(NaN) = NaN", azAll[k]);
+        cr_expect_eq(fails_one(azAll[k], NAN, 0.0), 1, "%s(NaN) = 0", azAll[k]);
+    }
+    cr_expect_eq(fails_one("log", -1.0, NAN), 0);
+    cr_expect_eq(fails_one("log", -1.0, 0.0), 1);
+    cr_expect_eq(fails_one("log", 0.0, -INFINITY), 0);
+    cr_expect_eq(fails_one("log", -0.0, -INFINITY), 0);
+    cr_expect_eq(fails_one("log", 0.0, INFINITY), 1);
+    cr_expect_eq(fails_one("log", 0.0, NAN), 1);
+    cr_expect_eq(fails_one("log", -INFINITY, NAN), 0);
+    cr_expect_eq(fails_one("log", INFINITY, INFINITY), 0);
+    cr_expect_eq(fails_one("sqrt", -2.0, NAN), 0);
+    cr_expect_eq(fails_one("sqrt", -2.0, 0.0), 1);
+    cr_expect_eq(fails_one("rsqrt", 0.0, INFINITY), 0);
+    cr_expect_eq(fails_one("rsqrt", 0.0, -INFINITY), 1);
+    cr_expect_eq(fails_one("rsqrt", -0.0, -INFINITY), 0);
+    cr_expect_eq(fails_one("rsqrt", -0.0, INFINITY), 1);
+    cr_expect_eq(fails_one("rsqrt", -4.0, NAN), 0);
+    cr_expect_eq(fails_one("rsqrt", INFINITY, 0.0), 0);
+    cr_expect_eq(fails_one("reciprocal", -0.0, -INFINITY), 0);
+    cr_expect_eq(fails_one("reciprocal", -0.0, INFINITY), 1);
+    cr_expect_eq(fails_one("reciprocal", 0.0, INFINITY), 0);
+    cr_expect_eq(fails_one("reciprocal", -INFINITY, 0.0), 0);
+    cr_expect_eq(fails_one("exp", INFINITY, INFINITY), 0);
+    cr_expect_eq(fails_one("exp", INFINITY, NAN), 1);
+    cr_expect_eq(fails_one("exp", -INFINITY, 0.0), 0);
+    cr_expect_eq(fails_one("exp", -INFINITY, NAN), 1);
+    cr_expect_eq(fails_one("exp", 100.0, INFINITY), 0);         /* overflows float32 */
+    cr_expect_eq(fails_one("exp", 100.0, 3.4028234663852886e38), 1);
+    cr_expect_eq(fails_one("tanh", -INFINITY, -1.0), 0);
+    cr_expect_eq(fails_one("tanh", INFINITY, NAN), 1);
+    cr_expect_eq(fails_one("erf", INFINITY, 1.0), 0);
+    cr_expect_eq(fails_one("sigmoid", -INFINITY, 0.0), 0);
+    cr_expect_eq(fails_one("sigmoid", INFINITY, 1.0), 0);
+    cr_expect_eq(fails_one("silu", -INFINITY, NAN), 0);          /* torch: -Inf * 0 */
+    cr_expect_eq(fails_one("silu", INFINITY, INFINITY), 0);
+    cr_expect_eq(fails_one("gelu", -INFINITY, NAN), 0);
+    cr_expect_eq(fails_one("gelu", -INFINITY, 0.0), 1);
+    cr_expect_eq(fails_one("gelu", INFINITY, INFINITY), 0);
+    cr_expect_eq(fails_one("neg", INFINITY, -INFINITY), 0);
+    cr_expect_eq(fails_one("abs", -INFINITY, INFINITY), 0);
+    cr_expect_eq(fails_one("abs", -INFINITY, -INFINITY), 1);
+
+    /* Signed zeros of the reference (the judge compares finite values by magnitude). */
+    mpfr_init2(r, PARITY_REF_PREC);
+    ref_bound("sqrt", NULL, PARITY_DT_F32, -0.0, &ref, &b, r);
+    cr_expect(mpfr_zero_p(r) && mpfr_signbit(r), "sqrt(-0) = -0");
+    ref_bound("neg", NULL, PARITY_DT_F32, 0.0, &ref, &b, r);
+    cr_expect(mpfr_zero_p(r) && mpfr_signbit(r) && b == 0.0, "neg(+0) = -0");
+    ref_bound("abs", NULL, PARITY_DT_F32, -0.0, &ref, &b, r);
+    cr_expect(mpfr_zero_p(r) && !mpfr_signbit(r), "abs(-0) = +0");
+    ref_bound("reciprocal", NULL, PARITY_DT_F32, INFINITY, &ref, &b, r);
+    cr_expect(mpfr_zero_p(r) && !mpfr_signbit(r));
+    ref_bound("gelu", NULL, PARITY_DT_F32, -0.0, &ref, &b, r);
+    cr_expect(mpfr_zero_p(r) && mpfr_signbit(r), "gelu(-0) = -0");
+    mpfr_clear(r);
+}
+
+/* ---- 4. bfloat16 output ------------------------------------------------------------------ */
+
+Test(op_unary, bf16_output)
+{
+    static const double ax[] = { 0.75, 1.1, 1.5, 2.5, 5.0, 0.3 };
+    enum { N = sizeof ax / sizeof ax[0] };
+    size_t k, i;
+    for (k = 0; k < N_CASES; k++) {
+        double ok[N], bad[N];
+        parity_judgement j;
+        mpfr_t r;
+        mpfr_init2(r, PARITY_REF_PREC);
+        for (i = 0; i < N; i++) {
+            double ref, b;
+            ref_bound(kCases[k].zOp, kCases[k].zApprox, PARITY_DT_BF16, ax[i], &ref, &b, r);
+            ok[i] = parity_round_to_dtype(r, PARITY_DT_BF16);
+            bad[i] = ok[i] + 2.0 * parity_ulp_at(PARITY_DT_BF16, ok[i]);
+            cr_assert(b < 1.5 * parity_ulp_at(PARITY_DT_BF16, ref), "%s bound %g",
+                      kCases[k].zOp, b);
+        }
+        mpfr_clear(r);
+        judge(kCases[k].zOp, kCases[k].zApprox, PARITY_DT_BF16, ax, ok, N, &j);
+        cr_expect_eq(j.nFail, 0, "%s: rounded once to bf16 fails", kCases[k].zOp);
+        judge(kCases[k].zOp, kCases[k].zApprox, PARITY_DT_BF16, ax, bad, N, &j);
+        cr_expect_eq(j.nFail, N, "%s: 2 bf16 ulps off: %llu of %d fail", kCases[k].zOp,
+                     (unsigned long long)j.nFail, N);
+    }
+}
+
+/* ---- 5. parameters and shapes ----------------------------------------------------------- */
+
+Test(op_unary, bad_parameters_and_shapes)
+{
+    double x[3] = { 1, 2, 3 };
+    parity_operand in = make_operand(x, 3);
+    parity_op_call call;
+    char zErr[PARITY_ERR_LEN] = "";
+    size_t nAttr;
+    const parity_attr *aAttr = approx_attr("bogus", &nAttr);
+    uint64_t dim3 = 3, dim4 = 4;
+    parity_attr intAttr;
+    int64_t one = 1;
+
+    cr_assert_eq(parity_op_begin(&call, parity_op_find("gelu"), &in, 1, PARITY_DT_F32, 1,
+                                 &dim3, PARITY_DT_INVALID, aAttr, nAttr, zErr, sizeof zErr), -1);
+    cr_expect(strstr(zErr, "gelu") && strstr(zErr, "approximate") && strstr(zErr, "bogus"),
+              "message: %s", zErr);
+
+    memset(&intAttr, 0, sizeof intAttr);
+    intAttr.zName = (char *)"approximate";
+    intAttr.kind = PARITY_ATTR_INT;
+    intAttr.n = 1;
+    intAttr.aInt = &one;
+    zErr[0] = 0;
+    cr_assert_eq(parity_op_begin(&call, parity_op_find("gelu"), &in, 1, PARITY_DT_F32, 1,
+                                 &dim3, PARITY_DT_INVALID, &intAttr, 1, zErr, sizeof zErr), -1);
+    cr_expect(strstr(zErr, "approximate") != NULL, "message: %s", zErr);
+
+    zErr[0] = 0;
+    cr_assert_eq(parity_op_begin(&call, parity_op_find("exp"), &in, 1, PARITY_DT_F32, 1,
+                                 &dim4, PARITY_DT_INVALID, NULL, 0, zErr, sizeof zErr), -1);
+    cr_expect(strstr(zErr, "exp: input shape [3] differs from output shape [4]") != NULL,
+              "message: %s", zErr);
+
+    zErr[0] = 0;
+    cr_assert_eq(parity_op_begin(&call, parity_op_find("neg"), &in, 1, PARITY_DT_I32, 1,
+                                 &dim3, PARITY_DT_INVALID, NULL, 0, zErr, sizeof zErr), -1);
+    cr_expect(zErr[0] != 0);
+
+    /* approximate="tanh" is a different function: erf-gelu's reference fails it. */
+    {
+        double xs = -1.5, refE, refT, b;
+        ref_bound("gelu", NULL, PARITY_DT_F32, xs, &refE, &b, NULL);
+        ref_bound("gelu", "tanh", PARITY_DT_F32, xs, &refT, &b, NULL);
+        cr_expect(fabs(refE - refT) > 1e-4);
+        cr_expect_eq(fails_one("gelu", xs, k_gelu_tanh((float)xs)), 1);
+    }
+}
+
+/* ---- 6. reference guard ----------------------------------------------------------------- */
+
+/* The textbook formula at 2048 bits (enough for the cancellation in 1 + erf, 1 + tanh), independently of op_unary.c's rewritten forms. */
+static void independent(const char *zOp, const char *zApprox, double xd, mpfr_t y)
+{
+    mpfr_t x, t, u;
+    mpfr_prec_t p = mpfr_get_prec(y);
+    mpfr_inits2(p, x, t, u, (mpfr_ptr)0);
+    mpfr_set_d(x, xd, MPFR_RNDN);
+    if (strcmp(zOp, "exp") == 0) {
+        mpfr_exp(y, x, MPFR_RNDN);
+    } else if (strcmp(zOp, "erf") == 0) {
+        mpfr_erf(y, x, MPFR_RNDN);
+    } else if (strcmp(zOp, "sigmoid") == 0 || strcmp(zOp, "silu") == 0) {
+        /* (1 + tanh(x/2)) / 2 */
+        mpfr_div_2ui(t, x, 1, MPFR_RNDN);
+        mpfr_tanh(t, t, MPFR_RNDN);
+        mpfr_add_ui(t, t, 1, MPFR_RNDN);
+        mpfr_div_2ui(y, t, 1, MPFR_RNDN);
+        if (zOp[1] == 'i' && zOp[2] == 'l') mpfr_mul(y, y, x, MPFR_RNDN);
+    } else if (zApprox && strcmp(zApprox, "tanh") == 0) {
+        mpfr_pow_ui(t, x, 3, MPFR_RNDN);
+        mpfr_set_str(u, "0.044715", 10, MPFR_RNDN);
+        mpfr_mul(t, t, u, MPFR_RNDN);
+        mpfr_add(t, t, x, MPFR_RNDN);
+        mpfr_const_pi(u, MPFR_RNDN);
+        mpfr_ui_div(u, 2, u, MPFR_RNDN);
+        mpfr_sqrt(u, u, MPFR_RNDN);
+        mpfr_mul(t, t, u, MPFR_RNDN);
+        mpfr_tanh(t, t, MPFR_RNDN);
+        mpfr_add_ui(t, t, 1, MPFR_RNDN);
+        mpfr_mul(t, t, x, MPFR_RNDN);
+        mpfr_div_2ui(y, t, 1, MPFR_RNDN);
+    } else {   /* gelu: x/2 (1 + erf(x / sqrt 2)) */
+        mpfr_sqrt_ui(u, 2, MPFR_RNDN);
+        mpfr_div(t, x, u, MPFR_RNDN);
+        mpfr_erf(t, t, MPFR_RNDN);
+        mpfr_add_ui(t, t, 1, MPFR_RNDN);
+        mpfr_mul(t, t, x, MPFR_RNDN);
+        mpfr_div_2ui(y, t, 1, MPFR_RNDN);
+    }
+    mpfr_clears(x, t, u, (mpfr_ptr)0);
+}
+
+Test(op_unary, reference_agrees_with_2048_bits)
+{
+    static const struct { const char *zOp, *zApprox; } aOp[] = {
+        { "exp", NULL }, { "erf", NULL }, { "sigmoid", NULL }, { "silu", NULL },
+        { "gelu", NULL }, { "gelu", "tanh" },
+    };
+    static const double ax[] = { 0.1, 1.0, -3.5, 10.0, 1e-5, -7.25, 0.625, -20.0, 40.5 };
+    size_t k, i;
+    mpfr_t r, hi, d;
+    mpfr_init2(r, PARITY_REF_PREC);
+    mpfr_inits2(2048, hi, d, (mpfr_ptr)0);
+    for (k = 0; k < sizeof aOp / sizeof aOp[0]; k++)
+        for (i = 0; i < sizeof ax / sizeof ax[0]; i++) {
+            double ref, b;
+            ref_bound(aOp[k].zOp, aOp[k].zApprox, PARITY_DT_F64, ax[i], &ref, &b, r);
+            independent(aOp[k].zOp, aOp[k].zApprox, ax[i], hi);
+            cr_assert(mpfr_regular_p(hi), "%s(%g)", aOp[k].zOp, ax[i]);
+            mpfr_sub(d, r, hi, MPFR_RNDN);
+            mpfr_div(d, d, hi, MPFR_RNDN);
+            mpfr_abs(d, d, MPFR_RNDN);
+            cr_expect(mpfr_cmp_d(d, ldexp(1.0, -120)) <= 0, "%s%s(%g): relative %g",
+                      aOp[k].zOp, aOp[k].zApprox ? "/tanh" : "", ax[i], mpfr_get_d(d, MPFR_RNDN));
+        }
+    mpfr_clear(r);
+    mpfr_clears(hi, d, (mpfr_ptr)0);
+}

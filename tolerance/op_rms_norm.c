@@ -1,0 +1,177 @@
+/*
+ * op_rms_norm.c - rms_norm(x, normalized_shape, weight?, eps): over the last
+ * D = prod(normalized_shape) elements of each row,
+ *     ms = sum x^2 / D,  r = 1 / sqrt(ms + eps),  y_i = x_i r w_i.
+ * normalized_shape: the attribute, else the weight's shape, else the last dim. eps: the
+ * attribute, else (as torch with eps=None) the machine epsilon of the input dtype,
+ * torch.finfo(dtype).eps = 2 u (2^-23 for float32).
+ *
+ * Reference: sum x^2 exactly (parity_exact_dot), then ms, r and y at PARITY_REF_PREC bits.
+ * Non-finite values follow IEEE through the formula, as torch's kernel does: a NaN in the
+ * row makes it NaN; an infinity makes r = 0, so finite elements give 0 and the infinite
+ * ones NaN (Inf * 0); a zero row with eps = 0 gives 0 * Inf = NaN.
+ *
+ * Bound (derived here; u = unit roundoff of acc_dtype, gamma_k = k u / (1 - k u), Higham
+ * 2002, Lemma 3.1; n = D). Any summation order, one-pass or blocked:
+ *   sum of squares: n squares (one rounding each) summed in any order, then a divide by n
+ *              or a multiply by fl(1/n): ms^ = ms (1 + theta), |theta| <= gamma_{n+2}
+ *              (gamma_{n+1} for a true divide; one more for the reciprocal), plus
+ *              n half-subnormals of acc_dtype for squares that underflow (absolute, /n).
+ *   + eps:     one rounding; relative error of t = ms + eps:
+ *              eps_t = (gamma_{n+2} ms + u t + 0.5 subnormal_acc) / t
+ *   rsqrt:     r^ = r (1 + rho), |rho| <= eps_t / 2 (1 + eps_t) + c_rs u, c_rs = 4
+ *              (an rsqrt approximation within 2 ulps, or sqrt then divide: 2 roundings)
+ *   output:    two more products, x r and (x r) w, in either order: 2 roundings, and
+ *              products that underflow: 2 half-subnormals of acc_dtype:
+ *   |y^_i - y_i| <= |y_i| ((1 + rho)(1 + u)^2 - 1) + subnormal_acc + 0.5 ulp_out(y_i)
+ *               <= |y_i| (|rho| + 2u + 2 u |rho| + u^2) + subnormal_acc + 0.5 ulp_out(y_i).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops.h"
+#include "mpref.h"
+#include "rows.h"
+
+#define C_RSQRT 4.0
+
+typedef struct {
+    parity_rows rows;
+    const double *pWeight;
+    double eps;
+    double *aMs;                   /* per row: ms (binary64 of the reference) */
+    mpfr_t *aR;                    /* per row: r at PARITY_REF_PREC */
+    uint64_t nInit;
+} rms_params;
+
+static void rms_free(void *p)
+{
+    rms_params *pP = p;
+    uint64_t i;
+    for (i = 0; i < pP->nInit; i++) mpfr_clear(pP->aR[i]);
+    free(pP->aR);
+    free(pP->aMs);
+    free(pP);
+}
+
+static int rms_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                       char *zErr, size_t nErr)
+{
+    const parity_operand *pX = &pCall->aIn[0];
+    rms_params *pP = calloc(1, sizeof *pP);
+    int64_t aNorm[PARITY_MAX_RANK];
+    unsigned char aReduce[PARITY_MAX_RANK] = { 0 };
+    size_t nNorm = 0, i;
+    int rc, d;
+    uint64_t iRow, nn = 1;
+    char zA[256], zB[256];
+
+    if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    pCall->pParams = pP;
+    pP->eps = 2.0 * parity_unit_roundoff(pX->dtype);
+    rc = parity_param_float(aAttr, nAttr, "eps", &pP->eps, zErr, nErr);
+    if (rc < 0) return -1;
+    if (!(pP->eps >= 0.0) || isinf(pP->eps)) {
+        snprintf(zErr, nErr, "rms_norm: eps must be a finite number >= 0, got %g", pP->eps);
+        return -1;
+    }
+    if (parity_rows_check_same("rms_norm", pX, pCall, zErr, nErr) != 0) return -1;
+    rc = parity_param_ints(aAttr, nAttr, "normalized_shape", aNorm, PARITY_MAX_RANK, &nNorm,
+                           zErr, nErr);
+    if (rc < 0) return -1;
+    if (rc == 0) {
+        if (pCall->nIn >= 2) {
+            nNorm = (size_t)pCall->aIn[1].rank;
+            for (i = 0; i < nNorm; i++) aNorm[i] = (int64_t)pCall->aIn[1].aDim[i];
+        } else if (pX->rank > 0) {
+            nNorm = 1;
+            aNorm[0] = (int64_t)pX->aDim[pX->rank - 1];
+        }
+    }
+    if (nNorm == 0 || (int)nNorm > pX->rank) {
+        snprintf(zErr, nErr, "rms_norm: normalized_shape must name 1 to %d trailing dims of "
+                 "input %s, got %zu", pX->rank,
+                 parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA), nNorm);
+        return -1;
+    }
+    for (i = 0; i < nNorm; i++) {
+        d = pX->rank - (int)nNorm + (int)i;
+        if (aNorm[i] < 0 || (uint64_t)aNorm[i] != pX->aDim[d]) {
+            uint64_t aGot[PARITY_MAX_RANK];
+            size_t j;
+            for (j = 0; j < nNorm; j++) aGot[j] = aNorm[j] < 0 ? 0 : (uint64_t)aNorm[j];
+            snprintf(zErr, nErr, "rms_norm: normalized_shape %s does not match the trailing "
+                     "dims of input %s", parity_shape_str((int)nNorm, aGot, zB, sizeof zB),
+                     parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA));
+            return -1;
+        }
+        aReduce[d] = 1;
+        nn *= pX->aDim[d];
+    }
+    if (pCall->nIn >= 2) {
+        const parity_operand *pW = &pCall->aIn[1];
+        if (pW->nElem != nn || !parity_same_shape(pW->rank, pW->aDim, (int)nNorm,
+                                                  pX->aDim + pX->rank - (int)nNorm)) {
+            snprintf(zErr, nErr, "rms_norm: weight has shape %s, normalized_shape is %s",
+                     parity_shape_str(pW->rank, pW->aDim, zA, sizeof zA),
+                     parity_shape_str((int)nNorm, pX->aDim + pX->rank - (int)nNorm, zB,
+                                      sizeof zB));
+            return -1;
+        }
+        pP->pWeight = pW->aValue;
+    }
+    parity_rows_init(&pP->rows, pX, aReduce);   /* trailing dims: row i = x[i n, (i+1) n) */
+    pP->aMs = calloc(pP->rows.nRow + 1, sizeof(double));
+    pP->aR = calloc(pP->rows.nRow + 1, sizeof(mpfr_t));
+    if (!pP->aMs || !pP->aR) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    for (iRow = 0; iRow < pP->rows.nRow; iRow++) {
+        const double *x = pX->aValue + iRow * nn;
+        mpfr_init2(pP->aR[iRow], PARITY_REF_PREC);
+        pP->nInit++;
+        if (parity_exact_dot(pP->aR[iRow], x, 1, x, 1, nn, NULL, NULL) != 0) {
+            snprintf(zErr, nErr, "out of memory");
+            return -1;
+        }
+        mpfr_div_ui(pP->aR[iRow], pP->aR[iRow], (unsigned long)nn, MPFR_RNDN);
+        pP->aMs[iRow] = mpfr_get_d(pP->aR[iRow], MPFR_RNDN);
+        mpfr_add_d(pP->aR[iRow], pP->aR[iRow], pP->eps, MPFR_RNDN);
+        mpfr_rec_sqrt(pP->aR[iRow], pP->aR[iRow], MPFR_RNDN);   /* 1/sqrt(+0) = +Inf */
+    }
+    return 0;
+}
+
+static int rms_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    const rms_params *pP = pCall->pParams;
+    uint64_t nn = pP->rows.n, iRow = linear / nn, k = linear % nn;
+    double x = pCall->aIn[0].aValue[linear], w = pP->pWeight ? pP->pWeight[k] : 1.0;
+    double u = parity_unit_roundoff(pCall->accDtype), n = (double)nn, sub, ms, t, epsT, rho, y;
+
+    mpfr_set_d(ref, x, MPFR_RNDN);
+    mpfr_mul(ref, ref, pP->aR[iRow], MPFR_RNDN);
+    mpfr_mul_d(ref, ref, w, MPFR_RNDN);
+    *pBound = 0.0;
+    if (!mpfr_number_p(ref)) return 0;          /* the reference decides by value */
+    y = fabs(mpfr_get_d(ref, MPFR_RNDN));
+    sub = parity_ulp_at(pCall->accDtype, 0.0);
+    ms = pP->aMs[iRow];
+    if (!isfinite(ms)) {                        /* r = 0: y = x * 0 * w exactly */
+        *pBound = 0.5 * parity_ulp_at(pCall->outDtype, 0.0);
+        return 0;
+    }
+    t = ms + pP->eps;
+    epsT = t > 0.0 ? (parity_gamma(n + 2.0, u) * ms + u * t + 0.5 * sub) / t : INFINITY;
+    rho = 0.5 * epsT * (1.0 + epsT) + C_RSQRT * u;
+    *pBound = y * (rho + 2.0 * u + 2.0 * u * rho + u * u) + sub +
+              0.5 * parity_ulp_at(pCall->outDtype, y);
+    if (*pBound != *pBound) *pBound = INFINITY;
+    return 0;
+}
+
+const parity_op_def parity_op_rms_norm = {
+    .zName = "rms_norm",
+    .zModel = "derived in op_rms_norm.c: y(|rho| + 2u), rho = eps_t/2 + 4u, eps_t = (gamma_{n+2} ms + u t)/t, t = ms + eps; 0.5 ulp out",
+    .nInMin = 1, .nInMax = 2,
+    .xPrepare = rms_prepare, .xElement = rms_element, .xFreeParams = rms_free,
+};

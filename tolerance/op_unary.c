@@ -1,0 +1,311 @@
+/*
+ * op_unary.c - the unary elementwise ops: gelu (approximate "none" or "tanh"), silu,
+ * sigmoid, tanh, exp, log, sqrt, rsqrt, reciprocal, erf, neg, abs. One table (kUnary below)
+ * drives them all: name, MPFR reference, allowance, special values. One prepare (shapes
+ * equal; gelu's `approximate`) and one element function serve every row.
+ *
+ * Reference. Finite nonzero x: the row's MPFR function (mpfr_exp, mpfr_log, mpfr_sqrt,
+ * mpfr_rec_sqrt, mpfr_ui_div, mpfr_erf, mpfr_tanh, mpfr_neg, mpfr_abs; correctly rounded to
+ * PARITY_REF_PREC bits) or, for the composites, a short chain carried at PARITY_REF_PREC + 64
+ * bits and rounded once to PARITY_REF_PREC, in forms free of cancellation:
+ *   sigmoid(x)   = 1 / (1 + exp(-x))
+ *   silu(x)      = x / (1 + exp(-x))
+ *   gelu(x)      = x/2 (1 + erf(x/sqrt 2))        evaluated as  x/2 erfc(-x/sqrt 2)
+ *   gelu_tanh(x) = x/2 (1 + tanh(z)), z = sqrt(2/pi)(x + 0.044715 x^3)
+ *                                                  evaluated as  x / (1 + exp(-2z))
+ * (the identities 1 + erf(t) = erfc(-t) and (1 + tanh z)/2 = 1/(1 + exp(-2z)) are exact; the
+ * plain forms lose up to all 128 bits to cancellation for negative x). "tanh" gelu is its own
+ * function (torch's approximate="tanh"), referenced by its own formula, not judged against
+ * erf-gelu. The extra 64 bits cover the conditioning of the chains: erfc(t) amplifies the
+ * relative error of t by 2t^2 <= 2^11 wherever the result is representable even in binary64
+ * (t < 27), 1/(1 + exp(-2z)) by 2|z| <= 2^11 likewise, so the result stays within 2^-120 of
+ * exact, the precision rule of mpref.h.
+ * Special inputs come from the table, not from MPFR: NaN gives NaN; -Inf, -0, +0, +Inf give
+ * the row's aSpecial values, which are C99 Annex F / IEEE 754-2019 9.2.1 values evaluated
+ * through torch's formulas: log(+-0) = -Inf, sqrt(-0) = -0, rsqrt(+0) = +Inf and
+ * rsqrt(-0) = -Inf (IEEE rSqrt and torch's 1/sqrt; mpfr_rec_sqrt gives +Inf there, which is
+ * why the table decides), reciprocal(-0) = -Inf, exp(-Inf) = 0, sigmoid(-Inf) = 0, and
+ * silu(-Inf) = gelu(-Inf) = NaN (torch computes -Inf * 0 there). In-domain NaNs (log, sqrt,
+ * rsqrt of negative x) come from MPFR, which returns NaN exactly there.
+ *
+ * Bound. The math functions of C are not required to be correctly rounded, and glibc's are
+ * not: the glibc manual ("Errors in Math Functions") lists their known errors in ulps (up to
+ * a few ulps for exp, log, tanh, erf in float), and only the IEEE basic operations (+ - * /,
+ * sqrt) are correctly rounded (IEEE 754-2019 5.4.1). So a correct kernel, computing in the
+ * acc dtype (unit roundoff u, pCall->accDtype, default float32), is allowed for a primitive
+ * function c ulps of acc at the exact result. With c_f = 4 (C_FN: 2x the worst documented
+ * float error of glibc and CUDA's exp/log/tanh/erf, covering vectorised approximations such
+ * as SLEEF's and CUDA's 2-ulp functions; fast-math intrinsics like __expf and tanh.approx are
+ * not covered):
+ *   exp, log, tanh, erf   c = c_f
+ *   sqrt, reciprocal      c = 0.5 (IEEE: correctly rounded)
+ *   rsqrt                 c = 2 (1/sqrt(x): two correct roundings, relative 2u + u^2;
+ *                                also CUDA's rsqrtf, 2 ulps)
+ *   neg, abs              c = 0 (exact)
+ * Composites are not primitive: their allowance is derived from c_f and the kernel's own
+ * roundings (first order in u; "ulp" is ulp_acc, ulp(v) >= u|v|, so a relative error r u is
+ * at most r ulps):
+ *   sigmoid = 1/(1 + e), e = exp(-x) with relative error 2 c_f u: 1 + e adds u, the division
+ *     u, so relative (2 c_f + 2) u: c = 2 c_f + 2 ulps (also covers exp(x)/(1 + exp(x))).
+ *   silu = x / (1 + e) or x * sigmoid(x): x times a sigmoid with (2 c_f + 2) ulps, then one
+ *     rounding: c = 1 plus |x| (2 c_f + 2) ulp(sigmoid(x)) (the second term counts sigmoid's
+ *     ulps at sigmoid's own size, which covers a sigmoid that underflows into subnormals).
+ *   gelu = x * 0.5 * (1 + erf(x * (1/sqrt 2))), torch's kernel: 1 + erf(t) cancels for x < 0,
+ *     so its error is absolute, not relative: t's two roundings move erf by at most
+ *     2 * (2/sqrt pi) max(t e^-t^2) u < u, erf adds c_f ulp(erf) <= c_f u, the sum u: the
+ *     factor g = (1 + erf)/2 is off by at most (c_f + 2) u / 2 = (c_f + 2)/2 ulp(1/2). The
+ *     result: c = 2 (the products, one possibly subnormal) plus |x| (c_f + 2)/2 ulp(1/2).
+ *     For x < -4 a float kernel returns 0 (erff rounds to -1), which this term covers.
+ *   gelu_tanh = 0.5 * x * (1 + tanh(z)): z carries 7 roundings (x^3, the two constants, the
+ *     products and the sum), which move tanh by at most 7 u max(z sech^2 z) < 3.2 u; tanh adds
+ *     c_f u, the sum u: c = 2 plus |x| (c_f + 5)/2 ulp(1/2).
+ *   sigmoid and silu also cover a kernel whose exp(-x) overflows the acc dtype (x < -ln of
+ *     its largest finite value, -88.7 in float32) and returns 0: the bound then adds |ref|.
+ * In these rows the allowance covers all internal roundings of the kernel; c_f applies only
+ * to the primitive function inside.
+ * Then the rounding of the acc value to the output dtype: a value within A of ref rounds to
+ * within 0.5 ulp_out(|ref| + A) of itself. So, per element,
+ *   A = c ulp_acc(|ref|) + |x| c_g ulp_acc(g scale) + [exp(-x) overflows acc] |ref|
+ *   bound = A + 0.5 ulp_out(|ref| + A)
+ * where the second term is dropped when every acc value is an output value (output dtype
+ * equal to acc or wider: the acc rounding is then the last one, and counting a second half
+ * ulp would let a 1-ulp sqrt pass), and the bound is 0 when A = 0 and ref is representable
+ * (neg, abs). The input is taken as the captured value: its conversion to acc is exact when
+ * the input dtype is no wider than acc (bf16, f16, f32 into the default float32); a float64
+ * input judged under a float32 acc_dtype is outside this model. Near the overflow threshold
+ * of the output dtype a kernel within its allowance can overflow where the reference does
+ * not (one or two input values per function); that is reported as a failure.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "ops.h"
+#include "mpref.h"
+
+#define C_FN 4.0              /* ulps of acc allowed to a primitive exp/log/tanh/erf */
+#define WORK_EXTRA 64         /* extra bits for the composite chains */
+
+typedef int (*unary_mpfr_fn)(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd);
+
+typedef struct {
+    const char *zName;        /* op name */
+    const char *zApprox;      /* gelu's `approximate` value, else NULL */
+    unary_mpfr_fn xRef;       /* reference, at y's precision, for finite nonzero x */
+    double c;                 /* ulps of acc at |ref| */
+    double cG;                /* composite x g(x): ulps of acc at gScale, times |x| */
+    int gScale;               /* 0 none, 1 g = sigmoid(x), 2 g's ulps at 1/2 */
+    int expOverflow;          /* the kernel's exp(-x) may overflow acc (sigmoid, silu) */
+    double aSpecial[4];       /* result at -Inf, -0, +0, +Inf (NaN -> NaN always) */
+} unary_fn;
+
+/* ---- references of the composites ------------------------------------------------ */
+
+static int ref_reciprocal(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd)
+{
+    return mpfr_ui_div(y, 1, x, rnd);
+}
+
+/* num / (1 + exp(-x)); num = x (silu) or 1 (sigmoid). */
+static int ref_logistic(mpfr_ptr y, mpfr_srcptr x, int timesX, mpfr_rnd_t rnd)
+{
+    mpfr_t t;
+    int rc;
+    mpfr_init2(t, mpfr_get_prec(y) + WORK_EXTRA);
+    mpfr_neg(t, x, MPFR_RNDN);
+    mpfr_exp(t, t, MPFR_RNDN);
+    mpfr_add_ui(t, t, 1, MPFR_RNDN);
+    rc = timesX ? mpfr_div(y, x, t, rnd) : mpfr_ui_div(y, 1, t, rnd);
+    mpfr_clear(t);
+    return rc;
+}
+
+static int ref_sigmoid(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd)
+{
+    return ref_logistic(y, x, 0, rnd);
+}
+
+static int ref_silu(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd)
+{
+    return ref_logistic(y, x, 1, rnd);
+}
+
+/* x/2 erfc(-x/sqrt 2) */
+static int ref_gelu(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd)
+{
+    mpfr_t s, t;
+    int rc;
+    mpfr_inits2(mpfr_get_prec(y) + WORK_EXTRA, s, t, (mpfr_ptr)0);
+    mpfr_sqrt_ui(s, 2, MPFR_RNDN);
+    mpfr_div(t, x, s, MPFR_RNDN);
+    mpfr_neg(t, t, MPFR_RNDN);
+    mpfr_erfc(t, t, MPFR_RNDN);
+    mpfr_mul(t, t, x, MPFR_RNDN);
+    rc = mpfr_div_2ui(y, t, 1, rnd);
+    mpfr_clears(s, t, (mpfr_ptr)0);
+    return rc;
+}
+
+/* x / (1 + exp(-2z)), z = sqrt(2/pi)(x + 0.044715 x^3) */
+static int ref_gelu_tanh(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd)
+{
+    mpfr_t k, z, t;
+    int rc;
+    mpfr_inits2(mpfr_get_prec(y) + WORK_EXTRA, k, z, t, (mpfr_ptr)0);
+    mpfr_set_str(k, "0.044715", 10, MPFR_RNDN);
+    mpfr_pow_ui(z, x, 3, MPFR_RNDN);
+    mpfr_mul(z, z, k, MPFR_RNDN);
+    mpfr_add(z, z, x, MPFR_RNDN);
+    mpfr_const_pi(t, MPFR_RNDN);
+    mpfr_ui_div(t, 2, t, MPFR_RNDN);
+    mpfr_sqrt(t, t, MPFR_RNDN);
+    mpfr_mul(z, z, t, MPFR_RNDN);       /* z */
+    mpfr_mul_si(z, z, -2, MPFR_RNDN);
+    mpfr_exp(z, z, MPFR_RNDN);
+    mpfr_add_ui(z, z, 1, MPFR_RNDN);
+    rc = mpfr_div(y, x, z, rnd);
+    mpfr_clears(k, z, t, (mpfr_ptr)0);
+    return rc;
+}
+
+/* ---- the table -------------------------------------------------------------------- */
+
+#define NaN_ NAN
+#define INF_ INFINITY
+
+static const unary_fn kUnary[] = {
+    /* name         approx  reference       c             cG                gS ovf  -Inf   -0    +0    +Inf */
+    { "gelu",       "none", ref_gelu,       2.0,          (C_FN + 2) / 2,   2, 0, { NaN_, -0.0, 0.0, INF_ } },
+    { "gelu",       "tanh", ref_gelu_tanh,  2.0,          (C_FN + 5) / 2,   2, 0, { NaN_, -0.0, 0.0, INF_ } },
+    { "silu",       NULL,   ref_silu,       1.0,          2 * C_FN + 2,     1, 1, { NaN_, -0.0, 0.0, INF_ } },
+    { "sigmoid",    NULL,   ref_sigmoid,    2 * C_FN + 2, 0,                0, 1, { 0.0,  0.5,  0.5, 1.0 } },
+    { "tanh",       NULL,   mpfr_tanh,      C_FN,         0,                0, 0, { -1.0, -0.0, 0.0, 1.0 } },
+    { "exp",        NULL,   mpfr_exp,       C_FN,         0,                0, 0, { 0.0,  1.0,  1.0, INF_ } },
+    { "log",        NULL,   mpfr_log,       C_FN,         0,                0, 0, { NaN_, -INF_, -INF_, INF_ } },
+    { "sqrt",       NULL,   mpfr_sqrt,      0.5,          0,                0, 0, { NaN_, -0.0, 0.0, INF_ } },
+    { "rsqrt",      NULL,   mpfr_rec_sqrt,  2.0,          0,                0, 0, { NaN_, -INF_, INF_, 0.0 } },
+    { "reciprocal", NULL,   ref_reciprocal, 0.5,          0,                0, 0, { -0.0, -INF_, INF_, 0.0 } },
+    { "erf",        NULL,   mpfr_erf,       C_FN,         0,                0, 0, { -1.0, -0.0, 0.0, 1.0 } },
+    { "neg",        NULL,   mpfr_neg,       0.0,          0,                0, 0, { INF_, 0.0,  -0.0, -INF_ } },
+    { "abs",        NULL,   mpfr_abs,       0.0,          0,                0, 0, { INF_, 0.0,  0.0, INF_ } },
+};
+
+/* ---- prepare and element ---------------------------------------------------------- */
+
+/* Shape equality of input 0 and the output, for any elementwise op. */
+static int elementwise_shape_check(const parity_op_call *pCall, char *zErr, size_t nErr)
+{
+    const parity_operand *pX = &pCall->aIn[0];
+    char zA[128], zB[128];
+    if (parity_same_shape(pX->rank, pX->aDim, pCall->outRank, pCall->aOutDim)) return 0;
+    snprintf(zErr, nErr, "%s: input shape %s differs from output shape %s", pCall->pDef->zName,
+             parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
+             parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
+    return -1;
+}
+
+static int unary_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                         char *zErr, size_t nErr)
+{
+    const char *zName = pCall->pDef->zName, *zApprox = NULL;
+    size_t i;
+    if (elementwise_shape_check(pCall, zErr, nErr) != 0) return -1;
+    if (strcmp(zName, "gelu") == 0) {
+        const parity_attr *p = parity_attr_find(aAttr, nAttr, "approximate");
+        zApprox = "none";
+        if (p) {
+            if (p->kind != PARITY_ATTR_STRING || p->n != 1 || !p->azStr || !p->azStr[0]) {
+                snprintf(zErr, nErr, "gelu: attribute 'approximate' must be one string, "
+                         "\"none\" or \"tanh\"");
+                return -1;
+            }
+            zApprox = p->azStr[0];
+            if (strcmp(zApprox, "none") != 0 && strcmp(zApprox, "tanh") != 0) {
+                snprintf(zErr, nErr, "gelu: attribute 'approximate' is \"%.64s\"; "
+                         "torch accepts \"none\" or \"tanh\"", zApprox);
+                return -1;
+            }
+        }
+    }
+    for (i = 0; i < sizeof kUnary / sizeof kUnary[0]; i++)
+        if (strcmp(kUnary[i].zName, zName) == 0
+            && (!zApprox || strcmp(kUnary[i].zApprox, zApprox) == 0)) {
+            pCall->pParams = (void *)&kUnary[i];   /* read only; nothing to free */
+            return 0;
+        }
+    snprintf(zErr, nErr, "%s: not a unary op", zName);
+    return -1;
+}
+
+/* Whether every acc value is an output value (the acc rounding is then the last one). */
+static int acc_fits_out(parity_dtype acc, parity_dtype out)
+{
+    if (acc == out || out == PARITY_DT_F64) return 1;
+    return out == PARITY_DT_F32 && (acc == PARITY_DT_F16 || acc == PARITY_DT_BF16);
+}
+
+/* The largest finite value of a float dtype: (2^p - 1) ulp(max). */
+static double dtype_max(parity_dtype dt)
+{
+    return (1.0 / parity_unit_roundoff(dt) - 1.0) * parity_ulp_at(dt, INFINITY);
+}
+
+static int unary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    const unary_fn *pF = pCall->pParams;
+    const parity_dtype acc = pCall->accDtype, out = pCall->outDtype;
+    double x = pCall->aIn[0].aValue[linear], y, a;
+
+    *pBound = 0.0;
+    if (x != x) {
+        mpfr_set_nan(ref);
+        return 0;
+    }
+    if (isinf(x) || x == 0.0) {
+        int k = isinf(x) ? (x < 0 ? 0 : 3) : (signbit(x) ? 1 : 2);
+        y = pF->aSpecial[k];
+        mpfr_set_d(ref, y, MPFR_RNDN);
+        if (y != y || isinf(y)) return 0;
+        a = pF->c * parity_ulp_at(acc, y);
+    } else {
+        mpfr_t xm;
+        mpfr_init2(xm, 53);
+        mpfr_set_d(xm, x, MPFR_RNDN);
+        pF->xRef(ref, xm, MPFR_RNDN);
+        mpfr_clear(xm);
+        if (mpfr_nan_p(ref) || mpfr_inf_p(ref)) return 0;
+        y = fabs(mpfr_get_d(ref, MPFR_RNDU));
+        a = pF->c * parity_ulp_at(acc, y);
+        if (pF->gScale) {
+            double g = pF->gScale == 1 ? 1.0 / (1.0 + exp(-x)) : 0.5;
+            a += fabs(x) * pF->cG * parity_ulp_at(acc, g);
+        }
+        if (pF->expOverflow && -x > log(dtype_max(acc)) * (1.0 - 1e-6)) a += y;
+    }
+    y = fabs(y);
+    if (a == 0.0 && parity_round_to_dtype(ref, out) == mpfr_get_d(ref, MPFR_RNDN)) {
+        *pBound = 0.0;
+        return 0;
+    }
+    *pBound = a + (acc_fits_out(acc, out) ? 0.0 : 0.5 * parity_ulp_at(out, y + a));
+    return 0;
+}
+
+#define UNARY_OP(sym, name, model) \
+    const parity_op_def sym = { name, model, 1, 1, unary_prepare, unary_element, NULL, NULL, NULL, 0 };
+
+UNARY_OP(parity_op_gelu, "gelu",
+         "approximate none: c = 2 ulps + |x| (c_f + 2)/2 ulp(1/2), tanh: |x| (c_f + 5)/2 "
+         "ulp(1/2) (erf/tanh within c_f = 4 ulps, 1 + erf cancels), then 0.5 ulp_out")
+UNARY_OP(parity_op_silu, "silu",
+         "1 ulp + |x| (2 c_f + 2) ulp(sigmoid(x)), exp within c_f = 4 ulps; 0.5 ulp_out")
+UNARY_OP(parity_op_sigmoid, "sigmoid",
+         "2 c_f + 2 = 10 ulps of acc (exp within c_f = 4 ulps, glibc manual); 0.5 ulp_out")
+UNARY_OP(parity_op_tanh, "tanh", "4 ulps of acc (glibc manual, Errors in Math Functions); 0.5 ulp_out")
+UNARY_OP(parity_op_exp, "exp", "4 ulps of acc (glibc manual, Errors in Math Functions); 0.5 ulp_out")
+UNARY_OP(parity_op_log, "log", "4 ulps of acc (glibc manual, Errors in Math Functions); 0.5 ulp_out")
+UNARY_OP(parity_op_sqrt, "sqrt", "correctly rounded in acc (IEEE 754), 0.5 ulp; 0.5 ulp_out")
+UNARY_OP(parity_op_rsqrt, "rsqrt", "2 ulps of acc (1/sqrt: two roundings); 0.5 ulp_out")
+UNARY_OP(parity_op_reciprocal, "reciprocal", "correctly rounded in acc (IEEE 754), 0.5 ulp; 0.5 ulp_out")
+UNARY_OP(parity_op_erf, "erf", "4 ulps of acc (glibc manual, Errors in Math Functions); 0.5 ulp_out")
+UNARY_OP(parity_op_neg, "neg", "exact; only the rounding to the output dtype (0.5 ulp)")
+UNARY_OP(parity_op_abs, "abs", "exact; only the rounding to the output dtype (0.5 ulp)")

@@ -1,0 +1,62 @@
+/*
+ * rows.h - rows of a tensor along some of its dims, for the op files that reduce or scan
+ * along dims (op_log_softmax.c, op_var.c, op_cumsum.c, op_rms_norm.c; op_softmax.c could
+ * use it too).
+ *
+ * A "row" is the set of elements that share their indices on the kept dims; its elements
+ * are ordered row-major over the reduced dims. Rows are numbered row-major over the kept
+ * dims, so for a reduction the row number is the output's linear index (with or without
+ * keepdim), and for a same-shape op (softmax, cumsum) parity_rows_locate maps an output
+ * index to (row, position in row).
+ */
+#ifndef PARITY_ROWS_H
+#define PARITY_ROWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ops.h"
+
+typedef struct {
+    int rank;
+    uint64_t aDim[PARITY_MAX_RANK];
+    unsigned char aRed[PARITY_MAX_RANK];           /* 1: dim is reduced (in the row) */
+    int nKept, nRed;
+    uint64_t aKeptDim[PARITY_MAX_RANK], aKeptStride[PARITY_MAX_RANK];
+    uint64_t aRedDim[PARITY_MAX_RANK], aRedStride[PARITY_MAX_RANK];
+    uint64_t n;        /* elements per row (product of the reduced dims) */
+    uint64_t nRow;     /* rows (product of the kept dims) */
+} parity_rows;
+
+/* Sets pR up for pX with the dims flagged in aReduce (rank entries, 0/1). */
+void parity_rows_init(parity_rows *pR, const parity_operand *pX, const unsigned char *aReduce);
+
+/* Reads attribute zAttr ("dim": an int, or a list when allowList) into aReduce. Absent or
+ * an empty list: every dim when allIfAbsent, else dim defDim. Errors (-1, zErr set, message
+ * prefixed with zOp): wrong type, a dim out of range (naming the dim and the rank), a dim
+ * given twice. Returns 0. */
+int parity_rows_parse_dim(const char *zOp, const parity_operand *pX, const parity_attr *aAttr,
+                          size_t nAttr, const char *zAttr, int allowList, int allIfAbsent,
+                          int64_t defDim, unsigned char *aReduce, char *zErr, size_t nErr);
+
+/* Reads "keepdim" (0/1, default 0). Returns 0, or -1 with zErr set. */
+int parity_rows_parse_keepdim(const char *zOp, const parity_attr *aAttr, size_t nAttr,
+                              int *pKeepdim, char *zErr, size_t nErr);
+
+/* Checks that the output of a reduction over pR (keepdim 0/1) has the right shape. */
+int parity_rows_check_reduced(const char *zOp, const parity_rows *pR, int keepdim,
+                              const parity_op_call *pCall, char *zErr, size_t nErr);
+
+/* Checks that the output has the input's shape. */
+int parity_rows_check_same(const char *zOp, const parity_operand *pX,
+                           const parity_op_call *pCall, char *zErr, size_t nErr);
+
+/* Offset in the input of element k (0 <= k < n) of row iRow. */
+uint64_t parity_rows_offset(const parity_rows *pR, uint64_t iRow, uint64_t k);
+
+/* Copies row iRow of x into aOut (n values). */
+void parity_rows_gather(const parity_rows *pR, const double *x, uint64_t iRow, double *aOut);
+
+/* For an input-shaped index: its row and its position in the row. */
+void parity_rows_locate(const parity_rows *pR, uint64_t linear, uint64_t *piRow, uint64_t *pk);
+
+#endif
