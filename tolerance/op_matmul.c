@@ -40,11 +40,14 @@ typedef struct {
     /* For the envelope (selective verification): the 2-norm of every K-vector of a and of
      * b, indexed by the vector's offset (see vector_key). */
     double *aNormA, *aNormB;
+    double envGamma, envSlack;            /* gamma_n and the underflow slack, once */
+    double *pBT;                          /* b with its columns made contiguous, or NULL */
 } matmul_params;
 
 static void free_params(void *p)
 {
     matmul_params *pP = p;
+    free(pP->pBT);
     free(pP->aNormA);
     free(pP->aNormB);
     free(pP);
@@ -103,6 +106,10 @@ static int make_norms(parity_op_call *pCall, matmul_params *pP)
 {
     const parity_operand *pA = &pCall->aIn[0], *pB = &pCall->aIn[1];
     uint64_t nA = pP->K ? pA->nElem / pP->K : 0, nB = pP->K ? pB->nElem / pP->K : 0, v;
+    double u = parity_unit_roundoff(pCall->accDtype);
+    double n = (double)pP->K + (pP->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
+    pP->envGamma = parity_gamma(n, u);
+    pP->envSlack = n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
     pP->aNormA = calloc(nA + 1, sizeof(double));
     pP->aNormB = calloc(nB + 1, sizeof(double));
     if (!pP->aNormA || !pP->aNormB) return -1;
@@ -112,7 +119,7 @@ static int make_norms(parity_op_call *pCall, matmul_params *pP)
     }
     for (v = 0; v < nB; v++) {
         uint64_t off = pP->strideBk == 1 ? v * pP->K : v / pP->N * pP->K * pP->N + v % pP->N;
-        pP->aNormB[v] = norm2(pB->aValue + off, pP->strideBk, pP->K);
+        pP->aNormB[v] = norm2((pP->pBT ? pP->pBT : pB->aValue) + off, pP->strideBk, pP->K);
     }
     return 0;
 }
@@ -129,24 +136,21 @@ static double dot_envelope(parity_op_call *pCall, uint64_t linear)
 {
     matmul_params *pP = pCall->pParams;
     uint64_t offA, offB, j;
-    double s, u, n, gamma;
+    double s;
     if (pP->K == 0) return 0.0;   /* nothing to bound: every element is checked */
     if (!pP->aNormA && make_norms(pCall, pP) != 0) return 0.0;
     element_offsets(pP, linear, &offA, &offB, &j);
     s = pP->aNormA[vector_key(offA, pP->strideAk, pP->K, pP->N)] *
         pP->aNormB[vector_key(offB, pP->strideBk, pP->K, pP->N)];
     if (pP->hasBias) s += fabs(pP->pBias[j]);
-    u = parity_unit_roundoff(pCall->accDtype);
-    n = (double)pP->K + (pP->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
-    gamma = parity_gamma(n, u);
-    return gamma * s + 0.5 * parity_ulp_at(pCall->outDtype, s * (1.0 + gamma)) +
-           n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    return pP->envGamma * s + 0.5 * parity_ulp_at(pCall->outDtype, s * (1.0 + pP->envGamma)) +
+           pP->envSlack;
 }
 
 static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
     const matmul_params *pP = pCall->pParams;
-    const double *a = pCall->aIn[0].aValue, *b = pCall->aIn[1].aValue;
+    const double *a = pCall->aIn[0].aValue, *b = pP->pBT ? pP->pBT : pCall->aIn[1].aValue;
     uint64_t offA, offB, j;
     double absSum = 0.0, u, n, gamma, magnitude;
     const double *pBias = NULL;
@@ -243,8 +247,20 @@ static int matmul_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
     broadcast_batch(pP, pB->aDim, nBatchB, pP->K * pP->N, pP->aBatchStrideB);
     pP->strideAk = 1;
     pP->strideAm = pP->K;
-    pP->strideBk = pP->N;
-    pP->strideBn = 1;
+    /* Columns of b are N apart in memory: every term of a dot product would touch another
+     * cache line. One transposed copy (per batch matrix) makes them contiguous. */
+    {
+        uint64_t nMat = (pP->K * pP->N) != 0 ? pB->nElem / (pP->K * pP->N) : 0, m, k, j;
+        pP->pBT = malloc((pB->nElem ? pB->nElem : 1) * sizeof(double));
+        if (!pP->pBT) { snprintf(zErr, nErr, "out of memory"); return -1; }
+        for (m = 0; m < nMat; m++)
+            for (k = 0; k < pP->K; k++)
+                for (j = 0; j < pP->N; j++)
+                    pP->pBT[m * pP->K * pP->N + j * pP->K + k] =
+                        pB->aValue[m * pP->K * pP->N + k * pP->N + j];
+    }
+    pP->strideBk = 1;
+    pP->strideBn = pP->K;
     return 0;
 }
 
