@@ -20,6 +20,7 @@
 #include "../formats/capture.h"
 #include "../tolerance/tolerance.h"
 #include "../tolerance/judge.h"
+#include "../tolerance/tolfile.h"
 
 #define PARITY_ULP_BUCKETS 64   /* bucket 0: distance 0; bucket k: [2^(k-1), 2^k) */
 
@@ -129,6 +130,7 @@ typedef struct {
     int hasMaxUlp;
     uint64_t maxUlp;
     int nThreads;             /* compute threads; 0 picks the number of cores */
+    const parity_tolfile *pTolFile;   /* --tolerance overrides of the op models, or NULL */
     uint64_t nSlabBytes;      /* bytes per side per slab read; 0 picks the default */
 } parity_diff_options;
 

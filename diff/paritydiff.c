@@ -27,6 +27,7 @@ static const char *g_zProgram = "paritydiff";
 typedef struct {
     parity_diff_options diff;
     const char *zJson;
+    const char *zTolerance;
     int quiet;
     const char *zEager, *zCompiled;
 } cli_args;
@@ -44,6 +45,8 @@ static void usage(FILE *pOut)
 "      --max-ulp N         also accept elements within N ulps (in the tensor's dtype)\n"
 "      --signed-zeros      -0 vs +0 is a mismatch (default: equal)\n"
 "      --strict            tensors missing on one side fail the diff\n"
+"      --tolerance FILE    overrides of the op models per op and tensor (YAML;\n"
+"                          see tolerance/TOLERANCE.md)\n"
 "\n"
 "Output:\n"
 "      --json FILE         write the JSON report to FILE ('-': stdout, and no text report)\n"
@@ -96,9 +99,18 @@ static int run_diff(void *pArg)
     char zErr[PARITY_ERR_LEN];
     int code;
     size_t i;
+    parity_tolfile *pTolFile = NULL;
 
+    if (pArgs->zTolerance) {
+        if (parity_tolfile_load(pArgs->zTolerance, &pTolFile, zErr, sizeof zErr) != 0) {
+            fprintf(stderr, "%s: %s\n", g_zProgram, zErr);
+            return 2;
+        }
+        pArgs->diff.pTolFile = pTolFile;
+    }
     if (parity_diff_run(&pArgs->diff, pArgs->zEager, pArgs->zCompiled, &res, zErr, sizeof zErr) != 0) {
         fprintf(stderr, "%s: %s\n", g_zProgram, zErr);
+        parity_tolfile_free(pTolFile);
         return 2;
     }
     code = res.verdict == PARITY_VERDICT_PASS ? 0 : res.verdict == PARITY_VERDICT_FAIL ? 1 : 2;
@@ -130,12 +142,14 @@ static int run_diff(void *pArg)
     }
     if (fflush(stdout) != 0) code = 2;
     parity_diff_result_free(&res);
+    parity_tolfile_free(pTolFile);
     return code;
 }
 
 int main(int argc, char **argv)
 {
     enum { OPT_RTOL = 256, OPT_ATOL, OPT_MAX_ULP, OPT_SIGNED_ZEROS, OPT_STRICT, OPT_JSON,
+           OPT_TOLERANCE,
            OPT_THREADS, OPT_TIMEOUT, OPT_STALL, OPT_MAX_MEMORY, OPT_SLAB };
     static const struct option aLong[] = {
         { "rtol", required_argument, NULL, OPT_RTOL },
@@ -144,6 +158,7 @@ int main(int argc, char **argv)
         { "signed-zeros", no_argument, NULL, OPT_SIGNED_ZEROS },
         { "strict", no_argument, NULL, OPT_STRICT },
         { "json", required_argument, NULL, OPT_JSON },
+        { "tolerance", required_argument, NULL, OPT_TOLERANCE },
         { "quiet", no_argument, NULL, 'q' },
         { "threads", required_argument, NULL, OPT_THREADS },
         { "timeout", required_argument, NULL, OPT_TIMEOUT },
@@ -180,6 +195,7 @@ int main(int argc, char **argv)
         case OPT_SIGNED_ZEROS: args.diff.signedZeros = 1; break;
         case OPT_STRICT: args.diff.strict = 1; break;
         case OPT_JSON: args.zJson = optarg; break;
+        case OPT_TOLERANCE: args.zTolerance = optarg; break;
         case 'q': args.quiet = 1; break;
         case OPT_THREADS:
             if (!parse_uint(optarg, 64, &u) || u == 0) return usage_error("invalid --threads '%s' (1 to 64)", optarg);

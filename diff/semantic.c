@@ -72,7 +72,8 @@ static void free_inputs(parity_operand *aOp, size_t n)
  * 0, or -1 with the tensor marked error. */
 static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
                      parity_operand *aIn, parity_dtype accDtype, const double *aEager,
-                     const double *aCompiled, const double *aApprox, parity_judgement *pJ,
+                     const double *aCompiled, const double *aApprox,
+                     const parity_tol_override *pOv, parity_judgement *pJ,
                      parity_dtype *pAcc, parity_tensor_result *pR)
 {
     parity_op_call call;
@@ -80,9 +81,13 @@ static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
     int rc;
     /* Large outputs of costly ops are verified selectively (judge.h); the sample is drawn
      * from a hash of the tensor's name, so a rerun checks the same elements. */
-    parity_judge_plan plan = { PARITY_JUDGE_BUDGET_TERMS, PARITY_JUDGE_SAMPLE, 0 };
+    parity_judge_plan plan;
     const char *z;
+    parity_judge_plan_default(&plan);
     for (z = pE->zPath; *z; z++) plan.seed = plan.seed * 1099511628211ULL ^ (unsigned char)*z;
+    if (pOv->hasScale) plan.boundScale = pOv->scale;
+    if (pOv->hasExtraUlps) plan.extraUlps = pOv->extraUlps;
+    if (pOv->hasNanPolicy) plan.nanLenient = pOv->nanLenient;
     if (parity_op_begin(&call, pDef, aIn, pE->nInput, pE->dtype, pE->rank, pE->aDim, accDtype,
                         pE->aAttr, pE->nAttr, zErr, sizeof zErr) != 0) {
         /* Bad parameters or operand shapes: a clear error for this tensor. */
@@ -124,14 +129,19 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
     parity_operand aIn[8], aInC[8], outE, outC;
     parity_dtype accDtype = PARITY_DT_INVALID;
     parity_judgement local;
+    parity_tol_override ov;
     char zErr[PARITY_ERR_LEN];
     int rc, rcC, haveIn = 0, haveInC = 0;
     uint64_t nBudget = OPERAND_BUDGET_ELEMS;
-    (void)pOpt;
 
     if (!pE->zOp || !pC || (pR->status != PARITY_ST_PASS && pR->status != PARITY_ST_FAIL)) return;
     if (!pDef) {
         note(pR, "op '%s' has no model yet: per-dtype tolerance", pE->zOp);
+        return;
+    }
+    parity_tolfile_resolve(pOpt->pTolFile, pE->zOp, pE->zPath, &ov);
+    if (ov.hasModel && !ov.useModel) {
+        note(pR, "%s", "model switched off by the tolerance file: per-dtype tolerance");
         return;
     }
     if (pE->nInput > sizeof aIn / sizeof aIn[0]) {
@@ -147,6 +157,7 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
             return;
         }
     }
+    if (ov.hasAccDtype) accDtype = ov.accDtype;   /* the user's policy over the promise */
     if (2 * pE->nElem > nBudget / 2) {
         note(pR, "%s", "output exceeds the reference's memory budget: per-dtype tolerance");
         return;
@@ -172,7 +183,7 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
 
     /* Both sides against the reference from the eager inputs: the classes, and the
      * divergence verdict when the compiled side's own inputs are unknown. */
-    if (run_model(pDef, pE, aIn, accDtype, outE.aValue, outC.aValue, outE.aValue,
+    if (run_model(pDef, pE, aIn, accDtype, outE.aValue, outC.aValue, outE.aValue, &ov,
                   &pR->judgement, &pR->accDtype, pR) != 0)
         goto done;
     pR->hasJudgement = 1;
@@ -181,8 +192,8 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
 
     if (haveInC) {
         /* Is the compiled kernel right for what it was given? */
-        if (run_model(pDef, pE, aInC, accDtype, NULL, outC.aValue, outE.aValue, &local, NULL,
-                      pR) != 0)
+        if (run_model(pDef, pE, aInC, accDtype, NULL, outC.aValue, outE.aValue, &ov, &local,
+                      NULL, pR) != 0)
             goto done;
         pR->hasLocalCheck = 1;
         pR->nLocalFail = local.nFail;

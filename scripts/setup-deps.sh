@@ -10,8 +10,10 @@ packages=(
   libmpfr-dev libgmp-dev          # high-precision reference
   libcriterion-dev                # unit tests
   libjansson-dev                  # JSON reports
+  libyaml-dev                     # the tolerance file
   clang-14 libclang-rt-14-dev     # libFuzzer harnesses and sanitizer runtime
   python3 python3-h5py python3-numpy   # tests and the example only, never the tools
+  glibc-source                    # libm-test-ulps for tests/bench/validate_libm.sh (25 MB)
 )
 
 missing=()

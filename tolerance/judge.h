@@ -52,7 +52,14 @@ typedef struct {
     double budgetTerms;            /* full verification up to this many reference terms */
     uint64_t nSample;
     uint64_t seed;
+    /* Overrides from the tolerance file (tolfile.h); 1, 0, 0 keep the model as it is. */
+    double boundScale;             /* every bound is multiplied by this */
+    double extraUlps;              /* and grows by this many ulps of the output dtype */
+    int nanLenient;                /* a finite compiled value where the reference is NaN passes */
 } parity_judge_plan;
+
+/* The plan paritydiff uses unless the tolerance file says otherwise. */
+void parity_judge_plan_default(parity_judge_plan *pPlan);
 
 #define PARITY_JUDGE_BUDGET_TERMS 6.7e7    /* ~2 s of exact dot products on this machine */
 #define PARITY_JUDGE_SAMPLE 8192

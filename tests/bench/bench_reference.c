@@ -36,10 +36,12 @@ static int run_sampled(size_t n)
     parity_operand aIn[2];
     parity_op_call call;
     parity_judgement judgement;
-    parity_judge_plan plan = { PARITY_JUDGE_BUDGET_TERMS, PARITY_JUDGE_SAMPLE, 12345 };
+    parity_judge_plan plan;
     char zErr[256];
 
     if (!a || !b || !c || !u) return 1;
+    parity_judge_plan_default(&plan);
+    plan.seed = 12345;
     for (i = 0; i < 4 * n; i++) {
         state = state * 6364136223846793005ULL + 1442695040888963407ULL;
         /* 8-bit significands, so every product below is exact in float32 */

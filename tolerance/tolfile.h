@@ -1,0 +1,41 @@
+/*
+ * tolfile.h - the tolerance file: human-edited overrides of the op models, per op and per
+ * tensor path (`paritydiff --tolerance FILE`). Format and example: tolerance/TOLERANCE.md.
+ *
+ * Resolution for a tensor: `defaults`, then `ops.<op>`, then `tensors.<path>`; each level
+ * overrides only the keys it sets.
+ */
+#ifndef PARITY_TOLFILE_H
+#define PARITY_TOLFILE_H
+
+#include <stddef.h>
+#include "../formats/dtype.h"
+
+typedef struct {
+    int hasScale;
+    double scale;            /* multiplies every element's bound (>= 0) */
+    int hasExtraUlps;
+    double extraUlps;        /* adds this many ulps of the output dtype at the reference */
+    int hasAccDtype;
+    parity_dtype accDtype;   /* the accumulation dtype to assume (overrides the attribute) */
+    int hasNanPolicy;
+    int nanLenient;          /* 0 "reference": the reference decides non-finite values;
+                              * 1 "lenient": a finite compiled value where the reference is
+                              * NaN passes (fully masked rows returning 0, say) */
+    int hasModel;
+    int useModel;            /* 0: judge with the per-dtype tolerance instead */
+} parity_tol_override;
+
+typedef struct parity_tolfile parity_tolfile;
+
+/* Reads and checks zPath (YAML, parsed with libyaml). Unknown keys, wrong types and bad
+ * values are errors, so a typo never silently changes nothing. Returns 0, or -1 with one
+ * line in zErr. */
+int parity_tolfile_load(const char *zPath, parity_tolfile **ppFile, char *zErr, size_t nErr);
+void parity_tolfile_free(parity_tolfile *pFile);
+
+/* The override in force for a tensor (zOp may be NULL). pFile may be NULL: nothing set. */
+void parity_tolfile_resolve(const parity_tolfile *pFile, const char *zOp, const char *zPath,
+                            parity_tol_override *pOut);
+
+#endif
