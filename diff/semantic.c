@@ -88,6 +88,8 @@ static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
     if (pOv->hasScale) plan.boundScale = pOv->scale;
     if (pOv->hasExtraUlps) plan.extraUlps = pOv->extraUlps;
     if (pOv->hasNanPolicy) plan.nanLenient = pOv->nanLenient;
+    if (pOv->hasBound) plan.probabilistic = pOv->probabilistic;
+    if (pOv->hasLambda) plan.lambda = pOv->lambda;
     if (parity_op_begin(&call, pDef, aIn, pE->nInput, pE->dtype, pE->rank, pE->aDim, accDtype,
                         pE->aAttr, pE->nAttr, zErr, sizeof zErr) != 0) {
         /* Bad parameters or operand shapes: a clear error for this tensor. */

@@ -311,6 +311,7 @@ static json_t *report_judgement(const parity_tensor_result *pT)
     rc |= report_set(pClasses, "eager_worse", report_uint(pJ->nEagerWorse));
     rc |= report_set(pClasses, "both_beyond", report_uint(pJ->nBothBeyond));
     rc |= report_set(pClasses, "nonfinite_divergence", report_uint(pJ->nNonFinite));
+    rc |= report_set(pClasses, "suspicious", report_uint(pJ->nSuspicious));
     rc |= report_set(pObj, "model", report_string(pT->zModelOp));
     rc |= report_set(pObj, "model_description", report_string(pT->zModel));
     rc |= report_set(pObj, "acc_dtype", report_dtype(pT->accDtype));
@@ -319,6 +320,10 @@ static json_t *report_judgement(const parity_tensor_result *pT)
     rc |= report_set(pObj, "flagged", pJ->sampled ? report_uint(pJ->nFlagged) : json_null());
     rc |= report_set(pObj, "sampled", pJ->sampled ? report_uint(pJ->nSampled) : json_null());
     rc |= report_set(pObj, "max_bound", report_real(pJ->maxBound));
+    rc |= report_set(pObj, "bound", json_string(pJ->probabilisticDecides ? "probabilistic"
+                                                                        : "deterministic"));
+    rc |= report_set(pObj, "lambda", pJ->hasProbabilistic ? report_real(pJ->lambda) : json_null());
+    rc |= report_set(pObj, "suspicious", json_boolean(pJ->nSuspicious > 0));
     rc |= report_set(pObj, "compiled_max_abs_err", report_real(pJ->maxErrCompiled));
     rc |= report_set(pObj, "eager_max_abs_err", report_real(pJ->maxErrEager));
     rc |= report_set(pObj, "compiled_max_ulp", report_real(pJ->maxUlpCompiled));

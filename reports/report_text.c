@@ -214,6 +214,10 @@ static void report_put_stats(FILE *pOut, const parity_tensor_result *pT)
                 pJ->nNonFinite);
         fprintf(pOut, "  model %s (acc %s): %s\n", pT->zModelOp, parity_dtype_name(pT->accDtype),
                 pT->zModel);
+        if (pJ->nSuspicious > 0)
+            fprintf(pOut, "  suspicious: %" PRIu64 " elements within the deterministic bound but beyond "
+                    "the probabilistic one (lambda %g; reported, not failed)\n", pJ->nSuspicious,
+                    pJ->lambda);
         if (pJ->sampled)
             fprintf(pOut, "  reference checked %" PRIu64 " of %" PRIu64 " elements: %" PRIu64
                     " where the runs disagree beyond the envelope, %" PRIu64 " sampled\n",
@@ -232,7 +236,8 @@ static void report_put_stats(FILE *pOut, const parity_tensor_result *pT)
 /* Blocks go to tensors that are not pass, and to passing ones that carry warnings. */
 static int report_has_block(const parity_tensor_result *pT)
 {
-    return pT->status != PARITY_ST_PASS || pT->nWarning > 0;
+    return pT->status != PARITY_ST_PASS || pT->nWarning > 0 ||
+           (pT->hasJudgement && pT->judgement.nSuspicious > 0);
 }
 
 static void report_put_tensor(FILE *pOut, const parity_tensor_result *pT)
@@ -243,6 +248,10 @@ static void report_put_tensor(FILE *pOut, const parity_tensor_result *pT)
     report_put_header(pOut, pT);
     /* A passing tensor is only shown for its warnings: its figures are not news. */
     if (pT->hasStats && pT->status != PARITY_ST_PASS) report_put_stats(pOut, pT);
+    else if (pT->hasJudgement && pT->judgement.nSuspicious > 0)
+        fprintf(pOut, "  suspicious: %" PRIu64 " elements within the deterministic bound but beyond "
+                "the probabilistic one (lambda %g; reported, not failed)\n",
+                pT->judgement.nSuspicious, pT->judgement.lambda);
     if (pT->zCause) fprintf(pOut, "  cause: %s\n", pT->zCause);
     if (pT->zMessage) fprintf(pOut, "  error: %s\n", pT->zMessage);
     if (pT->zModelNote && pT->status != PARITY_ST_PASS) fprintf(pOut, "  note: %s\n", pT->zModelNote);

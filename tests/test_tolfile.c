@@ -205,3 +205,59 @@ Test(tolfile, scale_extra_ulps_and_acc_dtype_end_to_end)
         run_free(&res);
     }
 }
+
+/* A [2, 4096] @ [4096, 2] matmul of values in [0, 1) (sums ~1024): the deterministic bound
+ * is gamma_4096(2^-24) * 1024 ~ 0.25, the probabilistic one (lambda 8) about 8 * 64 * 2^-24
+ * * 1024 ~ 0.03. A compiled error of 0.1 lies between: suspicious but passing by default,
+ * failing with "bound: probabilistic", passing again with a lambda large enough. */
+Test(tolfile, probabilistic_bound_marks_then_decides)
+{
+    enum { M = 2, K = 4096, N = 2 };
+    const char *zE = tmp_path("pe.h5"), *zC = tmp_path("pc.h5");
+    const uint64_t aA[2] = { M, K }, aB[2] = { K, N }, aY[2] = { M, N };
+    static float a[M * K], b[K * N];
+    float y[M * N], yc[M * N];
+    const char *azIn[] = { "/a", "/b" };
+    const char *zProb = write_text("p.yaml", "parity_tolerance: 1\nops: {matmul: {bound: probabilistic}}\n");
+    const char *zLam = write_text("l.yaml",
+        "parity_tolerance: 1\nops: {matmul: {bound: probabilistic, lambda: 40}}\n");
+    uint64_t state = 99;
+    int i, j, k, side;
+    run_result res;
+    json_t *pDoc, *pJ;
+
+    for (i = 0; i < M * K; i++) a[i] = (float)((double)(splitmix64(&state) >> 11) * 0x1p-53);
+    for (i = 0; i < K * N; i++) b[i] = (float)((double)(splitmix64(&state) >> 11) * 0x1p-53);
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            double s = 0.0;   /* near-exact: binary64 accumulation */
+            for (k = 0; k < K; k++) s += (double)a[i * K + k] * b[k * N + j];
+            y[i * N + j] = (float)s;
+            yc[i * N + j] = (float)(s + (i == 1 && j == 1 ? 0.1 : 0.0));
+        }
+    for (side = 0; side < 2; side++) {
+        parity_writer *pW = wopen(side ? zC : zE);
+        w_tensor(pW, "/a", PARITY_DT_F32, 2, aA, a);
+        w_tensor(pW, "/b", PARITY_DT_F32, 2, aB, b);
+        w_tensor(pW, "/y", PARITY_DT_F32, 2, aY, side ? yc : y);
+        w_op(pW, "/y", "matmul", azIn, 2);
+        wclose(pW);
+    }
+    run_paritydiff(&res, "--json", "-", zE, zC, NULL);
+    cr_assert_eq(res.code, 0, "the deterministic bound decides by default: %s", res.zErr);
+    pDoc = parse_json(res.zOut);
+    pJ = json_object_get(json_array_get(json_object_get(pDoc, "tensors"), 2), "judgement");
+    cr_assert(json_is_true(json_object_get(pJ, "suspicious")), "marked suspicious");
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(pJ, "classes"), "suspicious")), 1);
+    cr_assert_str_eq(json_string_value(json_object_get(pJ, "bound")), "deterministic");
+    cr_assert_float_eq(json_real_value(json_object_get(pJ, "lambda")), 8.0, 0.0);
+    json_decref(pDoc);
+    run_free(&res);
+
+    run_paritydiff(&res, "--tolerance", zProb, zE, zC, NULL);
+    cr_assert_eq(res.code, 1, "the probabilistic bound fails it: %s", res.zOut);
+    run_free(&res);
+    run_paritydiff(&res, "--tolerance", zLam, zE, zC, NULL);
+    cr_assert_eq(res.code, 0, "lambda 40 widens it past 0.1: %s", res.zOut);
+    run_free(&res);
+}

@@ -68,6 +68,7 @@ void parity_judge_plan_default(parity_judge_plan *pPlan)
     pPlan->budgetTerms = PARITY_JUDGE_BUDGET_TERMS;
     pPlan->nSample = PARITY_JUDGE_SAMPLE;
     pPlan->boundScale = 1.0;
+    pPlan->lambda = PARITY_DEFAULT_LAMBDA;
 }
 
 int parity_judge(parity_op_call *pCall, const double *aEager, const double *aCompiled,
@@ -94,9 +95,13 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
         threshold = pPlan->nSample >= pCall->nOut ? UINT64_MAX
                   : (uint64_t)((double)pPlan->nSample / (double)pCall->nOut * 18446744073709551615.0);
     }
+    if (pPlan) pCall->lambda = pPlan->lambda;
+    pJ->lambda = pCall->lambda;
+    pJ->probabilisticDecides = pPlan && pPlan->probabilistic;
     mpfr_inits2(PARITY_REF_PREC, ref, scratch, (mpfr_ptr)0);
     for (i = 0; i < pCall->nOut; i++) {
         double bound = 0.0, rounded, c = aCompiled[i], e = aEager ? aEager[i] : 0.0;
+        double probBound;
         double errC, errE = 0.0, ulp, ratio;
         int cOut, eOut = 0, finiteRef;
 
@@ -104,6 +109,7 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
                                    pPlan->seed, pJ))
             continue;
 
+        pCall->probBound = NAN;
         if (pCall->pDef->xElement(pCall, i, ref, &bound) != 0) {
             snprintf(zErr, nErr, "%s: reference failed at element %llu", pCall->pDef->zName,
                      (unsigned long long)i);
@@ -111,9 +117,20 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
             break;
         }
         pJ->nChecked++;
-        if (pPlan && (pPlan->boundScale != 1.0 || pPlan->extraUlps > 0.0))
-            bound = bound * pPlan->boundScale +
-                    pPlan->extraUlps * parity_ulp_at(pCall->outDtype, mpfr_get_d(ref, MPFR_RNDN));
+        probBound = pCall->probBound;
+        if (probBound == probBound) {
+            pJ->hasProbabilistic = 1;
+            if (pJ->probabilisticDecides) {
+                double t = bound;
+                bound = probBound;
+                probBound = t;   /* the deterministic one is then only a ceiling */
+            }
+        }
+        if (pPlan && (pPlan->boundScale != 1.0 || pPlan->extraUlps > 0.0)) {
+            double extra = pPlan->extraUlps * parity_ulp_at(pCall->outDtype, mpfr_get_d(ref, MPFR_RNDN));
+            bound = bound * pPlan->boundScale + extra;
+            if (probBound == probBound) probBound = probBound * pPlan->boundScale + extra;
+        }
         rounded = parity_round_to_dtype(ref, pCall->outDtype);
         finiteRef = fabs(rounded) <= 1.79769313486231570815e308;
         if (bound > pJ->maxBound) pJ->maxBound = bound;
@@ -155,6 +172,9 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
                 }
             }
             ratio = bound > 0.0 ? errC / bound : (errC > 0.0 ? INFINITY : 0.0);
+            /* Within the deciding bound but beyond the probabilistic one: reported. */
+            if (!cOut && !pJ->probabilisticDecides && probBound == probBound && errC > probBound)
+                pJ->nSuspicious++;
             if (cOut && eOut && errC <= errE) {
                 pJ->nBothBeyond++;
                 cOut = 0;   /* reported, not failed */

@@ -25,6 +25,11 @@ typedef struct {
     uint64_t nChecked;
     uint64_t nWithin, nCompiledWorse, nEagerWorse, nBothBeyond;
     uint64_t nNonFinite;           /* compiled non-finite divergences (failures) */
+    uint64_t nSuspicious;          /* compiled within the deterministic bound but beyond the
+                                    * probabilistic one (ops that have one): reported only */
+    int hasProbabilistic;          /* the op provided a probabilistic bound */
+    int probabilisticDecides;      /* the tolerance file made it the failing bound */
+    double lambda;
     uint64_t nFail;                /* nCompiledWorse + nNonFinite */
     double maxErrCompiled, maxErrEager;   /* absolute, against the reference (finite) */
     double maxUlpCompiled, maxUlpEager;   /* in ulps of the output dtype at the reference */
@@ -54,6 +59,8 @@ typedef struct {
     uint64_t seed;
     /* Overrides from the tolerance file (tolfile.h); 1, 0, 0 keep the model as it is. */
     double boundScale;             /* every bound is multiplied by this */
+    double lambda;                 /* of the probabilistic bound (PARITY_DEFAULT_LAMBDA) */
+    int probabilistic;             /* the probabilistic bound decides failure */
     double extraUlps;              /* and grows by this many ulps of the output dtype */
     int nanLenient;                /* a finite compiled value where the reference is NaN passes */
 } parity_judge_plan;

@@ -221,6 +221,16 @@ double parity_gamma(double n, double u)
     return res;
 }
 
+double parity_gamma_prob(double n, double u, double lambda)
+{
+    double g;
+    if (!(n >= 0.0) || !(u >= 0.0) || !(lambda >= 0.0)) return NAN;
+    if (n == 0.0) return 0.0;
+    g = expm1(lambda * sqrt(n) * u + n * u * u / (1.0 - u));
+    /* expm1 and the argument carry a few roundings: a relative 2^-48 up covers them. */
+    return g * (1.0 + 0x1p-48);
+}
+
 double parity_ulp_at(parity_dtype dt, double x)
 {
     const float_fmt *pF = float_fmt_of(dt);

@@ -31,6 +31,19 @@ double parity_unit_roundoff(parity_dtype dt);
  * ed., 2002, Lemma 3.1); +Inf when n u >= 1 (no bound). */
 double parity_gamma(double n, double u);
 
+/* The probabilistic counterpart of gamma_n (Higham & Mary, "A new approach to probabilistic
+ * rounding error analysis", SIAM J. Sci. Comput. 41(5), 2019, Theorem 2.4): with rounding
+ * errors modelled as independent, mean-zero random variables, a sum or dot product of n
+ * terms satisfies |error| <= gamma~_n(lambda) sum |terms| with probability at least
+ * 1 - 2n exp(-lambda^2 (1 - u)^2 / 2), where
+ *     gamma~_n(lambda) = exp(lambda sqrt(n) u + n u^2 / (1 - u)) - 1.
+ * PARITY_DEFAULT_LAMBDA = 8 makes that failure probability at most 2n e^-32, about 2.5e-14 n.
+ * Structured data (constant rows, exact cancellation) breaks the independence assumption,
+ * which is why this bound only marks elements "suspicious" unless the tolerance file makes
+ * it decide. Rounded up. */
+#define PARITY_DEFAULT_LAMBDA 8.0
+double parity_gamma_prob(double n, double u, double lambda);
+
 /* The spacing of dt's representable numbers at |x|: 2^(e - p + 1) for |x| in [2^e, 2^(e+1))
  * clamped below at the smallest subnormal; for |x| beyond the largest finite value, the
  * spacing at the largest finite value. x may be 0 (gives the smallest subnormal). */

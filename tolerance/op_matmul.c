@@ -166,6 +166,13 @@ static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     magnitude = fabs(mpfr_get_d(ref, MPFR_RNDN)) + gamma * absSum;
     *pBound = gamma * absSum + 0.5 * parity_ulp_at(pCall->outDtype, magnitude) +
               n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    {
+        double gProb = parity_gamma_prob(n, u, pCall->lambda);
+        if (gProb < gamma)
+            pCall->probBound = gProb * absSum +
+                               0.5 * parity_ulp_at(pCall->outDtype, magnitude) +
+                               n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    }
     return 0;
 }
 

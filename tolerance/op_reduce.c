@@ -215,6 +215,14 @@ static int reduce_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
         return 0;
     }
     *pBound = eAcc + 0.5 * parity_ulp_at(out, r + eAcc);
+    if (!pP->narrow && n > 1.0) {
+        /* Higham & Mary 2019 for the sum (and the mean's sum): lambda sqrt(n) u scale. */
+        int isMean = pP->pSpec->kind == RED_MEAN;
+        double nTerm = isMean ? n + 1.0 : n - 1.0;
+        double gProb = parity_gamma_prob(nTerm, u, pCall->lambda) * (isMean ? absSum / n : absSum);
+        double gDet = eAcc;
+        if (gProb < gDet) pCall->probBound = gProb + 0.5 * parity_ulp_at(out, r + eAcc);
+    }
     return 0;
 }
 

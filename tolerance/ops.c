@@ -3,8 +3,10 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include "ops.h"
+#include "mpref.h"
 
 extern const parity_op_def parity_op_relu, parity_op_matmul, parity_op_linear, parity_op_bmm,
     parity_op_softmax, parity_op_layer_norm;
@@ -18,6 +20,7 @@ extern const parity_op_def parity_op_gelu, parity_op_silu, parity_op_sigmoid, pa
 extern const parity_op_def parity_op_add, parity_op_sub, parity_op_mul, parity_op_div,
     parity_op_maximum, parity_op_minimum, parity_op_sum, parity_op_mean, parity_op_amax,
     parity_op_amin;
+extern const parity_op_def parity_op_scaled_dot_product_attention, parity_op_conv2d;
 
 const parity_op_def *const parity_op_registry[] = {
     &parity_op_relu,
@@ -27,6 +30,7 @@ const parity_op_def *const parity_op_registry[] = {
     &parity_op_matmul,
     &parity_op_linear,
     &parity_op_bmm,
+    &parity_op_scaled_dot_product_attention, &parity_op_conv2d,
     &parity_op_transpose, &parity_op_permute, &parity_op_reshape, &parity_op_cast,
     &parity_op_softmax,
     &parity_op_log_softmax, &parity_op_logsumexp, &parity_op_var, &parity_op_cumsum,
@@ -81,6 +85,8 @@ int parity_op_begin(parity_op_call *pCall, const parity_op_def *pDef,
     /* Kernels for 16- and 8-bit outputs accumulate in float32 unless they say otherwise. */
     pCall->accDtype = accDtype != PARITY_DT_INVALID ? accDtype
                     : outDtype == PARITY_DT_F64 ? PARITY_DT_F64 : PARITY_DT_F32;
+    pCall->lambda = PARITY_DEFAULT_LAMBDA;
+    pCall->probBound = NAN;
     if (pDef->xPrepare(pCall, aAttr, nAttr, zErr, nErr) != 0) {
         parity_op_end(pCall);
         return -1;

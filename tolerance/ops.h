@@ -44,6 +44,12 @@ typedef struct {
     uint64_t nOut;
     parity_dtype accDtype;    /* "acc_dtype", else the op's default for outDtype */
     void *pParams;            /* op-specific, made by xPrepare, freed by parity_op_end */
+    /* Probabilistic bound (Higham & Mary 2019) for ops that have one (dot products,
+     * sums): xElement stores the element's probabilistic bound in probBound, computed
+     * with lambda; the judge sets probBound to NaN before each call, so ops without one
+     * leave it NaN. */
+    double lambda;
+    double probBound;
 } parity_op_call;
 
 struct parity_op_def {

@@ -91,9 +91,24 @@ static int parse_override(yaml_document_t *pDoc, yaml_node_t *pMap, const char *
                 return -1;
             }
             pOv->hasModel = 1;
+        } else if (strcmp(zKey, "bound") == 0) {
+            if (strcmp(zVal, "deterministic") == 0) pOv->probabilistic = 0;
+            else if (strcmp(zVal, "probabilistic") == 0) pOv->probabilistic = 1;
+            else {
+                snprintf(zErr, nErr, "%s.bound: '%s' (expected deterministic or probabilistic)",
+                         zWhere, zVal);
+                return -1;
+            }
+            pOv->hasBound = 1;
+        } else if (strcmp(zKey, "lambda") == 0) {
+            if (parse_number(zVal, &pOv->lambda) != 0 || !(pOv->lambda > 0)) {
+                snprintf(zErr, nErr, "%s.lambda: '%s' is not a number > 0", zWhere, zVal);
+                return -1;
+            }
+            pOv->hasLambda = 1;
         } else {
             snprintf(zErr, nErr, "%s: unknown setting '%s' (scale, extra_ulps, acc_dtype, "
-                     "nan_policy, model)", zWhere, zKey);
+                     "nan_policy, model, bound, lambda)", zWhere, zKey);
             return -1;
         }
     }
@@ -241,6 +256,8 @@ static void apply(parity_tol_override *pOut, const parity_tol_override *pIn)
     if (pIn->hasAccDtype) { pOut->hasAccDtype = 1; pOut->accDtype = pIn->accDtype; }
     if (pIn->hasNanPolicy) { pOut->hasNanPolicy = 1; pOut->nanLenient = pIn->nanLenient; }
     if (pIn->hasModel) { pOut->hasModel = 1; pOut->useModel = pIn->useModel; }
+    if (pIn->hasBound) { pOut->hasBound = 1; pOut->probabilistic = pIn->probabilistic; }
+    if (pIn->hasLambda) { pOut->hasLambda = 1; pOut->lambda = pIn->lambda; }
 }
 
 void parity_tolfile_resolve(const parity_tolfile *pFile, const char *zOp, const char *zPath,

@@ -24,6 +24,10 @@ typedef struct {
                               * NaN passes (fully masked rows returning 0, say) */
     int hasModel;
     int useModel;            /* 0: judge with the per-dtype tolerance instead */
+    int hasBound;
+    int probabilistic;       /* "bound: probabilistic": the Higham-Mary bound decides */
+    int hasLambda;
+    double lambda;           /* of the probabilistic bound (> 0) */
 } parity_tol_override;
 
 typedef struct parity_tolfile parity_tolfile;

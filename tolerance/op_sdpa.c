@@ -1,0 +1,424 @@
+/*
+ * op_sdpa.c - scaled_dot_product_attention(q, k, v, attn_mask?) with PyTorch semantics:
+ * q [..., L, E], k [..., S, E], v [..., S, Ev] -> out [..., L, Ev]; batch dims broadcast
+ * (equal, or 1); attn_mask (4th input) broadcasts to [..., L, S] and is boolean (bool
+ * dtype, True = keep) or float (added to the scores); attribute is_causal (0/1, default 0;
+ * keeps j <= l, top-left aligned like torch's tril; an error together with a mask) and
+ * scale (default 1/sqrt(E)).
+ *
+ * Reference (per output row b, l, at PARITY_REF_PREC bits): s_j = scale * (q . k_j) with the
+ * dot product exact (mpref.h) and one rounding for the multiply, + mask_j for a float mask;
+ * masked entries (causal, False, -Inf) are -Inf. Then the shifted softmax as in
+ * op_softmax.c: m = max s_j, e_j = exp(s_j - m) and their sum with mpfr_sum, and each output
+ * element o_c = (sum_j e_j v_jc) / sum_j e_j with the products exact and one summation
+ * rounding. Non-finite rows follow torch: a NaN or +Inf score anywhere, or every entry
+ * masked, makes the row NaN (torch's softmax gives NaN on a fully masked row); S = 0 gives
+ * zeros. A masked entry has weight exactly 0 (0 * Inf v is NaN, as in torch's math path).
+ *
+ * Bound, for a kernel computing in precision u (acc_dtype), per output element (b, l, c):
+ *
+ * 1. Scores. Any summation order of the E products: Higham 2002, eq. (3.5), so
+ *      |ds_j| <= gamma_{nS}(u) |scale| sum_e |q_e k_je| + E/2 subnormal_acc |scale|
+ *    with nS = E + 4: besides the E terms, up to four roundings per product for the
+ *    scaling (scale applied to the dot product: one; or, as torch's math backend does, q
+ *    and k each multiplied by a rounded sqrt(scale): four), +2 when q, k are wider than
+ *    acc_dtype (rounded to it). A float mask adds u (|s_j| + |mask_j|) (the add, and the
+ *    mask's rounding to acc_dtype).
+ * 2. Propagation through softmax. dp_j/ds_i = p_j (delta_ij - p_i), so to first order
+ *      |dp_j| <= p_j (|ds_j| + sum_i p_i |ds_i|).
+ *    Evaluated rigorously as p_j expm1(|ds_j| + e^D sum_i p_i |ds_i|), D = max_i |ds_i|
+ *    (p^_j / p_j = e^{ds_j} / sum_i p_i e^{ds_i}, bounded with Jensen below and
+ *    e^x <= 1 + x e^D above); equal to the first-order form for small ds.
+ * 3. Softmax's own error on the computed scores: op_softmax.c's model (Blanchard, Higham
+ *    & Higham 2021, Sec. 4, exp within c/2 ulps, c = 4):
+ *      r2_j = (|s_j - m| + w + 2c + 2) u + gamma_{(c+2) S}(u),  w = sum_j p_j |s_j - m|.
+ *    When v is narrower than acc_dtype, p is also rounded to v's dtype before the P V
+ *    product (FlashAttention-2 feeds P to the tensor-core GEMM in fp16/bf16): r3 = u_v.
+ *    Per weight, R_j = (1 + r1_j)(1 + r2_j)(1 + r3) - 1 with r1_j the relative error of 2.
+ * 4. The weighted sum sum_j p^_j v_jc in any order: gamma_{nV}(u) sum_j p^_j |v_jc|, plus the
+ *    weights' errors sum_j |dp_j| |v_jc| = sum_j p_j R_j |v_jc|. nV = 2S (+1 when v is
+ *    wider than acc_dtype): S for the summation tree and up to S rescalings of the running
+ *    accumulator by an online kernel (below).
+ * 5. Output rounding 0.5 ulp_out(|o| + bound), and underflow slack of exps, products and
+ *    partial sums: S subnormal_acc (1 + sum_j |v_jc|).
+ * Altogether
+ *   B = sum_j p_j |v_jc| [R_j + gamma_{nV}(u)(1 + R_j)] + S sub_acc (1 + sum_j |v_jc|)
+ *       + 0.5 ulp_out(|o| + ...).
+ *
+ * Flash-attention style kernels (blocks over S, online softmax with running max m and sum
+ * l, accumulator o rescaled by alpha = exp(m_old - m_new), o / l at the end) stay within B:
+ * their scores are the same dot products (1.); e_j reaches its final scale through at most
+ * S rescalings, each an exp and a multiply, which is exactly what the online term
+ * gamma_{(c+2)S} of the softmax model counts (3.); the same rounded alpha multiplies o and
+ * l, so its exp error cancels in o / l and only the multiply on o remains, counted by the
+ * second S in nV (4.); dividing once at the end instead of per weight moves the same single
+ * rounding (the softmax model's division u) out of the sum; exp2 with log2(e) folded into
+ * the scale shifts all exponents of a row by one common rounded m, which cancels in the
+ * normalisation, and otherwise rounds (s_j - m), covered by |s_j - m| u; and rounding P to
+ * v's dtype is r3. Masked blocks skipped entirely contribute exactly the zeros the
+ * reference has.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops.h"
+#include "mpref.h"
+
+#define SDPA_C_EXP 4.0
+
+enum { MASK_NONE, MASK_BOOL, MASK_FLOAT };
+enum { ROW_OK, ROW_NAN, ROW_EMPTY };
+
+typedef struct {
+    uint64_t L, S, E, Ev;
+    int nBatch;
+    uint64_t aBatchDim[PARITY_MAX_RANK];
+    uint64_t aStrQ[PARITY_MAX_RANK], aStrK[PARITY_MAX_RANK], aStrV[PARITY_MAX_RANK];
+    int maskKind;
+    uint64_t aStrM[PARITY_MAX_RANK + 2];   /* over batch..., L, S; 0 where broadcast */
+    int causal;
+    double scale;
+    double nScore, nSum, uP;               /* gamma counts; p's extra rounding (r3) */
+    /* the current row */
+    int haveRow, rowKind;
+    uint64_t row, vOff;
+    mpfr_t *aE, *aProd;
+    mpfr_ptr *apE, *apProd;
+    uint64_t nInit;
+    int haveMp;
+    mpfr_t sum, m;
+    double *aP, *aR, *aDs, *aShift;
+    unsigned char *aLive;
+} sdpa_params;
+
+static void sdpa_free(void *p)
+{
+    sdpa_params *pP = p;
+    uint64_t j;
+    for (j = 0; j < pP->nInit; j++) {
+        mpfr_clear(pP->aE[j]);
+        mpfr_clear(pP->aProd[j]);
+    }
+    if (pP->haveMp) mpfr_clears(pP->sum, pP->m, (mpfr_ptr)0);
+    free(pP->aE);
+    free(pP->aProd);
+    free(pP->apE);
+    free(pP->apProd);
+    free(pP->aP);
+    free(pP->aR);
+    free(pP->aDs);
+    free(pP->aShift);
+    free(pP->aLive);
+    free(pP);
+}
+
+/* Batch strides of an operand whose dims before its last two (nOwn of them, right-aligned)
+ * broadcast to the output batch; its trailing matrix holds nMatrix elements. -1 when a dim
+ * neither matches nor is 1. */
+static int batch_strides(const sdpa_params *pP, const uint64_t *aOwn, int nOwn,
+                         uint64_t nMatrix, uint64_t *aStride)
+{
+    int d;
+    uint64_t stride = nMatrix;
+    for (d = pP->nBatch - 1; d >= 0; d--) {
+        int iOwn = nOwn - (pP->nBatch - d);
+        if (iOwn < 0) { aStride[d] = 0; continue; }
+        if (aOwn[iOwn] == pP->aBatchDim[d]) aStride[d] = aOwn[iOwn] == 1 ? 0 : stride;
+        else if (aOwn[iOwn] == 1) aStride[d] = 0;
+        else return -1;
+        stride *= aOwn[iOwn];
+    }
+    return 0;
+}
+
+static int sdpa_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                        char *zErr, size_t nErr)
+{
+    const parity_operand *pQ = &pCall->aIn[0], *pK = &pCall->aIn[1], *pV = &pCall->aIn[2];
+    sdpa_params *pP = calloc(1, sizeof *pP);
+    uint64_t aWant[PARITY_MAX_RANK];
+    int64_t causal = 0;
+    double scale = 0.0, uAcc = parity_unit_roundoff(pCall->accDtype);
+    int rc, d, nQ, nK, nV, nWant = 0;
+    uint64_t j, S;
+    char zA[128], zB[128], zC[128];
+
+    if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    pCall->pParams = pP;
+    if (pQ->rank < 2 || pK->rank < 2 || pV->rank < 2) {
+        snprintf(zErr, nErr, "scaled_dot_product_attention: q, k, v need rank >= 2, got %s, %s, %s",
+                 parity_shape_str(pQ->rank, pQ->aDim, zA, sizeof zA),
+                 parity_shape_str(pK->rank, pK->aDim, zB, sizeof zB),
+                 parity_shape_str(pV->rank, pV->aDim, zC, sizeof zC));
+        return -1;
+    }
+    pP->L = pQ->aDim[pQ->rank - 2];
+    pP->E = pQ->aDim[pQ->rank - 1];
+    pP->S = pK->aDim[pK->rank - 2];
+    pP->Ev = pV->aDim[pV->rank - 1];
+    if (pK->aDim[pK->rank - 1] != pP->E || pV->aDim[pV->rank - 2] != pP->S) {
+        snprintf(zErr, nErr, "scaled_dot_product_attention: need q [..., L, E], k [..., S, E], "
+                 "v [..., S, Ev]; got %s, %s, %s",
+                 parity_shape_str(pQ->rank, pQ->aDim, zA, sizeof zA),
+                 parity_shape_str(pK->rank, pK->aDim, zB, sizeof zB),
+                 parity_shape_str(pV->rank, pV->aDim, zC, sizeof zC));
+        return -1;
+    }
+    nQ = pQ->rank - 2; nK = pK->rank - 2; nV = pV->rank - 2;
+    pP->nBatch = nQ > nK ? nQ : nK;
+    if (nV > pP->nBatch) pP->nBatch = nV;
+    for (d = 0; d < pP->nBatch; d++) {
+        int iQ = nQ - (pP->nBatch - d), iK = nK - (pP->nBatch - d), iV = nV - (pP->nBatch - d);
+        uint64_t a[3], dim = 1;
+        int t;
+        a[0] = iQ >= 0 ? pQ->aDim[iQ] : 1;
+        a[1] = iK >= 0 ? pK->aDim[iK] : 1;
+        a[2] = iV >= 0 ? pV->aDim[iV] : 1;
+        for (t = 0; t < 3; t++) {
+            if (a[t] == 1) continue;
+            if (dim != 1 && a[t] != dim) {
+                snprintf(zErr, nErr, "scaled_dot_product_attention: batch dimensions of q %s, "
+                         "k %s, v %s do not broadcast",
+                         parity_shape_str(pQ->rank, pQ->aDim, zA, sizeof zA),
+                         parity_shape_str(pK->rank, pK->aDim, zB, sizeof zB),
+                         parity_shape_str(pV->rank, pV->aDim, zC, sizeof zC));
+                return -1;
+            }
+            dim = a[t];
+        }
+        pP->aBatchDim[d] = dim;
+        aWant[nWant++] = dim;
+    }
+    aWant[nWant++] = pP->L;
+    aWant[nWant++] = pP->Ev;
+    if (!parity_same_shape(nWant, aWant, pCall->outRank, pCall->aOutDim)) {
+        snprintf(zErr, nErr, "scaled_dot_product_attention: operands give shape %s, output has %s",
+                 parity_shape_str(nWant, aWant, zA, sizeof zA),
+                 parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
+        return -1;
+    }
+    batch_strides(pP, pQ->aDim, nQ, pP->L * pP->E, pP->aStrQ);
+    batch_strides(pP, pK->aDim, nK, pP->S * pP->E, pP->aStrK);
+    batch_strides(pP, pV->aDim, nV, pP->S * pP->Ev, pP->aStrV);
+
+    rc = parity_param_int(aAttr, nAttr, "is_causal", &causal, zErr, nErr);
+    if (rc < 0) return -1;
+    if (causal != 0 && causal != 1) {
+        snprintf(zErr, nErr, "scaled_dot_product_attention: is_causal must be 0 or 1, got %lld",
+                 (long long)causal);
+        return -1;
+    }
+    pP->causal = (int)causal;
+    rc = parity_param_float(aAttr, nAttr, "scale", &scale, zErr, nErr);
+    if (rc < 0) return -1;
+    if (rc == 0) scale = 1.0 / sqrt((double)pP->E);
+    else if (!isfinite(scale)) {
+        snprintf(zErr, nErr, "scaled_dot_product_attention: scale must be finite, got %g", scale);
+        return -1;
+    }
+    pP->scale = scale;
+
+    if (pCall->nIn == 4) {
+        const parity_operand *pM = &pCall->aIn[3];
+        uint64_t aFull[PARITY_MAX_RANK + 2], stride = 1;
+        int nFull = pP->nBatch + 2;
+        if (pP->causal) {
+            snprintf(zErr, nErr, "scaled_dot_product_attention: is_causal and attn_mask "
+                     "cannot both be given");
+            return -1;
+        }
+        if (pM->dtype == PARITY_DT_BOOL) pP->maskKind = MASK_BOOL;
+        else if (parity_dtype_is_float(pM->dtype)) pP->maskKind = MASK_FLOAT;
+        else {
+            snprintf(zErr, nErr, "scaled_dot_product_attention: attn_mask must be bool or "
+                     "float, got %s", parity_dtype_name(pM->dtype));
+            return -1;
+        }
+        for (d = 0; d < pP->nBatch; d++) aFull[d] = pP->aBatchDim[d];
+        aFull[pP->nBatch] = pP->L;
+        aFull[pP->nBatch + 1] = pP->S;
+        if (pM->rank > nFull) d = -1;
+        else {
+            for (d = nFull - 1; d >= 0; d--) {
+                int iOwn = pM->rank - (nFull - d);
+                if (iOwn < 0) { pP->aStrM[d] = 0; continue; }
+                if (pM->aDim[iOwn] == aFull[d]) pP->aStrM[d] = aFull[d] == 1 ? 0 : stride;
+                else if (pM->aDim[iOwn] == 1) pP->aStrM[d] = 0;
+                else break;
+                stride *= pM->aDim[iOwn];
+            }
+        }
+        if (d != -1 || pM->rank > nFull) {
+            snprintf(zErr, nErr, "scaled_dot_product_attention: attn_mask %s does not "
+                     "broadcast to the attention shape %s",
+                     parity_shape_str(pM->rank, pM->aDim, zA, sizeof zA),
+                     parity_shape_str(nFull, aFull, zB, sizeof zB));
+            return -1;
+        }
+    }
+
+    /* Error-model constants (header comment). */
+    pP->nScore = (double)pP->E + 4.0;
+    if (parity_unit_roundoff(pQ->dtype) < uAcc || parity_unit_roundoff(pK->dtype) < uAcc)
+        pP->nScore += 2.0;
+    pP->nSum = 2.0 * (double)pP->S + (parity_unit_roundoff(pV->dtype) < uAcc ? 1.0 : 0.0);
+    pP->uP = parity_unit_roundoff(pV->dtype) > uAcc ? parity_unit_roundoff(pV->dtype) : 0.0;
+
+    S = pP->S;
+    pP->aE = calloc(S + 1, sizeof(mpfr_t));
+    pP->aProd = calloc(S + 1, sizeof(mpfr_t));
+    pP->apE = calloc(S + 1, sizeof(mpfr_ptr));
+    pP->apProd = calloc(S + 1, sizeof(mpfr_ptr));
+    pP->aP = calloc(S + 1, sizeof(double));
+    pP->aR = calloc(S + 1, sizeof(double));
+    pP->aDs = calloc(S + 1, sizeof(double));
+    pP->aShift = calloc(S + 1, sizeof(double));
+    pP->aLive = calloc(S + 1, 1);
+    if (!pP->aE || !pP->aProd || !pP->apE || !pP->apProd || !pP->aP || !pP->aR || !pP->aDs ||
+        !pP->aShift || !pP->aLive) {
+        snprintf(zErr, nErr, "out of memory");
+        return -1;
+    }
+    mpfr_inits2(PARITY_REF_PREC, pP->sum, pP->m, (mpfr_ptr)0);
+    pP->haveMp = 1;
+    for (j = 0; j < S; j++) {
+        mpfr_init2(pP->aE[j], PARITY_REF_PREC);
+        mpfr_init2(pP->aProd[j], PARITY_REF_PREC + 64);   /* e_j * v exactly (128 + 53) */
+        pP->apE[j] = pP->aE[j];
+        pP->apProd[j] = pP->aProd[j];
+        pP->nInit++;
+    }
+    return 0;
+}
+
+/* Scores, weights and per-weight error bounds of row iRow (= batch * L + l). */
+static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
+{
+    const double *q = pCall->aIn[0].aValue, *k = pCall->aIn[1].aValue;
+    const double *pMask = pCall->nIn == 4 ? pCall->aIn[3].aValue : NULL;
+    double u = parity_unit_roundoff(pCall->accDtype), sub = parity_ulp_at(pCall->accDtype, 0.0);
+    double gScore = parity_gamma(pP->nScore, u), absScale = fabs(pP->scale);
+    double D = 0.0, W = 0.0, w = 0.0, s, r2c, eD;
+    uint64_t l = iRow % pP->L, iB = iRow / pP->L, qOff = 0, kOff = 0, vOff = 0, mOff = 0, j;
+    uint64_t strMS = pP->aStrM[pP->nBatch + 1];
+    int d, nan = 0, anyLive = 0;
+
+    for (d = pP->nBatch - 1; d >= 0; d--) {
+        uint64_t idx = iB % pP->aBatchDim[d];
+        iB /= pP->aBatchDim[d];
+        qOff += idx * pP->aStrQ[d];
+        kOff += idx * pP->aStrK[d];
+        vOff += idx * pP->aStrV[d];
+        mOff += idx * pP->aStrM[d];
+    }
+    qOff += l * pP->E;
+    mOff += l * pP->aStrM[pP->nBatch];
+    pP->row = iRow;
+    pP->haveRow = 1;
+    pP->vOff = vOff;
+    if (pP->S == 0) { pP->rowKind = ROW_EMPTY; return 0; }
+
+    for (j = 0; j < pP->S; j++) {
+        double absSum = 0.0;
+        pP->aLive[j] = 0;
+        mpfr_set_zero(pP->aE[j], 1);
+        if (pP->causal && j > l) continue;
+        if (pP->maskKind == MASK_BOOL && pMask[mOff + j * strMS] == 0.0) continue;
+        if (parity_exact_dot(pP->aE[j], q + qOff, 1, k + kOff + j * pP->E, 1, pP->E, NULL,
+                             &absSum) != 0)
+            return -1;
+        mpfr_mul_d(pP->aE[j], pP->aE[j], pP->scale, MPFR_RNDN);
+        pP->aDs[j] = gScore * absScale * absSum +
+                     0.5 * (double)pP->E * sub * (absScale > 1.0 ? absScale : 1.0);
+        if (pP->maskKind == MASK_FLOAT) {
+            double mv = pMask[mOff + j * strMS];
+            mpfr_add_d(pP->aE[j], pP->aE[j], mv, MPFR_RNDN);
+            pP->aDs[j] += u * (fabs(mpfr_get_d(pP->aE[j], MPFR_RNDN)) + fabs(mv));
+        }
+        if (mpfr_nan_p(pP->aE[j]) || (mpfr_inf_p(pP->aE[j]) && mpfr_sgn(pP->aE[j]) > 0)) {
+            nan = 1;
+            break;
+        }
+        if (mpfr_inf_p(pP->aE[j])) { mpfr_set_zero(pP->aE[j], 1); continue; }   /* -Inf */
+        if (!anyLive || mpfr_cmp(pP->aE[j], pP->m) > 0) mpfr_set(pP->m, pP->aE[j], MPFR_RNDN);
+        pP->aLive[j] = 1;
+        anyLive = 1;
+    }
+    if (nan || !anyLive) { pP->rowKind = ROW_NAN; return 0; }
+    pP->rowKind = ROW_OK;
+
+    for (j = 0; j < pP->S; j++) {
+        if (!pP->aLive[j]) continue;
+        mpfr_sub(pP->aE[j], pP->aE[j], pP->m, MPFR_RNDN);
+        pP->aShift[j] = -mpfr_get_d(pP->aE[j], MPFR_RNDN);     /* |s_j - m| */
+        mpfr_exp(pP->aE[j], pP->aE[j], MPFR_RNDN);
+    }
+    mpfr_sum(pP->sum, pP->apE, pP->S, MPFR_RNDN);
+    s = mpfr_get_d(pP->sum, MPFR_RNDN);
+    for (j = 0; j < pP->S; j++) {
+        pP->aP[j] = pP->aLive[j] ? mpfr_get_d(pP->aE[j], MPFR_RNDN) / s : 0.0;
+        if (!pP->aLive[j]) continue;
+        w += pP->aP[j] * pP->aShift[j];
+        W += pP->aP[j] * pP->aDs[j];
+        if (pP->aDs[j] > D) D = pP->aDs[j];
+    }
+    eD = exp(D);
+    r2c = (w + 2.0 * SDPA_C_EXP + 2.0) * u + parity_gamma((SDPA_C_EXP + 2.0) * (double)pP->S, u);
+    for (j = 0; j < pP->S; j++) {
+        double r1, r2;
+        if (!pP->aLive[j]) { pP->aR[j] = 0.0; continue; }
+        r1 = expm1(pP->aDs[j] + eD * W);
+        r2 = pP->aShift[j] * u + r2c;
+        pP->aR[j] = (1.0 + r1) * (1.0 + r2) * (1.0 + pP->uP) - 1.0;
+        pP->aR[j] *= 1.0 + 0x1p-50;   /* the binary64 evaluation of this bound */
+    }
+    return 0;
+}
+
+static int sdpa_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    sdpa_params *pP = pCall->pParams;
+    const double *v = pCall->aIn[2].aValue;
+    uint64_t c = linear % pP->Ev, iRow = linear / pP->Ev, j;
+    double u = parity_unit_roundoff(pCall->accDtype), sub = parity_ulp_at(pCall->accDtype, 0.0);
+    double gSum, b0 = 0.0, absV = 0.0, o;
+
+    if ((!pP->haveRow || pP->row != iRow) && sdpa_row(pCall, pP, iRow) != 0) return -1;
+    if (pP->rowKind == ROW_NAN) { mpfr_set_nan(ref); *pBound = 0.0; return 0; }
+    if (pP->rowKind == ROW_EMPTY) {
+        mpfr_set_zero(ref, 1);
+        *pBound = 0.0;
+        return 0;
+    }
+    gSum = parity_gamma(pP->nSum, u);
+    for (j = 0; j < pP->S; j++) {
+        double vj = v[pP->vOff + j * pP->Ev + c];
+        mpfr_mul_d(pP->aProd[j], pP->aE[j], vj, MPFR_RNDN);   /* exact */
+        if (!pP->aLive[j]) continue;
+        b0 += pP->aP[j] * fabs(vj) * (pP->aR[j] + gSum * (1.0 + pP->aR[j]));
+        absV += fabs(vj);
+    }
+    mpfr_sum(ref, pP->apProd, pP->S, MPFR_RNDN);
+    mpfr_div(ref, ref, pP->sum, MPFR_RNDN);
+    if (!mpfr_number_p(ref)) { *pBound = 0.0; return 0; }
+    b0 = b0 * (1.0 + 0x1p-48) + (double)pP->S * sub * (1.0 + absV);
+    o = fabs(mpfr_get_d(ref, MPFR_RNDN));
+    *pBound = b0 + 0.5 * parity_ulp_at(pCall->outDtype, o + b0);
+    return 0;
+}
+
+const parity_op_def parity_op_scaled_dot_product_attention = {
+    .zName = "scaled_dot_product_attention",
+    .zModel = "scores gamma_{E+4}(u)|scale|sum|q k| through softmax p_j(|ds_j| + sum p|ds|), "
+              "softmax y[(|s-m| + w + 2c+2)u + gamma_{(c+2)S}], weighted sum gamma_{2S} "
+              "sum p|v| + sum |dp||v| + 0.5 ulp (Higham 2002; Blanchard-Higham-Higham 2021)",
+    .nInMin = 3,
+    .nInMax = 4,
+    .xPrepare = sdpa_prepare,
+    .xElement = sdpa_element,
+    .xFreeParams = sdpa_free,
+    .xCost = NULL,
+    .xEnvelope = NULL,
+    .allowIntOutput = 0,
+};
