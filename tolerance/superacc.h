@@ -66,13 +66,29 @@ static inline void superacc_add(superacc *pAcc, double x)
     d0 = (int64_t)((uint64_t)wide & 0xffffffffu);
     d1 = (int64_t)(((uint64_t)wide >> 32) & 0xffffffffu);
     d2 = (int64_t)(uint64_t)(wide >> 64);
-    if (bits >> 63) { d0 = -d0; d1 = -d1; d2 = -d2; }
+    {
+        /* Negate without a branch: the sign is random data, and a mispredicted branch per
+         * term costs more than the arithmetic. (d ^ s) - s is -d for s = -1, d for 0. */
+        int64_t sgn = -(int64_t)(bits >> 63);
+        d0 = (d0 ^ sgn) - sgn;
+        d1 = (d1 ^ sgn) - sgn;
+        d2 = (d2 ^ sgn) - sgn;
+    }
     pAcc->aLimb[limb] += d0;
     pAcc->aLimb[limb + 1] += d1;
     pAcc->aLimb[limb + 2] += d2;
     if (limb < pAcc->lo) pAcc->lo = limb;
     if (limb + 2 > pAcc->hi) pAcc->hi = limb + 2;
     if (++pAcc->nAdd >= SUPERACC_NORMALISE_EVERY) superacc_normalise(pAcc);
+}
+
+/* Number of significant bits of a normal double's significand (1 .. 53). */
+static inline int significant_bits(double x)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    bits = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
+    return 53 - __builtin_ctzll(bits);
 }
 
 /* Adds a * b exactly (or sets refused). When pAbs is not NULL, also adds |a * b| exactly
@@ -86,7 +102,10 @@ static inline void superacc_add_product(superacc *pAcc, double a, double b, supe
         pAcc->refused = 1;
         return;
     }
-    err = fma(a, b, -p);                  /* a * b = p + err exactly (TwoProduct) */
+    /* a * b = p + err exactly (TwoProduct). When the significands' lengths add up to at
+     * most 53 bits the product is exact and err is 0: always so for float32, float16 and
+     * bfloat16 operands, and cheaper to see from the bits than to call fma. */
+    err = significant_bits(a) + significant_bits(b) <= 53 ? 0.0 : fma(a, b, -p);
     superacc_add(pAcc, p);
     if (err != 0.0) superacc_add(pAcc, err);
     if (pAbs) {
