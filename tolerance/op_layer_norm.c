@@ -15,13 +15,19 @@
  *              its error is at most gamma_{2n+4} (v + mu^2) (a sum of n squares, a divide,
  *              a square and a subtraction), and Welford and two-pass stay within it
  *              (Chan, Golub & LeVeque, Amer. Statist. 37(3), 1983). The error of mu^ adds
- *              E_mu^2 (sum (x_i - mu - delta)^2 = sum (x_i - mu)^2 + n delta^2).
- *              E_v = gamma_{2n+4} (v + mu^2) + E_mu^2.
- *   rsqrt:     r^ = r (1 + rho), |rho| <= (E_v + u (v + eps)) / (2 (v + eps)) + c_rs u,
- *              c_rs = 4 (rsqrt approximations within 2 ulps).
+ *              E_mu^2 in two-pass (sum (x_i - mu - delta)^2 = sum (x_i - mu)^2 + n delta^2)
+ *              and 2 |mu| E_mu + E_mu^2 in one-pass (mu^2 is formed from mu^).
+ *              E_v = gamma_{2n+4} (v + mu^2) + 2 |mu| E_mu + E_mu^2.
+ *   rsqrt:     r^ = r (1 + rho). Not linearised: a one-pass kernel can lose all of v
+ *              when |mu| >> sigma (E_v >= v + eps), so with v_low = max(v - E_v, 0) + eps
+ *              (one more rounding), rho <= sqrt((v + eps) / v_low) - 1, or the first-order
+ *              (E_v + u (v + eps)) / (2 (v + eps)) when v^ lies above v, whichever is
+ *              larger; then the rsqrt's own c_rs u, c_rs = 4 (within 2 ulps).
+ *   subnormals: the mean may round on the subnormal grid (each Welford update, the
+ *              division): n half-subnormals of acc_dtype are added to E_mu, absolute.
  *   centering: |(x_i - mu)^ - (x_i - mu)| <= E_mu + u |x_i - mu|.
  *   output:    y_i = d_i r w_i + b_i with two more roundings (multiply by w, add b):
- *   |y^_i - y_i| <= |w_i| r (E_mu + u |d_i|) + |d_i w_i| r (|rho| + 2u)
+ *   |y^_i - y_i| <= |w_i| r (1 + rho) (E_mu + u |d_i|) + |d_i w_i| r (|rho| + 2u)
  *                   + u (|d_i r w_i| + |b_i|) + 0.5 ulp_out(y_i),
  * all to first order (second-order terms are below u^2 n and covered by the gammas).
  */
@@ -191,10 +197,29 @@ static int ln_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double
     r = mpfr_get_d(pP->aRRef[iRow], MPFR_RNDN);
     d = x - mu;
     y = mpfr_get_d(ref, MPFR_RNDN);
-    eMu = parity_gamma(n + 1.0, u) * pP->aMeanAbs[iRow];
-    eV = parity_gamma(2.0 * n + 4.0, u) * (v + mu * mu) + eMu * eMu;
-    rho = (eV + u * (v + pP->eps)) / (2.0 * (v + pP->eps)) + C_RSQRT * u;
-    *pBound = fabs(w) * r * (eMu + u * fabs(d)) + fabs(d * w) * r * (rho + 2.0 * u) +
+    /* The mean also rounds on the subnormal grid (each Welford update, or the division):
+     * up to n half-subnormals of acc_dtype, absolute. */
+    eMu = parity_gamma(n + 1.0, u) * pP->aMeanAbs[iRow] + n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    /* Two-pass: the mean's error adds eMu^2 (the cross term vanishes); one-pass
+     * (sum x^2 / n - mu^2): squaring the computed mean adds 2 |mu| eMu + eMu^2. */
+    eV = parity_gamma(2.0 * n + 4.0, u) * (v + mu * mu) + eMu * eMu + 2.0 * fabs(mu) * eMu;
+    {
+        /* rsqrt of the computed v + eps: not linearised, since a one-pass kernel can lose
+         * all of v (E_v >= v + eps when |mu| >> sigma). r^ <= 1/sqrt(vLow) with
+         * vLow = max(v - E_v, 0) + eps rounded once more, so the relative error of r^ is
+         * at most sqrt((v + eps) / vLow) - 1, plus the rsqrt's own C_RSQRT ulps. */
+        double vPlus = v + pP->eps;
+        double vLow = (v - eV > 0.0 ? v - eV : 0.0) + pP->eps;
+        vLow -= u * vLow;
+        rho = vLow > 0.0 ? sqrt(vPlus / vLow) - 1.0 : INFINITY;
+        {
+            double rhoHigh = (eV + u * vPlus) / (2.0 * vPlus);   /* v^ above v: smaller r^ */
+            if (rhoHigh > rho) rho = rhoHigh;
+        }
+        rho = rho * (1.0 + C_RSQRT * u) + C_RSQRT * u;
+    }
+    /* The centering error meets the computed r^ <= r (1 + rho), not r. */
+    *pBound = fabs(w) * r * (1.0 + rho) * (eMu + u * fabs(d)) + fabs(d * w) * r * (rho + 2.0 * u) +
               u * (fabs(d * r * w) + fabs(b)) + 0.5 * parity_ulp_at(pCall->outDtype, fabs(y)) +
               n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
     return 0;

@@ -163,7 +163,9 @@ static int rms_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     t = ms + pP->eps;
     epsT = t > 0.0 ? (parity_gamma(n + 2.0, u) * ms + u * t + 0.5 * sub) / t : INFINITY;
     rho = 0.5 * epsT * (1.0 + epsT) + C_RSQRT * u;
-    *pBound = y * (rho + 2.0 * u + 2.0 * u * rho + u * u) + sub +
+    /* Underflow: x r (or x / sqrt(t)) may round on the subnormal grid before the multiply
+     * by w, which scales that half-subnormal error by |w|. */
+    *pBound = y * (rho + 2.0 * u + 2.0 * u * rho + u * u) + 0.5 * sub * (1.0 + fabs(w)) + sub +
               0.5 * parity_ulp_at(pCall->outDtype, y);
     if (*pBound != *pBound) *pBound = INFINITY;
     return 0;
