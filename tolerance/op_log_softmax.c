@@ -7,7 +7,8 @@
  * (default -1).
  *
  * Reference: per row, m exactly, each exp(x_j - m) at PARITY_REF_PREC bits, their sum S
- * correctly rounded (mpfr_sum) and L = log(S) at PARITY_REF_PREC bits; then m + L, or
+ * correctly rounded (mpfr_sum, S - 1 without the maximum's exact term) and
+ * L = log1p(S - 1) at PARITY_REF_PREC bits; then m + L, or
  * x_i - m - L, at PARITY_REF_PREC bits.
  * Special values (torch): a NaN in the row makes everything NaN. log_softmax: a +Inf in the
  * row, or a row that is all -Inf (fully masked), gives NaN everywhere (as softmax); other
@@ -101,14 +102,24 @@ static void lse_row(lse_params *pP, const double *x, uint64_t iRow, double *aBuf
         mpfr_exp(aTerm[k], t, MPFR_RNDN);
         apTerm[k] = aTerm[k];
     }
+    /* L = log1p(S - 1) with S - 1 summed without the maximum's exact 1: when the maximum
+     * dominates, S = 1 + delta with tiny delta, and rounding S itself would lose delta's
+     * low bits (an absolute 2^-128 in L, a large relative error in log_softmax at the
+     * maximum and in logsumexp near 0). */
+    for (k = 0; k < n; k++)
+        if (aBuf[k] == m) {
+            mpfr_set_zero(aTerm[k], 1);
+            break;
+        }
     mpfr_sum(pP->aLRef[iRow], apTerm, (unsigned long)n, MPFR_RNDN);
-    s = mpfr_get_d(pP->aLRef[iRow], MPFR_RNDN);
+    if (k < n) mpfr_set_ui(aTerm[k], 1, MPFR_RNDN);
+    s = 1.0 + mpfr_get_d(pP->aLRef[iRow], MPFR_RNDN);
     for (k = 0; k < n; k++) {
         if (aBuf[k] == -INFINITY) continue;
         w += mpfr_get_d(aTerm[k], MPFR_RNDN) / s * (m - aBuf[k]);
     }
     pP->aW[iRow] = w;
-    mpfr_log(pP->aLRef[iRow], pP->aLRef[iRow], MPFR_RNDN);
+    mpfr_log1p(pP->aLRef[iRow], pP->aLRef[iRow], MPFR_RNDN);
     pP->aL[iRow] = mpfr_get_d(pP->aLRef[iRow], MPFR_RNDN);
     mpfr_clear(t);
 }
