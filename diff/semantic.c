@@ -24,6 +24,15 @@
 #include "operand.h"
 #include "isolate.h"
 
+static void push_warning(parity_tensor_result *pR, const char *zText)
+{
+    char **az = realloc(pR->azWarning, (pR->nWarning + 1) * sizeof(char *));
+    if (!az) return;   /* a lost warning rather than a lost verdict */
+    pR->azWarning = az;
+    az[pR->nWarning] = strdup(zText);
+    if (az[pR->nWarning]) pR->nWarning++;
+}
+
 static void note(parity_tensor_result *pR, const char *zFmt, const char *zArg)
 {
     char zBuf[2 * PARITY_ERR_LEN];
@@ -191,6 +200,15 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
     pR->hasJudgement = 1;
     pR->zModelOp = pDef->zName;
     pR->zModel = pDef->zModel;
+    if (pR->judgement.nVacuous > 0) {
+        /* Never a silent pass: say that the model could not judge these elements. */
+        char zMsg[256];
+        snprintf(zMsg, sizeof zMsg, "the error bound is vacuous for %llu element(s) (for a "
+                 "dot product: n u >= 1 in acc_dtype %s); only non-finite divergences can fail "
+                 "there", (unsigned long long)pR->judgement.nVacuous,
+                 parity_dtype_name(pR->accDtype));
+        push_warning(pR, zMsg);
+    }
 
     if (haveInC) {
         /* Is the compiled kernel right for what it was given? */

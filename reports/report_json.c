@@ -312,6 +312,7 @@ static json_t *report_judgement(const parity_tensor_result *pT)
     rc |= report_set(pClasses, "both_beyond", report_uint(pJ->nBothBeyond));
     rc |= report_set(pClasses, "nonfinite_divergence", report_uint(pJ->nNonFinite));
     rc |= report_set(pClasses, "suspicious", report_uint(pJ->nSuspicious));
+    rc |= report_set(pClasses, "vacuous_bound", report_uint(pJ->nVacuous));
     rc |= report_set(pObj, "model", report_string(pT->zModelOp));
     rc |= report_set(pObj, "model_description", report_string(pT->zModel));
     rc |= report_set(pObj, "acc_dtype", report_dtype(pT->accDtype));

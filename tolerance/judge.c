@@ -134,6 +134,7 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
         rounded = parity_round_to_dtype(ref, pCall->outDtype);
         finiteRef = fabs(rounded) <= 1.79769313486231570815e308;
         if (bound > pJ->maxBound) pJ->maxBound = bound;
+        if (bound == INFINITY) pJ->nVacuous++;
 
         if (!finiteRef) {
             /* The reference is NaN or overflows the output dtype: only the same special

@@ -25,6 +25,8 @@ typedef struct {
     uint64_t nChecked;
     uint64_t nWithin, nCompiledWorse, nEagerWorse, nBothBeyond;
     uint64_t nNonFinite;           /* compiled non-finite divergences (failures) */
+    uint64_t nVacuous;             /* checked elements whose bound is infinite (n u >= 1, say):
+                                    * nothing finite can fail there, which must be said */
     uint64_t nSuspicious;          /* compiled within the deterministic bound but beyond the
                                     * probabilistic one (ops that have one): reported only */
     int hasProbabilistic;          /* the op provided a probabilistic bound */
