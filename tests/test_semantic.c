@@ -1267,3 +1267,70 @@ Test(semantic_model, softmax_relative_bound_grows_with_n)
     cr_log_info("softmax max bound/|y|: n=16 %.4g, n=256 %.4g, n=4096 %.4g (u = %.3g)", r16,
                 r256, r4096, 0x1p-24);
 }
+
+/* Fused intermediates. x -> linear (w) -> softmax, where the compiled capture keeps only
+ * x, w and the softmax: the linear was fused away. The compiled linear summed in another
+ * (legitimate) order, so its softmax consumed slightly different logits; judging the
+ * compiled softmax against a reference from the EAGER logits would cry wolf (softmax's
+ * bound is a few ulps). The softmax must fall back to the per-dtype tolerance, with a
+ * note, and pass. When instead the missing input is a graph input (no op), the model
+ * still judges with the eager data. */
+Test(semantic, fused_intermediate_falls_back_to_dtype_tolerance)
+{
+    enum { R = 8, K = 512, N = 16 };
+    float *x = xmalloc(sizeof(float) * R * K), *w = xmalloc(sizeof(float) * N * K);
+    float le[R * N], lc[R * N], se[R * N], sc[R * N];
+    uint64_t dX[2] = { R, K }, dW[2] = { N, K }, dY[2] = { R, N }, seed = 77;
+    const char *azLin[] = { "/x", "/w" }, *azSm[] = { "/logits" };
+    parity_writer *pW;
+    diff_run run;
+    int r, j, k, side, anyDiff = 0;
+
+    fill_range(&seed, x, (size_t)R * K, -1.0f, 1.0f);
+    fill_range(&seed, w, (size_t)N * K, -1.0f, 1.0f);
+    for (r = 0; r < R; r++)
+        for (j = 0; j < N; j++) {
+            float s = 0.0f, a = 0.0f, b = 0.0f;
+            for (k = 0; k < K; k++) s += x[r * K + k] * w[j * K + k];
+            for (k = 0; k < K; k += 2) {        /* two interleaved partial sums */
+                a += x[r * K + k] * w[j * K + k];
+                b += x[r * K + k + 1] * w[j * K + k + 1];
+            }
+            le[r * N + j] = s;
+            lc[r * N + j] = a + b;
+            anyDiff |= le[r * N + j] != lc[r * N + j];
+        }
+    cr_assert(anyDiff, "the two orders must give different logits");
+    for (side = 0; side < 2; side++) {
+        const float *l = side ? lc : le;
+        float *y = side ? sc : se;
+        for (r = 0; r < R; r++) {
+            float m = l[r * N], s = 0.0f;
+            for (j = 1; j < N; j++) m = fmaxf(m, l[r * N + j]);
+            for (j = 0; j < N; j++) s += expf(l[r * N + j] - m);
+            for (j = 0; j < N; j++) y[r * N + j] = expf(l[r * N + j] - m) / s;
+        }
+    }
+    for (side = 0; side < 2; side++) {
+        pW = cap_open(side ? "c.h5" : "e.h5", side ? "compiled" : "eager");
+        cap_f32(pW, "/x", 2, dX, x);
+        cap_f32(pW, "/w", 2, dW, w);
+        if (!side) {
+            cap_f32(pW, "/logits", 2, dY, le);
+            cap_op(pW, "/logits", "linear", azLin, 2, 0);
+        }
+        cap_f32(pW, "/probs", 2, dY, side ? sc : se);
+        cap_op(pW, "/probs", "softmax", azSm, 1, 1);
+        cr_assert(parity_writer_attr_int(pW, "/probs", "dim", -1) == 0);
+        cap_close(pW);
+    }
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 0);
+    cr_assert_str_eq(status_of(&run, "/probs"), "pass");
+    cr_assert(json_is_null(json_object_get(tensor_of(&run, "/probs"), "judgement")));
+    cr_assert(strstr(str_of(tensor_of(&run, "/probs"), "model_note"), "fused away"));
+    cr_assert_str_eq(status_of(&run, "/logits"), "missing_in_compiled");
+    diff_free(&run);
+    free(x);
+    free(w);
+}
