@@ -99,7 +99,8 @@ static void free_inputs(parity_operand *aOp, size_t n)
 /* Runs the op over aIn and judges aCompiled (and aEager when not NULL) against it. Returns
  * 0, or -1 with the tensor marked error. */
 static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
-                     parity_operand *aIn, parity_dtype accDtype, const double *aEager,
+                     parity_operand *aIn, parity_dtype accDtype, double uOperand,
+                     const double *aEager,
                      const double *aCompiled, const double *aApprox,
                      const parity_tol_override *pOv, parity_judgement *pJ,
                      parity_dtype *pAcc, parity_tensor_result *pR)
@@ -125,6 +126,7 @@ static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
         pR->zMessage = strdup(zErr);
         return -1;
     }
+    call.uOperand = uOperand;
     rc = parity_judge_planned(&call, aEager, aCompiled, aApprox, &plan, pJ, zErr, sizeof zErr);
     if (pAcc) *pAcc = call.accDtype;
     parity_op_end(&call);
@@ -160,6 +162,7 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
     parity_dtype accDtype = PARITY_DT_INVALID;
     parity_judgement local;
     parity_tol_override ov;
+    double uOperand = 0.0;
     char zErr[PARITY_ERR_LEN];
     int rc, rcC, haveIn = 0, haveInC = 0;
     uint64_t nBudget = OPERAND_BUDGET_ELEMS;
@@ -188,6 +191,18 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
         }
     }
     if (ov.hasAccDtype) accDtype = ov.accDtype;   /* the user's policy over the promise */
+    {
+        const parity_attr *pCompute = parity_attr_find(pE->aAttr, pE->nAttr, "compute_dtype");
+        if (pCompute) {
+            if (pCompute->kind != PARITY_ATTR_STRING || pCompute->n != 1 ||
+                !(uOperand = parity_compute_roundoff(pCompute->azStr[0]))) {
+                pR->status = PARITY_ST_ERROR;
+                pR->zMessage = strdup("attribute 'compute_dtype' must be tf32 or a float dtype");
+                return;
+            }
+        }
+        if (ov.hasComputeDtype) uOperand = ov.uOperand;
+    }
     if (2 * pE->nElem > nBudget / 2) {
         note(pR, "%s", "output exceeds the reference's memory budget: per-dtype tolerance");
         return;
@@ -222,7 +237,7 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
 
     /* Both sides against the reference from the eager inputs: the classes, and the
      * divergence verdict when the compiled side's own inputs are unknown. */
-    if (run_model(pDef, pE, aIn, accDtype, outE.aValue, outC.aValue, outE.aValue, &ov,
+    if (run_model(pDef, pE, aIn, accDtype, uOperand, outE.aValue, outC.aValue, outE.aValue, &ov,
                   &pR->judgement, &pR->accDtype, pR) != 0)
         goto done;
     pR->hasJudgement = 1;
@@ -240,7 +255,7 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
 
     if (haveInC) {
         /* Is the compiled kernel right for what it was given? */
-        if (run_model(pDef, pE, aInC, accDtype, NULL, outC.aValue, outE.aValue, &ov, &local,
+        if (run_model(pDef, pE, aInC, accDtype, uOperand, NULL, outC.aValue, outE.aValue, &ov, &local,
                       NULL, pR) != 0)
             goto done;
         pR->hasLocalCheck = 1;

@@ -1334,3 +1334,64 @@ Test(semantic, fused_intermediate_falls_back_to_dtype_tolerance)
     free(x);
     free(w);
 }
+
+/* Round to TF32 (8 exponent bits, 10 stored significand bits), nearest even. */
+static float tf32r(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    if ((b & 0x7f800000u) != 0x7f800000u) {
+        b += 0xfffu + ((b >> 13) & 1u);
+        b &= ~0x1fffu;
+    }
+    memcpy(&x, &b, 4);
+    return x;
+}
+
+/* The tensor-core contract: operands rounded to tf32, products accumulated in fp32.
+ * Under the plain fp32 contract that fails; with compute_dtype = "tf32" on the tensor (or
+ * in the tolerance file) it passes; and a kernel that rounded to bf16 instead still fails
+ * the tf32 contract. The operands are positive, exact in tf32 only after rounding (their
+ * fp32 bits below tf32's are random) and, for the bf16 pass, their 3 bits between bf16 and
+ * tf32 are 011, so bf16 always rounds them down: the bf16 errors align instead of
+ * cancelling, as the worst case the deterministic bound covers. */
+Test(semantic, tf32_compute_contract)
+{
+    enum { R = 8, K = 256, N = 16 };
+    float *x = xmalloc(sizeof(float) * R * K), *w = xmalloc(sizeof(float) * N * K);
+    float *xr = xmalloc(sizeof(float) * R * K), *wr = xmalloc(sizeof(float) * N * K);
+    float e[R * N], c[R * N];
+    uint64_t dX[2] = { R, K }, dW[2] = { N, K }, dY[2] = { R, N }, seed = 31;
+    const char *azIn[] = { "/x", "/w" };
+    int k, pass, side;
+    diff_run run;
+
+    for (k = 0; k < R * K + N * K; k++) {
+        float *p = k < R * K ? &x[k] : &w[k - R * K];
+        uint64_t r = splitmix64(&seed);
+        /* 1 + (8 t + 3) 2^-10 + (below-tf32 bits) 2^-23 */
+        *p = 1.0f + (float)(8 * (r % 127) + 3) * 0x1p-10f + (float)((r >> 8) % 8192) * 0x1p-23f;
+    }
+    linear_f32(x, w, NULL, e, R, K, N, 0);
+    for (pass = 0; pass < 3; pass++) {
+        /* pass 0: tf32 kernel, fp32 contract; 1: tf32 kernel, tf32 contract;
+         * 2: bf16 kernel, tf32 contract */
+        for (k = 0; k < R * K; k++) xr[k] = pass == 2 ? bf16r(x[k]) : tf32r(x[k]);
+        for (k = 0; k < N * K; k++) wr[k] = pass == 2 ? bf16r(w[k]) : tf32r(w[k]);
+        linear_f32(xr, wr, NULL, c, R, K, N, 0);
+        for (side = 0; side < 2; side++) {
+            parity_writer *pW = cap_open(side ? "c.h5" : "e.h5", side ? "compiled" : "eager");
+            cap_f32(pW, "/x", 2, dX, x);
+            cap_f32(pW, "/w", 2, dW, w);
+            cap_f32(pW, "/y", 2, dY, side ? c : e);
+            cap_op(pW, "/y", "linear", azIn, 2, 0);
+            if (pass > 0) cr_assert(parity_writer_attr_string(pW, "/y", "compute_dtype", "tf32") == 0);
+            cap_close(pW);
+        }
+        run_diff("e.h5", "c.h5", &run);
+        assert_exit(&run, pass == 1 ? 0 : 1);
+        cr_assert_str_eq(status_of(&run, "/y"), pass == 1 ? "pass" : "fail", "pass %d", pass);
+        diff_free(&run);
+    }
+    free(x); free(w); free(xr); free(wr);
+}

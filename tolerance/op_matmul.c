@@ -63,6 +63,14 @@ static double acc_rounding_terms(const parity_op_call *pCall)
     return 0.0;
 }
 
+/* The "compute_dtype" contract (ops.h): each product a(1 + d1) b(1 + d2) with
+ * |d| <= uOperand adds gamma_2(uOperand) |a b| (Higham 2002, Lemma 3.1), and the
+ * accumulation then scales it by at most 1 + gamma: an extra gamma_2 (1 + gamma) sum |a b|. */
+static double operand_gamma(const parity_op_call *pCall, double gamma)
+{
+    return pCall->uOperand > 0.0 ? parity_gamma(2.0, pCall->uOperand) * (1.0 + gamma) : 0.0;
+}
+
 /* Offsets of the a row and b column that output element `linear` dots. */
 static void element_offsets(const matmul_params *pP, uint64_t linear, uint64_t *pOffA,
                             uint64_t *pOffB, uint64_t *pJ)
@@ -109,6 +117,7 @@ static int make_norms(parity_op_call *pCall, matmul_params *pP)
     double u = parity_unit_roundoff(pCall->accDtype);
     double n = (double)pP->K + (pP->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
     pP->envGamma = parity_gamma(n, u);
+    pP->envGamma += operand_gamma(pCall, pP->envGamma);
     pP->envSlack = n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
     pP->aNormA = calloc(nA + 1, sizeof(double));
     pP->aNormB = calloc(nB + 1, sizeof(double));
@@ -163,11 +172,16 @@ static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     u = parity_unit_roundoff(pCall->accDtype);
     n = (double)pP->K + (pP->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
     gamma = parity_gamma(n, u);
+    {
+        double gOp = operand_gamma(pCall, gamma);
+        gamma += gOp;
+    }
     magnitude = fabs(mpfr_get_d(ref, MPFR_RNDN)) + gamma * absSum;
     *pBound = gamma * absSum + 0.5 * parity_ulp_at(pCall->outDtype, magnitude) +
               n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
     {
         double gProb = parity_gamma_prob(n, u, pCall->lambda);
+        gProb += operand_gamma(pCall, gProb);
         if (gProb < gamma)
             pCall->probBound = gProb * absSum +
                                0.5 * parity_ulp_at(pCall->outDtype, magnitude) +

@@ -50,6 +50,11 @@ typedef struct {
      * leave it NaN. */
     double lambda;
     double probBound;
+    /* The "compute_dtype" contract: the kernel rounds its operands to a narrower format
+     * (unit roundoff uOperand: 2^-11 for tf32, 2^-8 for bfloat16) before the products and
+     * accumulates in accDtype, as tensor cores do. 0: operands are used as stored. Used by
+     * the dot-product ops (matmul, linear, bmm). */
+    double uOperand;
 } parity_op_call;
 
 struct parity_op_def {

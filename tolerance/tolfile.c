@@ -9,6 +9,7 @@
 #include <string.h>
 #include <yaml.h>
 #include "tolfile.h"
+#include "mpref.h"
 
 typedef struct {
     char *zKey;                  /* op name or tensor path */
@@ -100,6 +101,14 @@ static int parse_override(yaml_document_t *pDoc, yaml_node_t *pMap, const char *
                 return -1;
             }
             pOv->hasBound = 1;
+        } else if (strcmp(zKey, "compute_dtype") == 0) {
+            pOv->uOperand = parity_compute_roundoff(zVal);
+            if (!(pOv->uOperand > 0.0)) {
+                snprintf(zErr, nErr, "%s.compute_dtype: '%s' (expected tf32 or a float dtype)",
+                         zWhere, zVal);
+                return -1;
+            }
+            pOv->hasComputeDtype = 1;
         } else if (strcmp(zKey, "lambda") == 0) {
             if (parse_number(zVal, &pOv->lambda) != 0 || !(pOv->lambda > 0)) {
                 snprintf(zErr, nErr, "%s.lambda: '%s' is not a number > 0", zWhere, zVal);
@@ -108,7 +117,7 @@ static int parse_override(yaml_document_t *pDoc, yaml_node_t *pMap, const char *
             pOv->hasLambda = 1;
         } else {
             snprintf(zErr, nErr, "%s: unknown setting '%s' (scale, extra_ulps, acc_dtype, "
-                     "nan_policy, model, bound, lambda)", zWhere, zKey);
+                     "compute_dtype, nan_policy, model, bound, lambda)", zWhere, zKey);
             return -1;
         }
     }
@@ -238,6 +247,16 @@ done:
     return rc;
 }
 
+double parity_compute_roundoff(const char *zName)
+{
+    parity_dtype dt;
+    if (!zName) return 0.0;
+    if (strcmp(zName, "tf32") == 0 || strcmp(zName, "tensorfloat32") == 0)
+        return 0x1p-11;   /* TF32: 8 exponent bits, 10 stored significand bits */
+    dt = parity_dtype_from_name(zName);
+    return parity_dtype_is_float(dt) ? parity_unit_roundoff(dt) : 0.0;
+}
+
 void parity_tolfile_free(parity_tolfile *pFile)
 {
     size_t i;
@@ -258,6 +277,7 @@ static void apply(parity_tol_override *pOut, const parity_tol_override *pIn)
     if (pIn->hasModel) { pOut->hasModel = 1; pOut->useModel = pIn->useModel; }
     if (pIn->hasBound) { pOut->hasBound = 1; pOut->probabilistic = pIn->probabilistic; }
     if (pIn->hasLambda) { pOut->hasLambda = 1; pOut->lambda = pIn->lambda; }
+    if (pIn->hasComputeDtype) { pOut->hasComputeDtype = 1; pOut->uOperand = pIn->uOperand; }
 }
 
 void parity_tolfile_resolve(const parity_tolfile *pFile, const char *zOp, const char *zPath,

@@ -28,6 +28,8 @@ typedef struct {
     int probabilistic;       /* "bound: probabilistic": the Higham-Mary bound decides */
     int hasLambda;
     double lambda;           /* of the probabilistic bound (> 0) */
+    int hasComputeDtype;
+    double uOperand;         /* "compute_dtype": unit roundoff the operands are rounded to */
 } parity_tol_override;
 
 typedef struct parity_tolfile parity_tolfile;
@@ -37,6 +39,10 @@ typedef struct parity_tolfile parity_tolfile;
  * line in zErr. */
 int parity_tolfile_load(const char *zPath, parity_tolfile **ppFile, char *zErr, size_t nErr);
 void parity_tolfile_free(parity_tolfile *pFile);
+
+/* Unit roundoff of a "compute_dtype" value: "tf32" (2^-11) or a float dtype name; 0 when
+ * the name is neither. */
+double parity_compute_roundoff(const char *zName);
 
 /* The override in force for a tensor (zOp may be NULL). pFile may be NULL: nothing set. */
 void parity_tolfile_resolve(const parity_tolfile *pFile, const char *zOp, const char *zPath,
