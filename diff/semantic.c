@@ -9,9 +9,10 @@
  *  - divergence: both outputs against the reference from the eager inputs (the classes
  *    within / compiled_worse / eager_worse / both_beyond of judge.h). When the local check
  *    passes but this fails, the tensor only echoes different inputs. If one of those inputs
- *    failed earlier in execution order, the tensor fails with cause "propagated", so the
- *    whole affected region is visible; otherwise its inputs differ from eager only by
- *    legitimate rounding, and it passes.
+ *    failed earlier in execution order and the tensor visibly departs from eager (beyond the
+ *    per-dtype tolerance, which also delimits the reported region), it fails with cause
+ *    "propagated"; otherwise its inputs differ from eager only by legitimate rounding, or
+ *    the echo is too faint to matter, and it passes.
  * Without the inputs in the compiled capture, two cases. If a missing input was computed by
  * another op (an intermediate fused away), the compiled kernel consumed a legitimately
  * different value that the eager-input reference cannot account for: the model would cry
@@ -20,6 +21,7 @@
  * judgement decides: a failure has cause "unknown" (or "propagated" after an upstream
  * failure).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +138,37 @@ static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
         return -1;
     }
     return 0;
+}
+
+/* Marks in pR->stats the elements where compiled departs from eager beyond the per-dtype
+ * tolerance pR->tol (non-finite patterns included); returns how many. The worst score is
+ * that tolerance's. */
+static uint64_t echo_region(parity_tensor_result *pR, const parity_operand *pE,
+                            const parity_operand *pC)
+{
+    uint64_t i, aIndex[PARITY_MAX_RANK], n = 0;
+    int d;
+    pR->stats.worstScore = -1.0;
+    for (i = 0; i < pE->nElem; i++) {
+        double e = pE->aValue[i], c = pC->aValue[i], score;
+        if (e != e || c != c) score = (e != e && c != c) ? 0.0 : INFINITY;
+        else if (e == c) score = 0.0;
+        else if (!isfinite(e) || !isfinite(c)) score = INFINITY;
+        else score = parity_tolerance_score(&pR->tol, e, fabs(c - e), 0);
+        if (score > pR->stats.worstScore) {
+            pR->stats.worstScore = score;
+            pR->stats.worstLinear = i;
+        }
+        if (!(score > 1.0)) continue;
+        parity_unravel(pE->rank, pE->aDim, i, aIndex);
+        for (d = 0; d < pE->rank; d++) {
+            if (n == 0 || aIndex[d] < pR->stats.aSliceLo[d]) pR->stats.aSliceLo[d] = aIndex[d];
+            if (n == 0 || aIndex[d] + 1 > pR->stats.aSliceHi[d]) pR->stats.aSliceHi[d] = aIndex[d] + 1;
+        }
+        n++;
+    }
+    pR->stats.nMismatch = n;
+    return n;
 }
 
 /* Copies a judgement's failing elements into the stats the reports show. */
@@ -264,12 +297,15 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
             pR->status = PARITY_ST_FAIL;
             pR->zCause = strdup("local");
             adopt_failures(pR, &local);
-        } else if (upstreamFailed && pR->judgement.nFail > 0) {
+        } else if (upstreamFailed && pR->judgement.nFail > 0 &&
+                   echo_region(pR, &outE, &outC) > 0) {
             /* Right for its inputs, but its inputs were wrong: an echo of an earlier
-             * failure, reported so the whole affected region is visible. */
+             * failure, reported so the affected region is visible. The region is where the
+             * tensor visibly departs from eager (the per-dtype tolerance): against the
+             * eager-input reference, elements that only carry legitimate upstream rounding
+             * would count too whenever the op's bound is tight (relu's is 0). */
             pR->status = PARITY_ST_FAIL;
             pR->zCause = strdup("propagated");
-            adopt_failures(pR, &pR->judgement);
         } else {
             /* Within its bound for its own inputs, and those inputs differ from eager only
              * within their own bounds (no upstream failure): rounding differences that

@@ -664,16 +664,11 @@ Test(semantic, graph_local_layer_norm_bug_propagates)
 }
 
 /* What a propagated failure reports should be the echo of the upstream failure: for these
- * row-wise ops, rows G_BAD.. only. DISABLED: diff/semantic.c marks as "propagated" failures
- * every element beyond the op's bound against the reference recomputed from the EAGER
- * inputs. That reference ignores the legitimate rounding the compiled inputs carry, so an
- * op whose bound is (near) zero, relu, flags every element whose input differs by rounding
- * at all: /relu reports 329 mismatches over rows [0, 16) instead of the <= 3 x 48 elements
- * of rows [13, 16), and worst_score null (error / bound 0 = Inf). /lin2 and /sm happen to
- * be right ([13, 16)) because their bounds absorb the input rounding. Fixing it needs the
- * upstream's legitimate error carried into the bound (or the upstream failure mask carried
- * downstream): not a small change. Enable when semantic.c does that. */
-Test(semantic, graph_propagated_region_is_the_echo_only, .disabled = true)
+ * row-wise ops, rows G_BAD.. only. Against the reference from the EAGER inputs, an op whose
+ * bound is (near) zero, relu, would flag every element whose input differs by legitimate
+ * rounding at all (329 mismatches over rows [0, 16) before the fix); diff/semantic.c now
+ * delimits an echo by where the tensor visibly departs from eager (per-dtype tolerance). */
+Test(semantic, graph_propagated_region_is_the_echo_only)
 {
     const json_int_t aSliceO[] = { G_BAD, G_R, 0, G_O };
     size_t i;
