@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "support.h"
+#include "tolerance/mpref.h"
 
 extern char **environ;
 
@@ -411,4 +412,111 @@ int same_double(double a, double b)
     if (isnan(a) || isnan(b))
         return isnan(a) && isnan(b);
     return dbits(a) == dbits(b);
+}
+
+/* ---- calling the op registry directly --------------------------------------------- */
+
+static int64_t g_aaIntStore[8][PARITY_MAX_RANK];
+static double g_aFloatStore[8];
+static char *g_azStrStore[8];
+
+parity_attr attr_ints_ex(int iSlot, const char *zName, const int64_t *a, size_t n, int isArray)
+{
+    parity_attr at;
+    memset(&at, 0, sizeof at);
+    if (n) memcpy(g_aaIntStore[iSlot], a, n * sizeof *a);
+    at.zName = (char *)zName;
+    at.kind = PARITY_ATTR_INT;
+    at.isArray = isArray;
+    at.n = n;
+    at.aInt = g_aaIntStore[iSlot];
+    return at;
+}
+
+parity_attr attr_ints(int iSlot, const char *zName, const int64_t *a, size_t n)
+{
+    return attr_ints_ex(iSlot, zName, a, n, n != 1);
+}
+
+parity_attr attr_int(int iSlot, const char *zName, int64_t v)
+{
+    return attr_ints_ex(iSlot, zName, &v, 1, 0);
+}
+
+parity_attr attr_float(int iSlot, const char *zName, double v)
+{
+    parity_attr at;
+    memset(&at, 0, sizeof at);
+    g_aFloatStore[iSlot] = v;
+    at.zName = (char *)zName;
+    at.kind = PARITY_ATTR_FLOAT;
+    at.n = 1;
+    at.aFloat = &g_aFloatStore[iSlot];
+    return at;
+}
+
+parity_attr attr_str(int iSlot, const char *zName, const char *zValue)
+{
+    parity_attr at;
+    memset(&at, 0, sizeof at);
+    g_azStrStore[iSlot] = (char *)zValue;
+    at.zName = (char *)zName;
+    at.kind = PARITY_ATTR_STRING;
+    at.n = 1;
+    at.azStr = &g_azStrStore[iSlot];
+    return at;
+}
+
+parity_operand op_operand(const char *zName, parity_dtype dt, int rank, const uint64_t *aDim,
+                          double *aValue)
+{
+    parity_operand o;
+    int d;
+    memset(&o, 0, sizeof o);
+    o.zName = zName;
+    o.dtype = dt;
+    o.rank = rank;
+    o.nElem = 1;
+    for (d = 0; d < rank; d++) {
+        o.aDim[d] = aDim[d];
+        o.nElem *= aDim[d];
+    }
+    o.aValue = aValue;
+    return o;
+}
+
+int op_begin(parity_op_call *pCall, const char *zOp, const parity_operand *aIn, size_t nIn,
+             int outRank, const uint64_t *aOut, const parity_attr *aAttr, size_t nAttr,
+             char *zErr, size_t nErr)
+{
+    const parity_op_def *pDef = parity_op_find(zOp);
+    cr_assert(pDef, "op %s is registered", zOp);
+    zErr[0] = 0;
+    return parity_op_begin(pCall, pDef, aIn, nIn, PARITY_DT_F32, outRank, aOut,
+                           PARITY_DT_INVALID, aAttr, nAttr, zErr, nErr);
+}
+
+void op_begin_ok(parity_op_call *pCall, const char *zOp, const parity_operand *aIn, size_t nIn,
+                 int outRank, const uint64_t *aOut, const parity_attr *aAttr, size_t nAttr)
+{
+    char zErr[512];
+    cr_assert_eq(op_begin(pCall, zOp, aIn, nIn, outRank, aOut, aAttr, nAttr, zErr, sizeof zErr),
+                 0, "%s: %s", zOp, zErr);
+}
+
+void op_element(parity_op_call *pCall, uint64_t i, double *pRef, double *pBound)
+{
+    mpfr_t ref;
+    mpfr_init2(ref, PARITY_REF_PREC);
+    cr_assert(pCall->pDef->xElement(pCall, i, ref, pBound) == 0);
+    *pRef = mpfr_get_d(ref, MPFR_RNDN);
+    mpfr_clear(ref);
+}
+
+parity_judgement op_judge(parity_op_call *pCall, const double *aCompiled)
+{
+    parity_judgement j;
+    char zErr[512];
+    cr_assert_eq(parity_judge(pCall, NULL, aCompiled, &j, zErr, sizeof zErr), 0, "%s", zErr);
+    return j;
 }

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "formats/capture.h"
+#include "tolerance/judge.h"
 
 /* ---- running a program and capturing everything ----------------------------------- */
 
@@ -131,5 +132,33 @@ uint64_t dbits(double d);
 
 /* Bitwise identity, so -0 vs +0 is caught; any NaN matches any NaN (payloads differ). */
 int same_double(double a, double b);
+
+/* ---- calling the op registry directly --------------------------------------------- */
+
+/* Attributes built in place. Slot iSlot (0..7) holds the value until the next call with the
+ * same slot, so several attributes can be alive at once. attr_ints makes a scalar for n = 1
+ * and a list otherwise; attr_ints_ex says which. */
+parity_attr attr_ints_ex(int iSlot, const char *zName, const int64_t *a, size_t n, int isArray);
+parity_attr attr_ints(int iSlot, const char *zName, const int64_t *a, size_t n);
+parity_attr attr_int(int iSlot, const char *zName, int64_t v);
+parity_attr attr_float(int iSlot, const char *zName, double v);
+parity_attr attr_str(int iSlot, const char *zName, const char *zValue);
+
+/* An operand over caller-owned values (aValue, prod(aDim) of them). */
+parity_operand op_operand(const char *zName, parity_dtype dt, int rank, const uint64_t *aDim,
+                          double *aValue);
+
+/* parity_op_begin for the registered op zOp (asserted to exist) with a float32 output and
+ * the default accumulation dtype: 0, or -1 with the reason in zErr. */
+int op_begin(parity_op_call *pCall, const char *zOp, const parity_operand *aIn, size_t nIn,
+             int outRank, const uint64_t *aOut, const parity_attr *aAttr, size_t nAttr,
+             char *zErr, size_t nErr);
+/* op_begin, failing the test unless it succeeds. */
+void op_begin_ok(parity_op_call *pCall, const char *zOp, const parity_operand *aIn, size_t nIn,
+                 int outRank, const uint64_t *aOut, const parity_attr *aAttr, size_t nAttr);
+/* The op's reference (as binary64) and bound of element i. */
+void op_element(parity_op_call *pCall, uint64_t i, double *pRef, double *pBound);
+/* parity_judge of aCompiled alone, failing the test on error. */
+parity_judgement op_judge(parity_op_call *pCall, const double *aCompiled);
 
 #endif /* PARITY_TESTS_SUPPORT_H */

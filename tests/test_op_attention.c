@@ -43,86 +43,15 @@ static double *rand_f32(uint64_t n, uint64_t seed, float lo, float hi)
 
 static parity_operand operand(int rank, const uint64_t *aDim, double *a, parity_dtype dt)
 {
-    parity_operand o;
-    int d;
-    memset(&o, 0, sizeof o);
-    o.zName = "x";
-    o.dtype = dt;
-    o.rank = rank;
-    o.nElem = 1;
-    for (d = 0; d < rank; d++) {
-        o.aDim[d] = aDim[d];
-        o.nElem *= aDim[d];
-    }
-    o.aValue = a;
-    return o;
+    return op_operand("x", dt, rank, aDim, a);
 }
 
-static int64_t aIntStore[8][PARITY_MAX_RANK];
-static double aFloatStore[8];
-static char *azStrStore[8];
 
-static parity_attr attr_ints(int iSlot, const char *zName, const int64_t *a, size_t n)
-{
-    parity_attr at;
-    memset(&at, 0, sizeof at);
-    memcpy(aIntStore[iSlot], a, n * sizeof *a);
-    at.zName = (char *)zName;
-    at.kind = PARITY_ATTR_INT;
-    at.isArray = n != 1;
-    at.n = n;
-    at.aInt = aIntStore[iSlot];
-    return at;
-}
 
-static parity_attr attr_int(int iSlot, const char *zName, int64_t v)
-{
-    return attr_ints(iSlot, zName, &v, 1);
-}
 
-static parity_attr attr_float(int iSlot, const char *zName, double v)
-{
-    parity_attr at;
-    memset(&at, 0, sizeof at);
-    aFloatStore[iSlot] = v;
-    at.zName = (char *)zName;
-    at.kind = PARITY_ATTR_FLOAT;
-    at.n = 1;
-    at.aFloat = &aFloatStore[iSlot];
-    return at;
-}
 
-static parity_attr attr_str(int iSlot, const char *zName, const char *zValue)
-{
-    parity_attr at;
-    memset(&at, 0, sizeof at);
-    azStrStore[iSlot] = (char *)zValue;
-    at.zName = (char *)zName;
-    at.kind = PARITY_ATTR_STRING;
-    at.n = 1;
-    at.azStr = &azStrStore[iSlot];
-    return at;
-}
 
-static int begin(parity_op_call *pCall, const char *zOp, const parity_operand *aIn, size_t nIn,
-                 int outRank, const uint64_t *aOut, const parity_attr *aAttr, size_t nAttr,
-                 char *zErr, size_t nErr)
-{
-    const parity_op_def *pDef = parity_op_find(zOp);
-    cr_assert(pDef, "op %s is registered", zOp);
-    zErr[0] = 0;
-    return parity_op_begin(pCall, pDef, aIn, nIn, PARITY_DT_F32, outRank, aOut,
-                           PARITY_DT_INVALID, aAttr, nAttr, zErr, nErr);
-}
 
-static void begin_ok(parity_op_call *pCall, const char *zOp, const parity_operand *aIn,
-                     size_t nIn, int outRank, const uint64_t *aOut, const parity_attr *aAttr,
-                     size_t nAttr)
-{
-    char zErr[512];
-    cr_assert_eq(begin(pCall, zOp, aIn, nIn, outRank, aOut, aAttr, nAttr, zErr, sizeof zErr),
-                 0, "%s: %s", zOp, zErr);
-}
 
 /* begin fails, and its message contains zWant. */
 static void expect_error(const char *zOp, const parity_operand *aIn, size_t nIn, int outRank,
@@ -131,33 +60,18 @@ static void expect_error(const char *zOp, const parity_operand *aIn, size_t nIn,
 {
     parity_op_call call;
     char zErr[512];
-    int rc = begin(&call, zOp, aIn, nIn, outRank, aOut, aAttr, nAttr, zErr, sizeof zErr);
+    int rc = op_begin(&call, zOp, aIn, nIn, outRank, aOut, aAttr, nAttr, zErr, sizeof zErr);
     cr_expect_eq(rc, -1, "%s: expected an error containing '%s'", zOp, zWant);
     if (rc == 0) { parity_op_end(&call); return; }
     cr_expect(strstr(zErr, zWant) != NULL, "%s: error '%s' lacks '%s'", zOp, zErr, zWant);
     cr_expect(strncmp(zErr, zOp, strlen(zOp)) == 0, "error '%s' names the op", zErr);
 }
 
-static void element(parity_op_call *pCall, uint64_t i, double *pRef, double *pBound)
-{
-    mpfr_t ref;
-    mpfr_init2(ref, PARITY_REF_PREC);
-    cr_assert(pCall->pDef->xElement(pCall, i, ref, pBound) == 0);
-    *pRef = mpfr_get_d(ref, MPFR_RNDN);
-    mpfr_clear(ref);
-}
 
-static parity_judgement judge(parity_op_call *pCall, const double *aCompiled)
-{
-    parity_judgement j;
-    char zErr[512];
-    cr_assert_eq(parity_judge(pCall, NULL, aCompiled, &j, zErr, sizeof zErr), 0, "%s", zErr);
-    return j;
-}
 
 static void expect_pass(parity_op_call *pCall, const double *aCompiled, const char *zWhat)
 {
-    parity_judgement j = judge(pCall, aCompiled);
+    parity_judgement j = op_judge(pCall, aCompiled);
     cr_expect_eq(j.nFail, 0, "%s: %llu failures, worst ratio %g at %llu", zWhat,
                  (unsigned long long)j.nFail, j.worstRatio,
                  (unsigned long long)j.worstLinear);
@@ -173,10 +87,10 @@ static void expect_inject(parity_op_call *pCall, const double *aCompiled, uint64
     parity_judgement j;
     cr_assert(aBad);
     memcpy(aBad, aCompiled, pCall->nOut * sizeof *aBad);
-    element(pCall, iBad, &ref, &bound);
+    op_element(pCall, iBad, &ref, &bound);
     cr_assert(bound > 0.0 && isfinite(bound), "%s: bound %g", zWhat, bound);
     aBad[iBad] = (double)(float)(ref + 3.0 * bound);
-    j = judge(pCall, aBad);
+    j = op_judge(pCall, aBad);
     cr_expect_eq(j.nFail, 1, "%s: injected error: %llu failures", zWhat,
                  (unsigned long long)j.nFail);
     cr_expect_eq(j.worstLinear, iBad, "%s: worst at %llu, injected at %llu", zWhat,
@@ -378,7 +292,7 @@ static void run_sdpa_case(const sdpa_case *pC, const char *zWhat, uint64_t seed)
     double *a0, *a1;
     char zBuf[128];
     sdpa_make(pC, &D, seed);
-    begin_ok(&call, SDPA, D.aIn, D.nIn, D.outRank, D.aOut, D.aAttr, D.nAttr);
+    op_begin_ok(&call, SDPA, D.aIn, D.nIn, D.outRank, D.aOut, D.aAttr, D.nAttr);
     a0 = f32_sdpa(pC, &D, 0);
     a1 = f32_sdpa(pC, &D, 1);
     snprintf(zBuf, sizeof zBuf, "%s (two-pass)", zWhat);
@@ -390,7 +304,7 @@ static void run_sdpa_case(const sdpa_case *pC, const char *zWhat, uint64_t seed)
     {
         /* Not vacuous: the bound stays near float32 resolution. */
         double ref, bound;
-        element(&call, D.nOut - 1, &ref, &bound);
+        op_element(&call, D.nOut - 1, &ref, &bound);
         cr_expect(bound < 1e-4, "%s: bound %g is tight", zWhat, bound);
     }
     parity_op_end(&call);
@@ -450,7 +364,7 @@ Test(sdpa, fully_masked_row_is_nan)
     uint64_t jj, i;
     sdpa_make(&c, &D, 31);
     for (jj = 0; jj < c.S; jj++) D.mask[2 * c.S + jj] = 0.0;   /* row l = 2 fully masked */
-    begin_ok(&call, SDPA, D.aIn, D.nIn, D.outRank, D.aOut, D.aAttr, D.nAttr);
+    op_begin_ok(&call, SDPA, D.aIn, D.nIn, D.outRank, D.aOut, D.aAttr, D.nAttr);
     a0 = f32_sdpa(&c, &D, 0);
     a1 = f32_sdpa(&c, &D, 1);
     for (i = 0; i < c.Ev; i++) {
@@ -463,7 +377,7 @@ Test(sdpa, fully_masked_row_is_nan)
     cr_assert(aZero);
     memcpy(aZero, a1, D.nOut * sizeof *aZero);
     for (i = 0; i < c.Ev; i++) aZero[2 * c.Ev + i] = 0.0;
-    j = judge(&call, aZero);
+    j = op_judge(&call, aZero);
     cr_expect_eq(j.nFail, c.Ev, "zeros on a fully masked row fail: %llu",
                  (unsigned long long)j.nFail);
     cr_expect_eq(j.nNonFinite, c.Ev);
@@ -486,7 +400,7 @@ Test(sdpa, bound_catches_error_in_one_weight)
     double *aGood, *aBug, *aMix;
     parity_judgement j;
     sdpa_make(&c, &D, 41);
-    begin_ok(&call, SDPA, D.aIn, D.nIn, D.outRank, D.aOut, D.aAttr, D.nAttr);
+    op_begin_ok(&call, SDPA, D.aIn, D.nIn, D.outRank, D.aOut, D.aAttr, D.nAttr);
     aGood = f32_sdpa(&c, &D, 1);
     cBug.S = 7;   /* same leading keys, last one dropped */
     {
@@ -498,7 +412,7 @@ Test(sdpa, bound_catches_error_in_one_weight)
     memcpy(aMix, aGood, D.nOut * sizeof *aMix);
     aMix[1 * c.Ev + 0] = aBug[1 * c.Ev + 0];
     aMix[1 * c.Ev + 1] = aBug[1 * c.Ev + 1];
-    j = judge(&call, aMix);
+    j = op_judge(&call, aMix);
     cr_expect_eq(j.nFail, 2, "the dropped key is caught in row 1: %llu",
                  (unsigned long long)j.nFail);
     cr_expect_eq(j.aSliceLo[1], 1);
@@ -550,7 +464,7 @@ Test(sdpa, bad_shapes_and_attributes)
         /* and the good call works */
         parity_op_call call;
         in[3] = operand(2, dM, a, PARITY_DT_BOOL);
-        begin_ok(&call, SDPA, in, 4, 3, dOut, NULL, 0);
+        op_begin_ok(&call, SDPA, in, 4, 3, dOut, NULL, 0);
         parity_op_end(&call);
     }
 }
@@ -660,7 +574,7 @@ static void run_conv_case(const conv_case *pC, const char *zWhat, uint64_t seed)
     at[nAttr++] = attr_ints(1, "padding", pC->p, 2);
     at[nAttr++] = attr_ints(2, "dilation", pC->d, 2);
     at[nAttr++] = attr_int(3, "groups", (int64_t)pC->G);
-    begin_ok(&call, "conv2d", in, b ? 3 : 2, 4, dOut, at, nAttr);
+    op_begin_ok(&call, "conv2d", in, b ? 3 : 2, 4, dOut, at, nAttr);
     a0 = f32_conv(pC, x, w, b, 0);
     a1 = f32_conv(pC, x, w, b, 1);
     snprintf(zBuf, sizeof zBuf, "%s (direct)", zWhat);
@@ -674,7 +588,7 @@ static void run_conv_case(const conv_case *pC, const char *zWhat, uint64_t seed)
         uint64_t i;
         for (i = 0; i < call.nOut; i++) {
             double ref, bound, env = call.pDef->xEnvelope(&call, i);
-            element(&call, i, &ref, &bound);
+            op_element(&call, i, &ref, &bound);
             cr_assert(env >= bound, "%s: envelope %g below bound %g at %llu", zWhat, env,
                       bound, (unsigned long long)i);
         }
@@ -721,7 +635,7 @@ Test(conv2d, unbatched_and_same_padding)
     parity_operand in[2] = {operand(3, dx, x, PARITY_DT_F32), operand(4, dw, w, PARITY_DT_F32)};
     parity_attr at[1] = {attr_str(0, "padding", "same")};
     parity_op_call call;
-    begin_ok(&call, "conv2d", in, 2, 3, dOut, at, 1);
+    op_begin_ok(&call, "conv2d", in, 2, 3, dOut, at, 1);
     a = f32_conv(&c, x, w, NULL, 0);   /* 'same' with 3x3 is padding 1 */
     expect_pass(&call, a, "unbatched, padding 'same'");
     expect_inject(&call, a, 7, "unbatched inject");
@@ -743,7 +657,7 @@ Test(conv2d, shape_errors)
     at[0] = attr_int(0, "groups", 2);
     {
         parity_op_call call;
-        begin_ok(&call, "conv2d", in, 2, 4, dOut, at, 1);
+        op_begin_ok(&call, "conv2d", in, 2, 4, dOut, at, 1);
         parity_op_end(&call);
     }
     expect_error("conv2d", in, 2, 4, dOut, NULL, 0, "expects 2 input channels");

@@ -25,6 +25,7 @@
 #include "tolerance/judge.h"
 #include "tolerance/mpref.h"
 #include "tolerance/ops.h"
+#include "support.h"
 
 /* ---- data and helpers ------------------------------------------------------------ */
 
@@ -45,19 +46,7 @@ static double rng_float(uint64_t *pS, float lo, float hi)
 
 static parity_operand operand(const char *zName, int rank, const uint64_t *aDim, double *a)
 {
-    parity_operand o;
-    int d;
-    memset(&o, 0, sizeof o);
-    o.zName = zName;
-    o.dtype = PARITY_DT_F32;
-    o.rank = rank;
-    o.nElem = 1;
-    for (d = 0; d < rank; d++) {
-        o.aDim[d] = aDim[d];
-        o.nElem *= aDim[d];
-    }
-    o.aValue = a;
-    return o;
+    return op_operand(zName, PARITY_DT_F32, rank, aDim, a);
 }
 
 static uint64_t count_of(int rank, const uint64_t *aDim)
@@ -77,67 +66,6 @@ static double *random_values(uint64_t n, uint64_t seed, float lo, float hi)
     return a;
 }
 
-/* Attributes built in place: ints (one or a list) and one float. */
-static int64_t aIntStore[8][PARITY_MAX_RANK];
-static double aFloatStore[8];
-
-static parity_attr attr_ints(int iSlot, const char *zName, const int64_t *a, size_t n,
-                             int isArray)
-{
-    parity_attr at;
-    memset(&at, 0, sizeof at);
-    if (n) memcpy(aIntStore[iSlot], a, n * sizeof *a);
-    at.zName = (char *)zName;
-    at.kind = PARITY_ATTR_INT;
-    at.isArray = isArray;
-    at.n = n;
-    at.aInt = aIntStore[iSlot];
-    return at;
-}
-
-static parity_attr attr_int(int iSlot, const char *zName, int64_t v)
-{
-    return attr_ints(iSlot, zName, &v, 1, 0);
-}
-
-static parity_attr attr_float(int iSlot, const char *zName, double v)
-{
-    parity_attr at;
-    memset(&at, 0, sizeof at);
-    aFloatStore[iSlot] = v;
-    at.zName = (char *)zName;
-    at.kind = PARITY_ATTR_FLOAT;
-    at.n = 1;
-    at.aFloat = &aFloatStore[iSlot];
-    return at;
-}
-
-static int begin(parity_op_call *pCall, const char *zOp, const parity_operand *aIn, size_t nIn,
-                 int outRank, const uint64_t *aOut, const parity_attr *aAttr, size_t nAttr,
-                 char *zErr, size_t nErr)
-{
-    const parity_op_def *pDef = parity_op_find(zOp);
-    cr_assert(pDef, "op %s is registered", zOp);
-    zErr[0] = 0;
-    return parity_op_begin(pCall, pDef, aIn, nIn, PARITY_DT_F32, outRank, aOut,
-                           PARITY_DT_INVALID, aAttr, nAttr, zErr, nErr);
-}
-
-static void element(parity_op_call *pCall, uint64_t i, double *pRef, double *pBound)
-{
-    mpfr_t ref;
-    mpfr_init2(ref, PARITY_REF_PREC);
-    cr_assert(pCall->pDef->xElement(pCall, i, ref, pBound) == 0);
-    *pRef = mpfr_get_d(ref, MPFR_RNDN);
-    mpfr_clear(ref);
-}
-
-static void judge(parity_op_call *pCall, const double *aCompiled, parity_judgement *pJ)
-{
-    char zErr[512];
-    cr_assert(parity_judge(pCall, NULL, aCompiled, pJ, zErr, sizeof zErr) == 0, "%s", zErr);
-}
-
 /* Injects 3x the bound at element iBad (1 ulp of float32 where the bound is 0) and checks
  * that exactly that element fails, with the slice around it. */
 static void expect_injection_fails(parity_op_call *pCall, const double *aGood, uint64_t iBad)
@@ -148,10 +76,10 @@ static void expect_injection_fails(parity_op_call *pCall, const double *aGood, u
     int d;
     cr_assert(a);
     memcpy(a, aGood, pCall->nOut * sizeof *a);
-    element(pCall, iBad, &ref, &bound);
+    op_element(pCall, iBad, &ref, &bound);
     cr_assert(isfinite(ref));
     a[iBad] = ref + (bound > 0.0 ? 3.0 * bound : parity_ulp_at(PARITY_DT_F32, fabs(ref)));
-    judge(pCall, a, &j);
+    j = op_judge(pCall, a);
     cr_expect_eq(j.nFail, 1, "%s: injected 3x bound (%g) at %llu: %llu failures",
                  pCall->pDef->zName, bound, (unsigned long long)iBad,
                  (unsigned long long)j.nFail);
@@ -193,21 +121,21 @@ static void check_binary_broadcast(const char *zOp, int withAlpha, double alpha)
     aIn[0] = operand("x", 3, dX, x);
     aIn[1] = operand("y", 2, dY, y);
     at = attr_float(0, "alpha", alpha);
-    cr_assert(begin(&call, zOp, aIn, 2, 3, dOut, &at, withAlpha ? 1 : 0, zErr, sizeof zErr)
+    cr_assert(op_begin(&call, zOp, aIn, 2, 3, dOut, &at, withAlpha ? 1 : 0, zErr, sizeof zErr)
               == 0, "%s: %s", zOp, zErr);
     for (i = 0; i < 4; i++)
         for (m = 0; m < 5; m++)
             for (k = 0; k < 3; k++)
                 c[(i * 5 + m) * 3 + k] = f32_op(zOp, (float)x[i * 3 + k], (float)y[m],
                                                 (float)alpha);
-    judge(&call, c, &j);
+    j = op_judge(&call, c);
     cr_expect_eq(j.nChecked, 60);
     cr_expect_eq(j.nFail, 0, "%s: float32 results fail %llu elements (worst ratio %g)", zOp,
                  (unsigned long long)j.nFail, j.worstRatio);
     /* Spot-check the broadcast: element [2, 3, 1] is x[2, 0, 1] op y[3, 0]. */
     {
         double ref, bound;
-        element(&call, (2 * 5 + 3) * 3 + 1, &ref, &bound);
+        op_element(&call, (2 * 5 + 3) * 3 + 1, &ref, &bound);
         cr_expect(fabs(ref - (double)f32_op(zOp, (float)x[2 * 3 + 1], (float)y[3],
                                              (float)alpha)) <= bound);
     }
@@ -236,18 +164,18 @@ Test(binary, alpha_bound_adds_a_rounding)
     parity_attr at = attr_float(0, "alpha", 0.1);
     char zErr[512];
 
-    cr_assert(begin(&call, "add", aIn, 2, 1, d1, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
-    element(&call, 0, &ref1, &b1);
+    cr_assert(op_begin(&call, "add", aIn, 2, 1, d1, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
+    op_element(&call, 0, &ref1, &b1);
     parity_op_end(&call);
-    cr_assert(begin(&call, "add", aIn, 2, 1, d1, &at, 1, zErr, sizeof zErr) == 0, "%s", zErr);
-    element(&call, 0, &ref2, &b2);
+    cr_assert(op_begin(&call, "add", aIn, 2, 1, d1, &at, 1, zErr, sizeof zErr) == 0, "%s", zErr);
+    op_element(&call, 0, &ref2, &b2);
     parity_op_end(&call);
     cr_expect_eq(ref1, 1.75);
     cr_expect(fabs(ref2 - 1.075) < 1e-15, "x + 0.1 y = %.17g", ref2);
     /* 1.75: one f32 rounding and the output's, 0.5 + 0.5 ulp_f32(1.75) = 2^-23. */
     cr_expect_eq(b1, 0x1p-23, "bound %a", b1);
     cr_expect_gt(b2, b1 * 0.9);
-    cr_assert(begin(&call, "mul", aIn, 2, 1, d1, &at, 1, zErr, sizeof zErr) == -1);
+    cr_assert(op_begin(&call, "mul", aIn, 2, 1, d1, &at, 1, zErr, sizeof zErr) == -1);
     cr_expect(strstr(zErr, "alpha"), "%s", zErr);
 }
 
@@ -261,17 +189,17 @@ static void check_special(const char *zOp, double x, double y, double want)
     parity_judgement j;
     char zErr[512];
 
-    cr_assert(begin(&call, zOp, aIn, 2, 1, d1, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
-    element(&call, 0, &ref, &bound);
+    cr_assert(op_begin(&call, zOp, aIn, 2, 1, d1, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
+    op_element(&call, 0, &ref, &bound);
     if (want != want) cr_expect(ref != ref, "%s(%g, %g) = %g, want NaN", zOp, x, y, ref);
     else cr_expect(ref == want && signbit(ref) == signbit(want), "%s(%g, %g) = %g, want %g",
                    zOp, x, y, ref, want);
     c[0] = want;                          /* the right special value passes */
-    judge(&call, c, &j);
+    j = op_judge(&call, c);
     cr_expect_eq(j.nFail, 0, "%s(%g, %g): the right value fails", zOp, x, y);
     c[0] = want != want ? 0.0 : NAN;      /* a wrong one fails as non-finite */
     if (!isfinite(want)) {
-        judge(&call, c, &j);
+        j = op_judge(&call, c);
         cr_expect_eq(j.nFail, 1);
         cr_expect_eq(j.nNonFinite, 1, "%s(%g, %g): %g accepted", zOp, x, y, c[0]);
     }
@@ -307,11 +235,11 @@ Test(binary, float32_overflow_is_inf)
     parity_op_call call;
     parity_judgement j;
     char zErr[512];
-    cr_assert(begin(&call, "add", aIn, 2, 1, d1, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
-    judge(&call, c, &j);
+    cr_assert(op_begin(&call, "add", aIn, 2, 1, d1, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
+    j = op_judge(&call, c);
     cr_expect_eq(j.nFail, 0);
     c[0] = (double)FLT_MAX;
-    judge(&call, c, &j);
+    j = op_judge(&call, c);
     cr_expect_eq(j.nFail, 1);
     cr_expect_eq(j.nNonFinite, 1);
     parity_op_end(&call);
@@ -326,8 +254,8 @@ Test(binary, maximum_nan_ignored_fails)
     parity_op_call call;
     parity_judgement j;
     char zErr[512];
-    cr_assert(begin(&call, "maximum", aIn, 2, 1, d2, NULL, 0, zErr, sizeof zErr) == 0);
-    judge(&call, c, &j);
+    cr_assert(op_begin(&call, "maximum", aIn, 2, 1, d2, NULL, 0, zErr, sizeof zErr) == 0);
+    j = op_judge(&call, c);
     cr_expect_eq(j.nFail, 1);
     cr_expect_eq(j.aSliceLo[0], 0);
     cr_expect_eq(j.aSliceHi[0], 1);
@@ -345,16 +273,16 @@ Test(binary, shape_errors_name_the_shapes)
 
     aIn[0] = operand("a", 2, dA, v);
     aIn[1] = operand("b", 2, dB, v);
-    cr_expect(begin(&call, "add", aIn, 2, 2, dA, NULL, 0, zErr, sizeof zErr) == -1);
+    cr_expect(op_begin(&call, "add", aIn, 2, 2, dA, NULL, 0, zErr, sizeof zErr) == -1);
     cr_expect(strstr(zErr, "[4, 3]") && strstr(zErr, "[5, 3]") && strstr(zErr, "broadcast"),
               "%s", zErr);
     aIn[0] = operand("x", 3, dX, v);
     aIn[1] = operand("y", 2, dY, v);
-    cr_expect(begin(&call, "mul", aIn, 2, 3, dBad, NULL, 0, zErr, sizeof zErr) == -1);
+    cr_expect(op_begin(&call, "mul", aIn, 2, 3, dBad, NULL, 0, zErr, sizeof zErr) == -1);
     cr_expect(strstr(zErr, "[4, 5, 3]") && strstr(zErr, "[4, 5, 4]"), "%s", zErr);
-    cr_expect(begin(&call, "div", aIn, 2, 2, dRank, NULL, 0, zErr, sizeof zErr) == -1);
+    cr_expect(op_begin(&call, "div", aIn, 2, 2, dRank, NULL, 0, zErr, sizeof zErr) == -1);
     cr_expect(strstr(zErr, "[4, 5, 3]") && strstr(zErr, "[5, 3]"), "%s", zErr);
-    cr_expect(begin(&call, "sub", aIn, 1, 3, dX, NULL, 0, zErr, sizeof zErr) == -1);
+    cr_expect(op_begin(&call, "sub", aIn, 1, 3, dX, NULL, 0, zErr, sizeof zErr) == -1);
     cr_expect(strstr(zErr, "2 inputs"), "%s", zErr);
 }
 
@@ -367,11 +295,11 @@ Test(binary, scalar_operand_broadcasts)
     parity_judgement j;
     char zErr[512];
     int i;
-    cr_assert(begin(&call, "mul", aIn, 2, 2, d, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
+    cr_assert(op_begin(&call, "mul", aIn, 2, 2, d, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
     for (i = 0; i < 6; i++) c[i] = x[i] * 0.5;
-    judge(&call, c, &j);
+    j = op_judge(&call, c);
     cr_expect_eq(j.nFail, 0);
-    element(&call, 5, &ref, &bound);
+    op_element(&call, 5, &ref, &bound);
     cr_expect_eq(ref, 3.0);
     cr_expect_eq(bound, 0.5 * parity_ulp_at(PARITY_DT_F32, 3.0) * 2.0);
     parity_op_end(&call);
@@ -432,12 +360,12 @@ static void check_reduce(const char *zOp, const int64_t *aDimArg, size_t nDimArg
         else if (keepdim) aOut[outRank++] = 1;
     }
     aAttr[0] = attr_int(1, "keepdim", keepdim);
-    aAttr[1] = attr_ints(2, "dim", aDimArg, nDimArg, 1);
-    cr_assert(begin(&call, zOp, &in, 1, outRank, aOut, aAttr, nDimArg ? 2 : 1, zErr,
+    aAttr[1] = attr_ints_ex(2, "dim", aDimArg, nDimArg, 1);
+    cr_assert(op_begin(&call, zOp, &in, 1, outRank, aOut, aAttr, nDimArg ? 2 : 1, zErr,
                     sizeof zErr) == 0, "%s: %s", zOp, zErr);
     cr_assert_eq(call.nOut, count_of(outRank, aOut));
     f32_reduce(zOp, x, dX, aRed, c);
-    judge(&call, c, &j);
+    j = op_judge(&call, c);
     cr_expect_eq(j.nFail, 0, "%s: float32 results fail %llu (worst ratio %g)", zOp,
                  (unsigned long long)j.nFail, j.worstRatio);
     expect_injection_fails(&call, c, call.nOut - 1);
@@ -452,7 +380,7 @@ static void check_reduce(const char *zOp, const int64_t *aDimArg, size_t nDimArg
             if (!aRed[d]) aOther[otherRank++] = dX[d];
             else if (!keepdim) aOther[otherRank++] = 1;
         }
-        cr_expect(begin(&call, zOp, &in, 1, otherRank, aOther, aAttr, 2, zErr, sizeof zErr)
+        cr_expect(op_begin(&call, zOp, &in, 1, otherRank, aOther, aAttr, 2, zErr, sizeof zErr)
                   == -1, "%s: wrong keepdim shape accepted", zOp);
         cr_expect(strstr(zErr, "[3, 4, 5]") && strstr(zErr, "output has"), "%s", zErr);
     }
@@ -495,15 +423,15 @@ Test(reduce, dim_list_and_negative_dims_agree)
     uint64_t i, k, m;
 
     for (k = 0; k < 4; k++) {
-        at = attr_ints(0, "dim", aPos, 2, 1);
-        cr_assert(begin(&call, "sum", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0, "%s",
+        at = attr_ints_ex(0, "dim", aPos, 2, 1);
+        cr_assert(op_begin(&call, "sum", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0, "%s",
                   zErr);
-        element(&call, k, &refA, &bA);
+        op_element(&call, k, &refA, &bA);
         parity_op_end(&call);
-        at = attr_ints(0, "dim", aNeg, 2, 1);
-        cr_assert(begin(&call, "sum", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0, "%s",
+        at = attr_ints_ex(0, "dim", aNeg, 2, 1);
+        cr_assert(op_begin(&call, "sum", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0, "%s",
                   zErr);
-        element(&call, k, &refB, &bB);
+        op_element(&call, k, &refB, &bB);
         parity_op_end(&call);
         want = 0.0;   /* 15 floats: exact in binary64 */
         for (i = 0; i < 3; i++)
@@ -516,11 +444,11 @@ Test(reduce, dim_list_and_negative_dims_agree)
     {
         int64_t aDup[2] = { 1, -2 }, aFar[1] = { 3 };
         uint64_t dTwo[2] = { 3, 5 };
-        at = attr_ints(0, "dim", aDup, 2, 1);
-        cr_expect(begin(&call, "sum", &in, 1, 2, dTwo, &at, 1, zErr, sizeof zErr) == -1);
+        at = attr_ints_ex(0, "dim", aDup, 2, 1);
+        cr_expect(op_begin(&call, "sum", &in, 1, 2, dTwo, &at, 1, zErr, sizeof zErr) == -1);
         cr_expect(strstr(zErr, "more than once"), "%s", zErr);
-        at = attr_ints(0, "dim", aFar, 1, 1);
-        cr_expect(begin(&call, "mean", &in, 1, 2, dTwo, &at, 1, zErr, sizeof zErr) == -1);
+        at = attr_ints_ex(0, "dim", aFar, 1, 1);
+        cr_expect(op_begin(&call, "mean", &in, 1, 2, dTwo, &at, 1, zErr, sizeof zErr) == -1);
         cr_expect(strstr(zErr, "out of range") && strstr(zErr, "[3, 4, 5]"), "%s", zErr);
     }
     free(x);
@@ -545,12 +473,12 @@ static void long_sum(uint64_t K, parity_judgement *pJ32, parity_judgement *pJbf)
         parity_encode(PARITY_DT_BF16, (double)((float)sBf + (float)x[i]), &bits);
         parity_decode(PARITY_DT_BF16, &bits, &sBf, 1);
     }
-    cr_assert(begin(&call, "sum", &in, 1, 0, NULL, NULL, 0, zErr, sizeof zErr) == 0, "%s",
+    cr_assert(op_begin(&call, "sum", &in, 1, 0, NULL, NULL, 0, zErr, sizeof zErr) == 0, "%s",
               zErr);
     c = s;
-    judge(&call, &c, pJ32);
+    *pJ32 = op_judge(&call, &c);
     c = sBf;
-    if (pJbf) judge(&call, &c, pJbf);
+    if (pJbf) *pJbf = op_judge(&call, &c);
     cr_log_info("sum K=%llu: f32 error %.4g, bf16-accumulated error %.4g, bound %.4g",
                 (unsigned long long)K, pJ32->maxErrCompiled,
                 pJbf ? pJbf->maxErrCompiled : 0.0, pJ32->maxBound);
@@ -597,20 +525,20 @@ Test(reduce, nan_propagates_and_inf)
     int i;
 
     for (i = 0; i < 4; i++) {
-        cr_assert(begin(&call, azOp[i], &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0,
+        cr_assert(op_begin(&call, azOp[i], &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0,
                   "%s", zErr);
-        element(&call, 1, &ref, &bound);
+        op_element(&call, 1, &ref, &bound);
         cr_expect(ref != ref, "%s of a row with NaN: %g", azOp[i], ref);
-        element(&call, 2, &ref, &bound);
+        op_element(&call, 2, &ref, &bound);
         if (i < 2) cr_expect(ref != ref, "%s of +Inf and -Inf: %g", azOp[i], ref);
         else cr_expect_eq(ref, i == 2 ? INFINITY : -INFINITY);
         parity_op_end(&call);
     }
     /* amax ignoring the NaN (fmax-style) fails exactly row 1. */
-    cr_assert(begin(&call, "amax", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0);
+    cr_assert(op_begin(&call, "amax", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0);
     {
         double c[3] = { 4, 8, INFINITY };
-        judge(&call, c, &j);
+        j = op_judge(&call, c);
         cr_expect_eq(j.nFail, 1);
         cr_expect_eq(j.aSliceLo[0], 1);
         cr_expect_eq(j.aSliceHi[0], 2);
@@ -627,17 +555,17 @@ Test(reduce, empty_reductions)
     parity_op_call call;
     char zErr[512];
 
-    cr_assert(begin(&call, "sum", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0, "%s", zErr);
-    element(&call, 2, &ref, &bound);
+    cr_assert(op_begin(&call, "sum", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0, "%s", zErr);
+    op_element(&call, 2, &ref, &bound);
     cr_expect(ref == 0.0 && bound == 0.0, "empty sum %g bound %g", ref, bound);
     parity_op_end(&call);
-    cr_assert(begin(&call, "mean", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0, "%s", zErr);
-    element(&call, 0, &ref, &bound);
+    cr_assert(op_begin(&call, "mean", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == 0, "%s", zErr);
+    op_element(&call, 0, &ref, &bound);
     cr_expect(ref != ref, "empty mean %g", ref);
     parity_op_end(&call);
-    cr_expect(begin(&call, "amax", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == -1);
+    cr_expect(op_begin(&call, "amax", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == -1);
     cr_expect(strstr(zErr, "empty") && strstr(zErr, "[3, 0]"), "%s", zErr);
-    cr_expect(begin(&call, "amin", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == -1);
+    cr_expect(op_begin(&call, "amin", &in, 1, 1, dOut, &at, 1, zErr, sizeof zErr) == -1);
 }
 
 Test(reduce, keepdim_must_be_boolean)
@@ -648,6 +576,6 @@ Test(reduce, keepdim_must_be_boolean)
     parity_attr aAttr[2] = { attr_int(0, "dim", 1), attr_int(1, "keepdim", 2) };
     parity_op_call call;
     char zErr[512];
-    cr_expect(begin(&call, "sum", &in, 1, 1, dOut, aAttr, 2, zErr, sizeof zErr) == -1);
+    cr_expect(op_begin(&call, "sum", &in, 1, 1, dOut, aAttr, 2, zErr, sizeof zErr) == -1);
     cr_expect(strstr(zErr, "keepdim"), "%s", zErr);
 }

@@ -32,7 +32,7 @@
 
 /* ---- helpers --------------------------------------------------------------------- */
 
-static parity_attr attr_ints(const char *zName, int64_t *aInt, size_t n, int isArray)
+static parity_attr owned_attr_ints(const char *zName, int64_t *aInt, size_t n, int isArray)
 {
     parity_attr a;
     memset(&a, 0, sizeof a);
@@ -44,7 +44,7 @@ static parity_attr attr_ints(const char *zName, int64_t *aInt, size_t n, int isA
     return a;
 }
 
-static parity_attr attr_str(const char *zName, char **azStr)
+static parity_attr owned_attr_str(const char *zName, char **azStr)
 {
     parity_attr a;
     memset(&a, 0, sizeof a);
@@ -57,19 +57,7 @@ static parity_attr attr_str(const char *zName, char **azStr)
 
 static parity_operand operand(parity_dtype dt, int rank, const uint64_t *aDim, double *aValue)
 {
-    parity_operand o;
-    int d;
-    memset(&o, 0, sizeof o);
-    o.zName = "/x";
-    o.dtype = dt;
-    o.rank = rank;
-    o.nElem = 1;
-    for (d = 0; d < rank; d++) {
-        o.aDim[d] = aDim[d];
-        o.nElem *= aDim[d];
-    }
-    o.aValue = aValue;
-    return o;
+    return op_operand("/x", dt, rank, aDim, aValue);
 }
 
 /* parity_op_begin for op zOp over one operand; returns its result, message in zErr. */
@@ -128,7 +116,7 @@ static int has(const char *z, const char *zPart) { return strstr(z, zPart) != NU
 static void check_transpose(int64_t d0, int64_t d1, const int *aPerm)
 {
     int64_t a0 = d0, a1 = d1;
-    parity_attr aAttr[2] = {attr_ints("dim0", &a0, 1, 0), attr_ints("dim1", &a1, 1, 0)};
+    parity_attr aAttr[2] = {owned_attr_ints("dim0", &a0, 1, 0), owned_attr_ints("dim1", &a1, 1, 0)};
     parity_operand x;
     parity_op_call call;
     parity_judgement j;
@@ -162,7 +150,7 @@ Test(layout, transpose_one_wrong_element_fails_alone)
 {
     static const int aPerm[3] = {2, 1, 0};
     int64_t a0 = 0, a1 = 2;
-    parity_attr aAttr[2] = {attr_ints("dim0", &a0, 1, 0), attr_ints("dim1", &a1, 1, 0)};
+    parity_attr aAttr[2] = {owned_attr_ints("dim0", &a0, 1, 0), owned_attr_ints("dim1", &a1, 1, 0)};
     parity_operand x;
     parity_op_call call;
     parity_judgement j;
@@ -193,7 +181,7 @@ Test(layout, transpose_two_swapped_fail_both)
 {
     static const int aPerm[3] = {0, 2, 1};
     int64_t a0 = -1, a1 = -2;
-    parity_attr aAttr[2] = {attr_ints("dim0", &a0, 1, 0), attr_ints("dim1", &a1, 1, 0)};
+    parity_attr aAttr[2] = {owned_attr_ints("dim0", &a0, 1, 0), owned_attr_ints("dim1", &a1, 1, 0)};
     parity_operand x;
     parity_op_call call;
     parity_judgement j;
@@ -229,7 +217,7 @@ Test(layout, permute_list)
         char zErr[PARITY_ERR_LEN];
         int d;
         for (d = 0; d < 3; d++) aDims[d] = aPerms[c][d] - (c % 2 ? 3 : 0);  /* negatives too */
-        attr = attr_ints("dims", aDims, 3, 1);
+        attr = owned_attr_ints("dims", aDims, 3, 1);
         permute_ref(aPerms[c], aOut, aOutDim);
         cr_assert_eq(begin1(&call, "permute", &x, PARITY_DT_F32, 3, aOutDim, &attr, 1, zErr,
                             sizeof zErr), 0, "%s", zErr);
@@ -260,12 +248,12 @@ Test(layout, bad_dims)
     static const uint64_t aOut543[3] = {5, 4, 3}, aOut345[3] = {3, 4, 5};
     int64_t a3 = 3, aM4 = -4, a0 = 0, a2 = 2;
     int64_t aRep[3] = {0, 0, 1}, aShort[2] = {1, 0}, aFar[3] = {0, 1, 5}, aLong[4] = {0, 1, 2, 3};
-    parity_attr aT1[2] = {attr_ints("dim0", &a3, 1, 0), attr_ints("dim1", &a0, 1, 0)};
-    parity_attr aT2[2] = {attr_ints("dim0", &a0, 1, 0), attr_ints("dim1", &aM4, 1, 0)};
-    parity_attr aT3[1] = {attr_ints("dim0", &a0, 1, 0)};
-    parity_attr aT4[2] = {attr_ints("dim0", &a0, 1, 0), attr_ints("dim1", &a2, 1, 0)};
-    parity_attr pRep = attr_ints("dims", aRep, 3, 1), pShort = attr_ints("dims", aShort, 2, 1);
-    parity_attr pFar = attr_ints("dims", aFar, 3, 1), pLong = attr_ints("dims", aLong, 4, 1);
+    parity_attr aT1[2] = {owned_attr_ints("dim0", &a3, 1, 0), owned_attr_ints("dim1", &a0, 1, 0)};
+    parity_attr aT2[2] = {owned_attr_ints("dim0", &a0, 1, 0), owned_attr_ints("dim1", &aM4, 1, 0)};
+    parity_attr aT3[1] = {owned_attr_ints("dim0", &a0, 1, 0)};
+    parity_attr aT4[2] = {owned_attr_ints("dim0", &a0, 1, 0), owned_attr_ints("dim1", &a2, 1, 0)};
+    parity_attr pRep = owned_attr_ints("dims", aRep, 3, 1), pShort = owned_attr_ints("dims", aShort, 2, 1);
+    parity_attr pFar = owned_attr_ints("dims", aFar, 3, 1), pLong = owned_attr_ints("dims", aLong, 4, 1);
 
     expect_error("transpose", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 3, aOut543, aT1, 2,
                  "dim 3 out of range for rank 3");
@@ -304,7 +292,7 @@ Test(layout, wider_output_dtype_is_exact)
     double aX[6] = {1.0, -0.5, 65504.0, 6.103515625e-05, -5.9604644775390625e-08, 3.0};
     double aOut[6] = {aX[0], aX[3], aX[1], aX[4], aX[2], aX[5]};
     int64_t a0 = 0, a1 = 1;
-    parity_attr aAttr[2] = {attr_ints("dim0", &a0, 1, 0), attr_ints("dim1", &a1, 1, 0)};
+    parity_attr aAttr[2] = {owned_attr_ints("dim0", &a0, 1, 0), owned_attr_ints("dim1", &a1, 1, 0)};
     parity_operand x = operand(PARITY_DT_F16, 2, aIn, aX);
     parity_op_call call;
     parity_judgement j;
@@ -341,9 +329,9 @@ Test(layout, reshape)
     static const uint64_t a2x2x15[3] = {2, 2, 15};
     int64_t aS1[2] = {12, 5}, aS2[2] = {-1, 5}, aS3[3] = {4, -1, 5}, aS4[1] = {-1};
     int64_t aS5[3] = {2, 2, 15};
-    parity_attr p1 = attr_ints("shape", aS1, 2, 1), p2 = attr_ints("shape", aS2, 2, 1);
-    parity_attr p3 = attr_ints("shape", aS3, 3, 1), p4 = attr_ints("shape", aS4, 1, 1);
-    parity_attr p5 = attr_ints("shape", aS5, 3, 1);
+    parity_attr p1 = owned_attr_ints("shape", aS1, 2, 1), p2 = owned_attr_ints("shape", aS2, 2, 1);
+    parity_attr p3 = owned_attr_ints("shape", aS3, 3, 1), p4 = owned_attr_ints("shape", aS4, 1, 1);
+    parity_attr p5 = owned_attr_ints("shape", aS5, 3, 1);
     check_reshape(2, a12x5, NULL);
     check_reshape(3, a4x3x5, NULL);
     check_reshape(2, a12x5, &p1);
@@ -358,9 +346,9 @@ Test(layout, reshape_errors)
     static const uint64_t a12x4[2] = {12, 4}, a12x5[2] = {12, 5}, a6x10[2] = {6, 10};
     int64_t aS1[2] = {-1, -1}, aS2[2] = {-1, 7}, aS3[2] = {12, 5}, aS4[2] = {-2, 5};
     int64_t aS5[2] = {12, 4};
-    parity_attr p1 = attr_ints("shape", aS1, 2, 1), p2 = attr_ints("shape", aS2, 2, 1);
-    parity_attr p3 = attr_ints("shape", aS3, 2, 1), p4 = attr_ints("shape", aS4, 2, 1);
-    parity_attr p5 = attr_ints("shape", aS5, 2, 1);
+    parity_attr p1 = owned_attr_ints("shape", aS1, 2, 1), p2 = owned_attr_ints("shape", aS2, 2, 1);
+    parity_attr p3 = owned_attr_ints("shape", aS3, 2, 1), p4 = owned_attr_ints("shape", aS4, 2, 1);
+    parity_attr p5 = owned_attr_ints("shape", aS5, 2, 1);
     expect_error("reshape", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 2, a12x4, NULL, 0,
                  "(60 elements) cannot become output shape [12, 4] (48 elements)");
     expect_error("reshape", PARITY_DT_F32, 3, kIn3, PARITY_DT_F32, 2, a12x4, &p5, 1,
@@ -427,7 +415,7 @@ static int begin_cast(parity_op_call *pCall, const parity_operand *pX, parity_dt
                       const char *zTo, char *zErr, size_t nErr)
 {
     char *azTo[1] = {(char *)zTo};
-    parity_attr attr = attr_str("to", azTo);
+    parity_attr attr = owned_attr_str("to", azTo);
     return begin1(pCall, "cast", pX, outDt, pX->rank, pX->aDim, &attr, 1, zErr, nErr);
 }
 
@@ -551,7 +539,7 @@ static int begin_cast_any(parity_op_call *pCall, const parity_operand *pX, parit
                           char *zErr, size_t nErr)
 {
     char *azTo[1] = {(char *)parity_dtype_name(to)};
-    parity_attr attr = attr_str("to", azTo);
+    parity_attr attr = owned_attr_str("to", azTo);
     const parity_op_def *pDef = parity_op_find("cast");
     int d;
     if (begin_cast(pCall, pX, to, parity_dtype_name(to), zErr, nErr) == 0) return 0;
@@ -650,12 +638,12 @@ Test(cast, to_attribute_errors)
     static const uint64_t aDim[1] = {4};
     char *azUnknown[1] = {"float13"}, *azBf16[1] = {"bfloat16"}, *azF16[1] = {"float16"};
     int64_t aNum[1] = {5};
-    parity_attr pUnknown = attr_str("to", azUnknown);
-    parity_attr pMismatch = attr_str("to", azF16);
-    parity_attr pNotStr = attr_ints("to", aNum, 1, 0);
-    parity_attr pStorage = attr_str("dtype", azBf16);   /* storage meaning, never the target */
+    parity_attr pUnknown = owned_attr_str("to", azUnknown);
+    parity_attr pMismatch = owned_attr_str("to", azF16);
+    parity_attr pNotStr = owned_attr_ints("to", aNum, 1, 0);
+    parity_attr pStorage = owned_attr_str("dtype", azBf16);   /* storage meaning, never the target */
     static const uint64_t aDim5[1] = {5};
-    parity_attr aBoth[2] = {attr_str("dtype", azF16), attr_str("to", azBf16)};
+    parity_attr aBoth[2] = {owned_attr_str("dtype", azF16), owned_attr_str("to", azBf16)};
     double aX[4] = {1.0, 2.0, 3.0, 4.0};
     parity_operand x = operand(PARITY_DT_F32, 1, aDim, aX);
     parity_op_call call;

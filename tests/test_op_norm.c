@@ -39,96 +39,22 @@ static double *rand_f32(uint64_t n, uint64_t seed, float lo, float hi)
 
 static parity_operand operand(int rank, const uint64_t *aDim, double *a)
 {
-    parity_operand o;
-    int d;
-    memset(&o, 0, sizeof o);
-    o.zName = "x";
-    o.dtype = PARITY_DT_F32;
-    o.rank = rank;
-    o.nElem = 1;
-    for (d = 0; d < rank; d++) {
-        o.aDim[d] = aDim[d];
-        o.nElem *= aDim[d];
-    }
-    o.aValue = a;
-    return o;
+    return op_operand("x", PARITY_DT_F32, rank, aDim, a);
 }
 
-static int64_t aIntStore[8][PARITY_MAX_RANK];
-static double aFloatStore[8];
 
-static parity_attr attr_ints(int iSlot, const char *zName, const int64_t *a, size_t n)
-{
-    parity_attr at;
-    memset(&at, 0, sizeof at);
-    memcpy(aIntStore[iSlot], a, n * sizeof *a);
-    at.zName = (char *)zName;
-    at.kind = PARITY_ATTR_INT;
-    at.isArray = n != 1;
-    at.n = n;
-    at.aInt = aIntStore[iSlot];
-    return at;
-}
 
-static parity_attr attr_int(int iSlot, const char *zName, int64_t v)
-{
-    return attr_ints(iSlot, zName, &v, 1);
-}
 
-static parity_attr attr_float(int iSlot, const char *zName, double v)
-{
-    parity_attr at;
-    memset(&at, 0, sizeof at);
-    aFloatStore[iSlot] = v;
-    at.zName = (char *)zName;
-    at.kind = PARITY_ATTR_FLOAT;
-    at.n = 1;
-    at.aFloat = &aFloatStore[iSlot];
-    return at;
-}
 
-static int begin(parity_op_call *pCall, const char *zOp, const parity_operand *aIn, size_t nIn,
-                 int outRank, const uint64_t *aOut, const parity_attr *aAttr, size_t nAttr,
-                 char *zErr, size_t nErr)
-{
-    const parity_op_def *pDef = parity_op_find(zOp);
-    cr_assert(pDef, "op %s is registered", zOp);
-    zErr[0] = 0;
-    return parity_op_begin(pCall, pDef, aIn, nIn, PARITY_DT_F32, outRank, aOut,
-                           PARITY_DT_INVALID, aAttr, nAttr, zErr, nErr);
-}
 
-static void begin_ok(parity_op_call *pCall, const char *zOp, const parity_operand *aIn,
-                     size_t nIn, int outRank, const uint64_t *aOut, const parity_attr *aAttr,
-                     size_t nAttr)
-{
-    char zErr[512];
-    cr_assert_eq(begin(pCall, zOp, aIn, nIn, outRank, aOut, aAttr, nAttr, zErr, sizeof zErr),
-                 0, "%s: %s", zOp, zErr);
-}
 
-static void element(parity_op_call *pCall, uint64_t i, double *pRef, double *pBound)
-{
-    mpfr_t ref;
-    mpfr_init2(ref, PARITY_REF_PREC);
-    cr_assert(pCall->pDef->xElement(pCall, i, ref, pBound) == 0);
-    *pRef = mpfr_get_d(ref, MPFR_RNDN);
-    mpfr_clear(ref);
-}
 
-static parity_judgement judge(parity_op_call *pCall, const double *aCompiled)
-{
-    parity_judgement j;
-    char zErr[512];
-    cr_assert_eq(parity_judge(pCall, NULL, aCompiled, &j, zErr, sizeof zErr), 0, "%s", zErr);
-    return j;
-}
 
 /* Passes as given; then 3x the bound injected at element iBad fails exactly that one. */
 static void expect_pass_then_inject(parity_op_call *pCall, const double *aCompiled,
                                     uint64_t iBad, const char *zWhat)
 {
-    parity_judgement j = judge(pCall, aCompiled);
+    parity_judgement j = op_judge(pCall, aCompiled);
     double *aBad = malloc(pCall->nOut * sizeof *aBad), ref, bound;
     cr_expect_eq(j.nFail, 0, "%s: %llu failures, worst ratio %g at %llu", zWhat,
                  (unsigned long long)j.nFail, j.worstRatio,
@@ -136,10 +62,10 @@ static void expect_pass_then_inject(parity_op_call *pCall, const double *aCompil
     cr_expect(j.worstRatio < 1.0, "%s: worst ratio %g", zWhat, j.worstRatio);
     cr_assert(aBad);
     memcpy(aBad, aCompiled, pCall->nOut * sizeof *aBad);
-    element(pCall, iBad, &ref, &bound);
+    op_element(pCall, iBad, &ref, &bound);
     cr_assert(bound > 0.0 && isfinite(bound), "%s: bound %g", zWhat, bound);
     aBad[iBad] = (double)(float)(ref + 3.0 * bound);
-    j = judge(pCall, aBad);
+    j = op_judge(pCall, aBad);
     cr_expect_eq(j.nFail, 1, "%s: injected error: %llu failures", zWhat,
                  (unsigned long long)j.nFail);
     cr_expect_eq(j.worstLinear, iBad, "%s: worst at %llu, injected at %llu", zWhat,
@@ -217,7 +143,7 @@ Test(log_softmax, float32_kernels_pass_and_injection_fails)
         f32_lse_row(x + r * n, n, 0, &lse, y0 + r * n);
         f32_lse_row(x + r * n, n, 1, &lse, y1 + r * n);
     }
-    begin_ok(&call, "log_softmax", &in, 1, 2, aDim, &at, 1);
+    op_begin_ok(&call, "log_softmax", &in, 1, 2, aDim, &at, 1);
     expect_pass_then_inject(&call, y0, 3 * 64 + 17, "log_softmax two-pass");
     expect_pass_then_inject(&call, y1, 5 * 64 + 2, "log_softmax online x-(m+L)");
     parity_op_end(&call);
@@ -243,14 +169,14 @@ Test(log_softmax, dim0_rows_and_masking)
         f32_lse_row(col, 5, 0, &lse, ycol);
         for (i = 0; i < 5; i++) y[i * 3 + c] = ycol[i];
     }
-    begin_ok(&call, "log_softmax", &in, 1, 2, aDim, &at, 1);
+    op_begin_ok(&call, "log_softmax", &in, 1, 2, aDim, &at, 1);
     /* The float32 kernel gives NaN on the masked column (-Inf - -Inf) and -Inf at x = -Inf. */
     cr_expect(isnan(y[1]) && y[2 * 3 + 2] == -INFINITY);
-    j = judge(&call, y);
+    j = op_judge(&call, y);
     cr_expect_eq(j.nFail, 0, "%llu failures", (unsigned long long)j.nFail);
     /* A kernel giving 0 (or -Inf) on the fully masked column fails there. */
     for (i = 0; i < 5; i++) y[i * 3 + 1] = 0.0;
-    j = judge(&call, y);
+    j = op_judge(&call, y);
     cr_expect_eq(j.nFail, 5);
     cr_expect_eq(j.nNonFinite, 5);
     parity_op_end(&call);
@@ -273,11 +199,11 @@ Test(logsumexp, float32_kernels_pass_and_injection_fails)
         f32_lse_row(x + r * n, n, 1, &lse, NULL);
         l1[r] = lse;
     }
-    begin_ok(&call, "logsumexp", &in, 1, 1, aOut, aAttr, 1);
+    op_begin_ok(&call, "logsumexp", &in, 1, 1, aOut, aAttr, 1);
     expect_pass_then_inject(&call, l0, 7, "logsumexp two-pass");
     expect_pass_then_inject(&call, l1, 0, "logsumexp online");
     parity_op_end(&call);
-    begin_ok(&call, "logsumexp", &in, 1, 2, aOutKeep, aAttr, 2);
+    op_begin_ok(&call, "logsumexp", &in, 1, 2, aOutKeep, aAttr, 2);
     expect_pass_then_inject(&call, l0, 15, "logsumexp keepdim");
     parity_op_end(&call);
     free(x);
@@ -298,10 +224,10 @@ Test(logsumexp, special_rows_and_bound_growth)
     double ref, bSmall, bLarge, *big;
     uint64_t aBig[1] = { 4096 }, aScalar[1];
 
-    begin_ok(&call, "logsumexp", &in, 1, 1, aOut, &at, 1);
-    j = judge(&call, ok);
+    op_begin_ok(&call, "logsumexp", &in, 1, 1, aOut, &at, 1);
+    j = op_judge(&call, ok);
     cr_expect_eq(j.nFail, 0, "%llu failures", (unsigned long long)j.nFail);
-    j = judge(&call, bad);
+    j = op_judge(&call, bad);
     cr_expect_eq(j.nFail, 1);
     cr_expect_eq(j.worstLinear, 0);
     parity_op_end(&call);
@@ -311,12 +237,12 @@ Test(logsumexp, special_rows_and_bound_growth)
     cr_assert(big);
     for (uint64_t i = 0; i < 4096; i++) big[i] = (double)(float)sin((double)i);
     in = operand(1, (uint64_t[]){ 16 }, big);
-    begin_ok(&call, "logsumexp", &in, 1, 0, aScalar, NULL, 0);
-    element(&call, 0, &ref, &bSmall);
+    op_begin_ok(&call, "logsumexp", &in, 1, 0, aScalar, NULL, 0);
+    op_element(&call, 0, &ref, &bSmall);
     parity_op_end(&call);
     in = operand(1, aBig, big);
-    begin_ok(&call, "logsumexp", &in, 1, 0, aScalar, NULL, 0);
-    element(&call, 0, &ref, &bLarge);
+    op_begin_ok(&call, "logsumexp", &in, 1, 0, aScalar, NULL, 0);
+    op_element(&call, 0, &ref, &bLarge);
     parity_op_end(&call);
     cr_expect(bLarge > 10.0 * bSmall, "bounds %g (n 16) and %g (n 4096)", bSmall, bLarge);
     free(big);
@@ -337,12 +263,12 @@ Test(var, float32_two_pass_and_welford_pass)
         v1[r] = f32_var(x + r * n, n, 1.0, 1);
         v2[r] = f32_var(x + r * n, n, 0.0, 1);
     }
-    begin_ok(&call, "var", &in, 1, 1, aOut, aAttr, 1);
+    op_begin_ok(&call, "var", &in, 1, 1, aOut, aAttr, 1);
     expect_pass_then_inject(&call, v0, 2, "var two-pass");
     expect_pass_then_inject(&call, v1, 5, "var Welford");
     parity_op_end(&call);
     aAttr[1] = attr_float(0, "correction", 0.0);
-    begin_ok(&call, "var", &in, 1, 1, aOut, aAttr, 2);
+    op_begin_ok(&call, "var", &in, 1, 1, aOut, aAttr, 2);
     expect_pass_then_inject(&call, v2, 0, "var correction 0");
     parity_op_end(&call);
     free(x);
@@ -366,7 +292,7 @@ Test(var, dim_lists_keepdim_special_rows)
             for (c = 0; c < 4; c++) col[k++] = x[(a * 3 + b) * 4 + c];
         v[b] = f32_var(col, 8, 1.0, 0);
     }
-    begin_ok(&call, "var", &in, 1, 3, aOut, aAttr, 2);
+    op_begin_ok(&call, "var", &in, 1, 3, aOut, aAttr, 2);
     expect_pass_then_inject(&call, v, 1, "var dims (0, -1) keepdim");
     parity_op_end(&call);
 
@@ -377,11 +303,11 @@ Test(var, dim_lists_keepdim_special_rows)
         double xs[6] = { 2.5, 2.5, 1.0, 3.0, 7.0, 7.0 }, good[3] = { NAN, INFINITY, NAN };
         parity_attr at2[2] = { attr_int(0, "dim", 1), attr_float(0, "correction", 2.0) };
         parity_operand in2 = operand(2, aD, xs);
-        begin_ok(&call, "var", &in2, 1, 1, aO, at2, 2);
-        j = judge(&call, good);
+        op_begin_ok(&call, "var", &in2, 1, 1, aO, at2, 2);
+        j = op_judge(&call, good);
         cr_expect_eq(j.nFail, 0, "correction 2: %llu failures", (unsigned long long)j.nFail);
         good[2] = 0.0;    /* 0/0 must be NaN, not 0 */
-        j = judge(&call, good);
+        j = op_judge(&call, good);
         cr_expect_eq(j.nFail, 1);
         parity_op_end(&call);
     }
@@ -389,8 +315,8 @@ Test(var, dim_lists_keepdim_special_rows)
         uint64_t aD[1] = { 1 }, aO[1];
         double xs[1] = { 4.0 }, nan1[1] = { NAN };
         parity_operand in1 = operand(1, aD, xs);
-        begin_ok(&call, "var", &in1, 1, 0, aO, NULL, 0);
-        j = judge(&call, nan1);
+        op_begin_ok(&call, "var", &in1, 1, 0, aO, NULL, 0);
+        j = op_judge(&call, nan1);
         cr_expect_eq(j.nFail, 0);
         parity_op_end(&call);
     }
@@ -400,10 +326,10 @@ Test(var, dim_lists_keepdim_special_rows)
         for (a = 0; a < 16; a++) xs[a] = a < 8 ? 1.25 : -3.0;
         parity_operand inc = operand(2, aD, xs);
         parity_attr atd = attr_int(0, "dim", 1);
-        begin_ok(&call, "var", &inc, 1, 1, aO, &atd, 1);
-        j = judge(&call, zero);
+        op_begin_ok(&call, "var", &inc, 1, 1, aO, &atd, 1);
+        j = op_judge(&call, zero);
         cr_expect_eq(j.nFail, 0);
-        element(&call, 1, &ref, &bound);
+        op_element(&call, 1, &ref, &bound);
         cr_expect_eq(ref, 0.0);
         parity_op_end(&call);
     }
@@ -411,7 +337,7 @@ Test(var, dim_lists_keepdim_special_rows)
     {
         char zErr[512];
         aAttr[0] = attr_ints(0, "dim", aDims, 2);   /* slot 0 was reused above */
-        cr_expect_eq(begin(&call, "var", &in, 1, 1, aOut2, aAttr, 2, zErr, sizeof zErr), -1);
+        cr_expect_eq(op_begin(&call, "var", &in, 1, 1, aOut2, aAttr, 2, zErr, sizeof zErr), -1);
         cr_expect(strstr(zErr, "[1, 3, 1]") && strstr(zErr, "[3]"), "%s", zErr);
     }
     free(x);
@@ -423,12 +349,12 @@ Test(var, bound_grows_with_n)
     uint64_t aD1[1] = { 16 }, aD2[1] = { 8192 }, aO[1];
     parity_operand in = operand(1, aD1, x);
     parity_op_call call;
-    begin_ok(&call, "var", &in, 1, 0, aO, NULL, 0);
-    element(&call, 0, &ref, &b1);
+    op_begin_ok(&call, "var", &in, 1, 0, aO, NULL, 0);
+    op_element(&call, 0, &ref, &b1);
     parity_op_end(&call);
     in = operand(1, aD2, x);
-    begin_ok(&call, "var", &in, 1, 0, aO, NULL, 0);
-    element(&call, 0, &ref, &b2);
+    op_begin_ok(&call, "var", &in, 1, 0, aO, NULL, 0);
+    op_element(&call, 0, &ref, &b2);
     parity_op_end(&call);
     cr_expect(b2 > 100.0 * b1, "bounds %g (n 16) and %g (n 8192)", b1, b2);
     free(x);
@@ -458,7 +384,7 @@ Test(cumsum, sequential_and_blocked_scans_pass)
             y1[r * n + k] = (double)(carry + blk);
         }
     }
-    begin_ok(&call, "cumsum", &in, 1, 2, aDim, &at, 1);
+    op_begin_ok(&call, "cumsum", &in, 1, 2, aDim, &at, 1);
     expect_pass_then_inject(&call, y0, 2 * 1000 + 999, "cumsum sequential");
     expect_pass_then_inject(&call, y1, 1 * 1000 + 500, "cumsum blocked");
     parity_op_end(&call);
@@ -477,14 +403,14 @@ Test(cumsum, dim0_specials_and_bound_growth)
     double ref, b0, b1, b2;
 
     for (int i = 0; i < 8; i++) if (isfinite(y[i])) y[i] = (double)(float)y[i];
-    begin_ok(&call, "cumsum", &in, 1, 2, aDim, &at, 1);
-    j = judge(&call, y);
+    op_begin_ok(&call, "cumsum", &in, 1, 2, aDim, &at, 1);
+    j = op_judge(&call, y);
     cr_expect_eq(j.nFail, 0, "%llu failures at %llu", (unsigned long long)j.nFail,
                  (unsigned long long)j.worstLinear);
     /* 1e30 + (-1e30) is exactly 0 (float32(1e30) both times): bound is 0.5 ulp(0) only
      * plus gamma_1 * 2e30: a result of 1 passes, but Inf does not. */
     y[3] = INFINITY;
-    j = judge(&call, y);
+    j = op_judge(&call, y);
     cr_expect_eq(j.nFail, 1);
     cr_expect_eq(j.worstLinear, 3);
     parity_op_end(&call);
@@ -494,10 +420,10 @@ Test(cumsum, dim0_specials_and_bound_growth)
         uint64_t aD[1] = { 5000 };
         parity_operand inz = operand(1, aD, z);
         parity_attr at0 = attr_int(0, "dim", 0);
-        begin_ok(&call, "cumsum", &inz, 1, 1, aD, &at0, 1);
-        element(&call, 0, &ref, &b0);
-        element(&call, 99, &ref, &b1);
-        element(&call, 4999, &ref, &b2);
+        op_begin_ok(&call, "cumsum", &inz, 1, 1, aD, &at0, 1);
+        op_element(&call, 0, &ref, &b0);
+        op_element(&call, 99, &ref, &b1);
+        op_element(&call, 4999, &ref, &b2);
         cr_expect(b0 <= 0.5 * parity_ulp_at(PARITY_DT_F32, z[0]), "k = 0: rounding only, %g", b0);
         cr_expect(b2 > 50.0 * b1 && b1 > b0, "bounds %g %g %g", b0, b1, b2);
         parity_op_end(&call);
@@ -540,7 +466,7 @@ Test(rms_norm, float32_kernels_pass_and_injection_fails)
 
     f32_rms(x, w, 6, 256, 1e-6f, 0, y0);
     f32_rms(x, w, 6, 256, 1e-6f, 1, y1);
-    begin_ok(&call, "rms_norm", aIn, 2, 3, aDim, &at, 1);
+    op_begin_ok(&call, "rms_norm", aIn, 2, 3, aDim, &at, 1);
     expect_pass_then_inject(&call, y0, 700, "rms_norm sequential");
     expect_pass_then_inject(&call, y1, 1535, "rms_norm blocked");
     parity_op_end(&call);
@@ -548,7 +474,7 @@ Test(rms_norm, float32_kernels_pass_and_injection_fails)
     /* No weight, no eps: torch's eps = finfo(float32).eps = 2^-23; normalized_shape from
      * the last dim. */
     f32_rms(x, NULL, 6, 256, 0x1p-23f, 0, y0);
-    begin_ok(&call, "rms_norm", aIn, 1, 3, aDim, NULL, 0);
+    op_begin_ok(&call, "rms_norm", aIn, 1, 3, aDim, NULL, 0);
     expect_pass_then_inject(&call, y0, 3, "rms_norm default eps");
     parity_op_end(&call);
     free(x); free(w); free(y0); free(y1);
@@ -567,20 +493,20 @@ Test(rms_norm, zero_row_and_default_eps)
 
     for (int i = 0; i < 8; i++) x[i] = (double)(float)x[i];
     f32_rms(x, NULL, 2, 4, 0x1p-23f, 0, y);
-    begin_ok(&call, "rms_norm", &in, 1, 2, aDim, &at, 1);
-    j = judge(&call, y);
+    op_begin_ok(&call, "rms_norm", &in, 1, 2, aDim, &at, 1);
+    j = op_judge(&call, y);
     cr_expect_eq(j.nFail, 0, "%llu failures", (unsigned long long)j.nFail);
     /* The second row's scale depends on eps = 2^-23 (ms = 5.25e-6): 1e-5 would differ. */
-    element(&call, 7, &ref, &bound);
+    op_element(&call, 7, &ref, &bound);
     cr_expect(fabs(ref - 4e-3 / sqrt(5.25e-6 + 0x1p-23)) < 1e-3 * fabs(ref));
     cr_expect(fabs(ref - 4e-3 / sqrt(5.25e-6 + 1e-5)) > 100.0 * bound);
     parity_op_end(&call);
 
     /* eps = 0: a zero row is 0 * Inf = NaN. */
-    begin_ok(&call, "rms_norm", &in, 1, 2, aDim, aAt2, 2);
-    element(&call, 0, &ref, &bound);
+    op_begin_ok(&call, "rms_norm", &in, 1, 2, aDim, aAt2, 2);
+    op_element(&call, 0, &ref, &bound);
     cr_expect(isnan(ref));
-    j = judge(&call, y);      /* zeros where NaN is due: 4 non-finite failures, at least */
+    j = op_judge(&call, y);      /* zeros where NaN is due: 4 non-finite failures, at least */
     cr_expect(j.nNonFinite == 4, "%llu", (unsigned long long)j.nNonFinite);
     parity_op_end(&call);
 }
@@ -601,27 +527,27 @@ Test(params, clear_errors)
     parity_op_call call;
     char zErr[512];
 
-    cr_expect_eq(begin(&call, "log_softmax", &in, 1, 2, aDim, &dimBad, 1, zErr, sizeof zErr), -1);
+    cr_expect_eq(op_begin(&call, "log_softmax", &in, 1, 2, aDim, &dimBad, 1, zErr, sizeof zErr), -1);
     cr_expect(strstr(zErr, "dim 2") && strstr(zErr, "rank 2"), "%s", zErr);
-    cr_expect_eq(begin(&call, "cumsum", &in, 1, 2, aDim, &dimNeg, 1, zErr, sizeof zErr), -1);
+    cr_expect_eq(op_begin(&call, "cumsum", &in, 1, 2, aDim, &dimNeg, 1, zErr, sizeof zErr), -1);
     cr_expect(strstr(zErr, "cumsum") && strstr(zErr, "dim -3") && strstr(zErr, "rank 2"), "%s", zErr);
-    cr_expect_eq(begin(&call, "logsumexp", &in, 1, 1, aOut1, &dimBad, 1, zErr, sizeof zErr), -1);
+    cr_expect_eq(op_begin(&call, "logsumexp", &in, 1, 1, aOut1, &dimBad, 1, zErr, sizeof zErr), -1);
     cr_expect(strstr(zErr, "dim 2") && strstr(zErr, "rank 2"), "%s", zErr);
-    cr_expect_eq(begin(&call, "var", &in, 1, 1, aOut1, &dimNeg, 1, zErr, sizeof zErr), -1);
+    cr_expect_eq(op_begin(&call, "var", &in, 1, 1, aOut1, &dimNeg, 1, zErr, sizeof zErr), -1);
     cr_expect(strstr(zErr, "var") && strstr(zErr, "dim -3"), "%s", zErr);
-    cr_expect_eq(begin(&call, "var", &in, 1, 0, aOut1, &dup, 1, zErr, sizeof zErr), -1);
+    cr_expect_eq(op_begin(&call, "var", &in, 1, 0, aOut1, &dup, 1, zErr, sizeof zErr), -1);
     cr_expect(strstr(zErr, "more than once"), "%s", zErr);
-    cr_expect_eq(begin(&call, "var", &in, 1, 1, aOut1, &corr, 1, zErr, sizeof zErr), -1);
+    cr_expect_eq(op_begin(&call, "var", &in, 1, 1, aOut1, &corr, 1, zErr, sizeof zErr), -1);
     cr_expect(strstr(zErr, "correction"), "%s", zErr);
-    cr_expect_eq(begin(&call, "cumsum", &in, 1, 1, aOut1, NULL, 0, zErr, sizeof zErr), -1);
+    cr_expect_eq(op_begin(&call, "cumsum", &in, 1, 1, aOut1, NULL, 0, zErr, sizeof zErr), -1);
     cr_expect(strstr(zErr, "[3, 4]") && strstr(zErr, "[3]"), "%s", zErr);
-    cr_expect_eq(begin(&call, "rms_norm", &in, 1, 2, aDim, &ns, 1, zErr, sizeof zErr), -1);
+    cr_expect_eq(op_begin(&call, "rms_norm", &in, 1, 2, aDim, &ns, 1, zErr, sizeof zErr), -1);
     cr_expect(strstr(zErr, "normalized_shape [5]") && strstr(zErr, "[3, 4]"), "%s", zErr);
-    cr_expect_eq(begin(&call, "rms_norm", aIn, 2, 2, aDim, NULL, 0, zErr, sizeof zErr), -1);
+    cr_expect_eq(op_begin(&call, "rms_norm", aIn, 2, 2, aDim, NULL, 0, zErr, sizeof zErr), -1);
     cr_expect(strstr(zErr, "rms_norm") && strstr(zErr, "[5]"), "%s", zErr);
-    cr_expect_eq(begin(&call, "rms_norm", &in, 1, 2, aDim, &eps, 1, zErr, sizeof zErr), -1);
+    cr_expect_eq(op_begin(&call, "rms_norm", &in, 1, 2, aDim, &eps, 1, zErr, sizeof zErr), -1);
     cr_expect(strstr(zErr, "eps"), "%s", zErr);
-    cr_expect_eq(begin(&call, "log_softmax", aIn, 2, 2, aDim, NULL, 0, zErr, sizeof zErr), -1);
+    cr_expect_eq(op_begin(&call, "log_softmax", aIn, 2, 2, aDim, NULL, 0, zErr, sizeof zErr), -1);
     cr_expect(strstr(zErr, "log_softmax takes 1 inputs"), "%s", zErr);
 }
 
@@ -651,7 +577,7 @@ Test(independence, log_softmax_and_var_against_256_bits)
     mpfr_inits2(256, m256, s, t, e, hi, (mpfr_ptr)0);
     mpfr_init2(ref, PARITY_REF_PREC);
 
-    begin_ok(&call, "log_softmax", &in, 1, 2, aDim, &at, 1);
+    op_begin_ok(&call, "log_softmax", &in, 1, 2, aDim, &at, 1);
     for (r = 0; r < 3; r++) {
         double m = -INFINITY, bound;
         for (k = 0; k < n; k++) if (x[r * n + k] > m) m = x[r * n + k];
@@ -675,7 +601,7 @@ Test(independence, log_softmax_and_var_against_256_bits)
     }
     parity_op_end(&call);
 
-    begin_ok(&call, "var", &in, 1, 1, aOut, &at, 1);
+    op_begin_ok(&call, "var", &in, 1, 1, aOut, &at, 1);
     for (r = 0; r < 3; r++) {
         double bound;
         /* One-pass at 256 bits: (sum x^2 - (sum x)^2 / n) / (n - 1), exact for these

@@ -140,7 +140,7 @@ static parity_attr *new_attr(gcase *pC, const char *zName)
     return a;
 }
 
-static void attr_ints(gcase *pC, const char *zName, const int64_t *v, size_t n, int isArray)
+static void gc_attr_ints(gcase *pC, const char *zName, const int64_t *v, size_t n, int isArray)
 {
     parity_attr *a = new_attr(pC, zName);
     memcpy(pC->aIntStore[pC->nAttr], v, n * sizeof *v);
@@ -151,12 +151,12 @@ static void attr_ints(gcase *pC, const char *zName, const int64_t *v, size_t n, 
     pC->nAttr++;
 }
 
-static void attr_int(gcase *pC, const char *zName, int64_t v)
+static void gc_attr_int(gcase *pC, const char *zName, int64_t v)
 {
-    attr_ints(pC, zName, &v, 1, 0);
+    gc_attr_ints(pC, zName, &v, 1, 0);
 }
 
-static void attr_float(gcase *pC, const char *zName, double v)
+static void gc_attr_float(gcase *pC, const char *zName, double v)
 {
     parity_attr *a = new_attr(pC, zName);
     pC->aFloatStore[pC->nAttr] = v;
@@ -166,7 +166,7 @@ static void attr_float(gcase *pC, const char *zName, double v)
     pC->nAttr++;
 }
 
-static void attr_str(gcase *pC, const char *zName, const char *zValue)
+static void gc_attr_str(gcase *pC, const char *zName, const char *zValue)
 {
     parity_attr *a = new_attr(pC, zName);
     pC->azStrStore[pC->nAttr] = (char *)zValue;
@@ -735,8 +735,8 @@ static int build_guard(gcase *pC, const char *zOp, int v)
         if (v > (strcmp(zOp, "gelu") == 0 ? 2 : 0)) return 0;
         IN(pC, 11 + v, -6.0, 6.0, 1, 5, 9);
         OUT(pC, 5, 9);
-        if (v == 1) attr_str(pC, "approximate", "none");
-        if (v == 2) { attr_str(pC, "approximate", "tanh"); pC->approx = 1; }
+        if (v == 1) gc_attr_str(pC, "approximate", "none");
+        if (v == 2) { gc_attr_str(pC, "approximate", "tanh"); pC->approx = 1; }
         return 1;
     }
     if (in_list(zOp, kBinaryOps)) {
@@ -751,7 +751,7 @@ static int build_guard(gcase *pC, const char *zOp, int v)
             OUT(pC, 2, 3, 4);
             if (hasAlpha) {
                 pC->alpha = strcmp(zOp, "add") == 0 ? 0.3 : 2.5;
-                attr_float(pC, "alpha", pC->alpha);
+                gc_attr_float(pC, "alpha", pC->alpha);
             }
         } else if (v == 2) {                         /* the specials against each other */
             uint64_t i;
@@ -759,15 +759,15 @@ static int build_guard(gcase *pC, const char *zOp, int v)
             double *y = IN(pC, 26, 0, 0, 0, N_SPECIAL);
             for (i = 0; i < N_SPECIAL; i++) x[i] = y[i] = kSpecial[i];
             OUT(pC, N_SPECIAL, N_SPECIAL);
-            if (hasAlpha) { pC->alpha = -3; attr_int(pC, "alpha", -3); }
+            if (hasAlpha) { pC->alpha = -3; gc_attr_int(pC, "alpha", -3); }
         } else return 0;
         return 1;
     }
     if (in_list(zOp, kReduceOps)) {
         if (v == 0) { IN(pC, 31, -5, 5, 1, 3, 5, 4); reduce_shape(pC, (int[]){0, 2}, 2, 0);
-                      attr_ints(pC, "dim", (int64_t[]){0, -1}, 2, 1); }
+                      gc_attr_ints(pC, "dim", (int64_t[]){0, -1}, 2, 1); }
         else if (v == 1) { IN(pC, 32, -5, 5, 1, 3, 5, 4); reduce_shape(pC, (int[]){1}, 1, 1);
-                           attr_int(pC, "dim", 1); attr_int(pC, "keepdim", 1); }
+                           gc_attr_int(pC, "dim", 1); gc_attr_int(pC, "keepdim", 1); }
         else if (v == 2) { IN(pC, 33, -5, 5, 1, 4, 6); reduce_shape(pC, NULL, 0, 0); }
         else return 0;
         return 1;
@@ -801,8 +801,8 @@ static int build_guard(gcase *pC, const char *zOp, int v)
             if (v == 1) {
                 pC->causal = 1;
                 pC->scale = 0.3;
-                attr_int(pC, "is_causal", 1);
-                attr_float(pC, "scale", 0.3);
+                gc_attr_int(pC, "is_causal", 1);
+                gc_attr_float(pC, "scale", 0.3);
             }
         } else if (v == 2 || v == 3) {
             double *m;
@@ -831,24 +831,24 @@ static int build_guard(gcase *pC, const char *zOp, int v)
             IN(pC, 81, -2, 2, 1, 2, 4, 6, 7); IN(pC, 82, -2, 2, 1, 6, 2, 3, 2); IN(pC, 83, -2, 2, 0, 6);
             pC->stride[0] = 2; pC->stride[1] = 1; pC->pad[0] = 1; pC->pad[1] = 2;
             pC->dil[0] = 1; pC->dil[1] = 2; pC->groups = 2;
-            attr_ints(pC, "stride", (int64_t[]){2, 1}, 2, 1);
-            attr_ints(pC, "padding", (int64_t[]){1, 2}, 2, 1);
-            attr_ints(pC, "dilation", (int64_t[]){1, 2}, 2, 1);
-            attr_int(pC, "groups", 2);
+            gc_attr_ints(pC, "stride", (int64_t[]){2, 1}, 2, 1);
+            gc_attr_ints(pC, "padding", (int64_t[]){1, 2}, 2, 1);
+            gc_attr_ints(pC, "dilation", (int64_t[]){1, 2}, 2, 1);
+            gc_attr_int(pC, "groups", 2);
             /* Ho = (6 + 2 - 2 - 1) / 2 + 1 = 3, Wo = (7 + 4 - 2 - 1) / 1 + 1 = 9 */
             OUT(pC, 2, 6, 3, 9);
         } else if (v == 1) {
             IN(pC, 84, -2, 2, 1, 3, 5, 5); IN(pC, 85, -2, 2, 1, 2, 3, 3, 3); IN(pC, 86, -2, 2, 0, 2);
             pC->dil[0] = pC->dil[1] = 2;
             pC->pad[0] = pC->pad[1] = 2;     /* "same": total 2 (3 - 1) = 4, 2 before */
-            attr_int(pC, "dilation", 2);
-            attr_str(pC, "padding", "same");
+            gc_attr_int(pC, "dilation", 2);
+            gc_attr_str(pC, "padding", "same");
             OUT(pC, 2, 5, 5);
         } else if (v == 2) {
             IN(pC, 87, -2, 2, 1, 1, 2, 7, 6); IN(pC, 88, -2, 2, 1, 3, 2, 2, 3);
             pC->stride[0] = pC->stride[1] = 2;
-            attr_int(pC, "stride", 2);
-            attr_str(pC, "padding", "valid");
+            gc_attr_int(pC, "stride", 2);
+            gc_attr_str(pC, "padding", "valid");
             /* Ho = (7 - 2) / 2 + 1 = 3, Wo = (6 - 3) / 2 + 1 = 2 */
             OUT(pC, 1, 3, 3, 2);
         } else return 0;
@@ -860,14 +860,14 @@ static int build_guard(gcase *pC, const char *zOp, int v)
         IN(pC, 91, -5, 5, 1, 2, 3, 4);
         if (strcmp(zOp, "transpose") == 0) {
             pC->aPerm[0] = 2; pC->aPerm[1] = 1; pC->aPerm[2] = 0;
-            attr_int(pC, "dim0", 0); attr_int(pC, "dim1", -1);
+            gc_attr_int(pC, "dim0", 0); gc_attr_int(pC, "dim1", -1);
             OUT(pC, 4, 3, 2);
         } else if (strcmp(zOp, "permute") == 0) {
             pC->aPerm[0] = 2; pC->aPerm[1] = 0; pC->aPerm[2] = 1;
-            attr_ints(pC, "dims", (int64_t[]){-1, 0, 1}, 3, 1);
+            gc_attr_ints(pC, "dims", (int64_t[]){-1, 0, 1}, 3, 1);
             OUT(pC, 4, 2, 3);
         } else {
-            attr_ints(pC, "shape", (int64_t[]){4, -1}, 2, 1);
+            gc_attr_ints(pC, "shape", (int64_t[]){4, -1}, 2, 1);
             OUT(pC, 4, 6);
         }
         return 1;
@@ -885,7 +885,7 @@ static int build_guard(gcase *pC, const char *zOp, int v)
             x[i + 12] = (double)(float)kCastEdge[i];
         OUT(pC, 6, 8);
         pC->outDt = v == 0 ? PARITY_DT_F16 : v == 1 ? PARITY_DT_BF16 : PARITY_DT_F32;
-        attr_str(pC, "to", v == 0 ? "float16" : v == 1 ? "bfloat16" : "float32");
+        gc_attr_str(pC, "to", v == 0 ? "float16" : v == 1 ? "bfloat16" : "float32");
         return 1;
     }
     if (strcmp(zOp, "softmax") == 0 || strcmp(zOp, "log_softmax") == 0 ||
@@ -894,44 +894,44 @@ static int build_guard(gcase *pC, const char *zOp, int v)
             IN(pC, 101, -8, 8, 1, 3, 5, 4);
             OUT(pC, 3, 5, 4);
             pC->dim = strcmp(zOp, "log_softmax") == 0 ? 0 : 1;
-            attr_int(pC, "dim", pC->dim);
+            gc_attr_int(pC, "dim", pC->dim);
         } else if (v == 1) {
             IN(pC, 102, -8, 8, 1, 4, 7);
             OUT(pC, 4, 7);
-            if (strcmp(zOp, "cumsum") == 0) attr_int(pC, "dim", -1);   /* torch requires it */
+            if (strcmp(zOp, "cumsum") == 0) gc_attr_int(pC, "dim", -1);   /* torch requires it */
         } else return 0;
         return 1;
     }
     if (strcmp(zOp, "logsumexp") == 0) {
         if (v == 0) { IN(pC, 111, -8, 8, 1, 3, 5, 4); reduce_shape(pC, (int[]){0, 2}, 2, 1);
-                      attr_ints(pC, "dim", (int64_t[]){0, 2}, 2, 1); attr_int(pC, "keepdim", 1); }
+                      gc_attr_ints(pC, "dim", (int64_t[]){0, 2}, 2, 1); gc_attr_int(pC, "keepdim", 1); }
         else if (v == 1) { IN(pC, 112, -8, 8, 1, 4, 7); reduce_shape(pC, NULL, 0, 0); }
         else if (v == 2) { IN(pC, 113, -8, 8, 1, 4, 7); reduce_shape(pC, (int[]){1}, 1, 0);
-                           attr_int(pC, "dim", 1); }
+                           gc_attr_int(pC, "dim", 1); }
         else if (v == 3) {             /* max 0 dominating: lse = log(1 + tiny) is tiny */
             static const double kRows[8] = { 0.0, -90.0, -91.0, -100.0, 0.0, -30.0, -40.0, -50.0 };
             double *x = IN(pC, 114, 0, 0, 0, 2, 4);
             memcpy(x, kRows, sizeof kRows);
             reduce_shape(pC, (int[]){1}, 1, 0);
-            attr_int(pC, "dim", 1);
+            gc_attr_int(pC, "dim", 1);
         } else return 0;
         return 1;
     }
     if (strcmp(zOp, "var") == 0) {
         if (v == 0) { IN(pC, 121, -5, 5, 1, 3, 5, 4); reduce_shape(pC, (int[]){1}, 1, 0);
-                      attr_ints(pC, "dim", (int64_t[]){1}, 1, 1); }
+                      gc_attr_ints(pC, "dim", (int64_t[]){1}, 1, 1); }
         else if (v == 1) { IN(pC, 122, -5, 5, 1, 3, 5, 4); reduce_shape(pC, (int[]){0, 2}, 2, 1);
-                           attr_ints(pC, "dim", (int64_t[]){0, 2}, 2, 1); attr_int(pC, "keepdim", 1);
-                           pC->correction = 0; attr_int(pC, "correction", 0); }
+                           gc_attr_ints(pC, "dim", (int64_t[]){0, 2}, 2, 1); gc_attr_int(pC, "keepdim", 1);
+                           pC->correction = 0; gc_attr_int(pC, "correction", 0); }
         else if (v == 2) { IN(pC, 123, -5, 5, 1, 4, 7); reduce_shape(pC, (int[]){1}, 1, 0);
-                           attr_int(pC, "dim", -1); pC->correction = 2.5;
-                           attr_float(pC, "correction", 2.5); }
+                           gc_attr_int(pC, "dim", -1); pC->correction = 2.5;
+                           gc_attr_float(pC, "correction", 2.5); }
         else if (v == 3) { double *x = IN(pC, 124, -5, 5, 0, 4, 2);   /* n - correction = 0 */
                            x[6] = x[7] = 1.5;                           /* constant row: NaN */
-                           reduce_shape(pC, (int[]){1}, 1, 0); attr_int(pC, "dim", 1);
-                           pC->correction = 2; attr_int(pC, "correction", 2); }
+                           reduce_shape(pC, (int[]){1}, 1, 0); gc_attr_int(pC, "dim", 1);
+                           pC->correction = 2; gc_attr_int(pC, "correction", 2); }
         else if (v == 4) { IN(pC, 125, -5, 5, 1, 4, 7); reduce_shape(pC, NULL, 0, 0);
-                           pC->correction = 0; attr_int(pC, "unbiased", 0); }
+                           pC->correction = 0; gc_attr_int(pC, "unbiased", 0); }
         else return 0;
         return 1;
     }
@@ -939,19 +939,19 @@ static int build_guard(gcase *pC, const char *zOp, int v)
         if (v == 0) { IN(pC, 131, -3, 3, 1, 3, 8); IN(pC, 132, -2, 2, 0, 8); OUT(pC, 3, 8);
                       pC->nNorm = 1; pC->eps = 0x1p-23;   /* torch.finfo(float32).eps */ }
         else if (v == 1) { IN(pC, 133, -3, 3, 1, 3, 2, 4); OUT(pC, 3, 2, 4); pC->nNorm = 2;
-                           pC->eps = 1e-6; attr_ints(pC, "normalized_shape", (int64_t[]){2, 4}, 2, 1);
-                           attr_float(pC, "eps", 1e-6); }
+                           pC->eps = 1e-6; gc_attr_ints(pC, "normalized_shape", (int64_t[]){2, 4}, 2, 1);
+                           gc_attr_float(pC, "eps", 1e-6); }
         else return 0;
         return 1;
     }
     if (strcmp(zOp, "layer_norm") == 0) {
         if (v == 0) { IN(pC, 141, -3, 3, 1, 3, 8); IN(pC, 142, -2, 2, 0, 8); IN(pC, 143, -2, 2, 0, 8);
                       OUT(pC, 3, 8); pC->nNorm = 1; pC->eps = 1e-5;
-                      attr_ints(pC, "normalized_shape", (int64_t[]){8}, 1, 1);
-                      attr_float(pC, "eps", 1e-5); }
+                      gc_attr_ints(pC, "normalized_shape", (int64_t[]){8}, 1, 1);
+                      gc_attr_float(pC, "eps", 1e-5); }
         else if (v == 1) { IN(pC, 144, -3, 3, 1, 2, 2, 3); OUT(pC, 2, 2, 3); pC->nNorm = 2;
-                           pC->eps = 0.1; attr_ints(pC, "normalized_shape", (int64_t[]){2, 3}, 2, 1);
-                           attr_float(pC, "eps", 0.1); }
+                           pC->eps = 0.1; gc_attr_ints(pC, "normalized_shape", (int64_t[]){2, 3}, 2, 1);
+                           gc_attr_float(pC, "eps", 0.1); }
         else return 0;
         return 1;
     }
@@ -1136,7 +1136,7 @@ static void build_len(gcase *pC, const char *zOp, uint64_t len, uint64_t len2, u
                strcmp(zOp, "logsumexp") == 0) {
         IN(pC, seed, -1, 1, 0, 3, len);
         reduce_shape(pC, (int[]){1}, 1, 0);
-        attr_int(pC, "dim", 1);
+        gc_attr_int(pC, "dim", 1);
     } else if (strcmp(zOp, "softmax") == 0 || strcmp(zOp, "log_softmax") == 0 ||
                strcmp(zOp, "cumsum") == 0 || strcmp(zOp, "transpose") == 0 ||
                strcmp(zOp, "permute") == 0 || strcmp(zOp, "reshape") == 0 ||
@@ -1144,15 +1144,15 @@ static void build_len(gcase *pC, const char *zOp, uint64_t len, uint64_t len2, u
         IN(pC, seed, -1, 1, 0, 3, len);
         OUT(pC, 3, len);
         if (strcmp(zOp, "transpose") == 0) {
-            attr_int(pC, "dim0", 0); attr_int(pC, "dim1", 1); OUT(pC, len, 3);
+            gc_attr_int(pC, "dim0", 0); gc_attr_int(pC, "dim1", 1); OUT(pC, len, 3);
         } else if (strcmp(zOp, "permute") == 0) {
-            attr_ints(pC, "dims", (int64_t[]){1, 0}, 2, 1); OUT(pC, len, 3);
+            gc_attr_ints(pC, "dims", (int64_t[]){1, 0}, 2, 1); OUT(pC, len, 3);
         } else if (strcmp(zOp, "reshape") == 0) {
-            attr_ints(pC, "shape", (int64_t[]){-1}, 1, 1); OUT(pC, 3 * len);
+            gc_attr_ints(pC, "shape", (int64_t[]){-1}, 1, 1); OUT(pC, 3 * len);
         } else if (strcmp(zOp, "cast") == 0) {
-            attr_str(pC, "to", "float32");
+            gc_attr_str(pC, "to", "float32");
         } else {
-            attr_int(pC, "dim", 1);
+            gc_attr_int(pC, "dim", 1);
         }
     } else if (strcmp(zOp, "matmul") == 0) {
         IN(pC, seed, -1, 1, 0, 3, len); IN(pC, seed + 1, -1, 1, 0, len, 4); OUT(pC, 3, 4);

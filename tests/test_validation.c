@@ -347,7 +347,7 @@ static void set_out(vcase *pC, int rank, const uint64_t *aDim)
     cr_assert(pC->aY && pC->aC);
 }
 
-static void attr_ints(vcase *pC, const char *zName, const int64_t *a, size_t n, int isArray)
+static void vc_attr_ints(vcase *pC, const char *zName, const int64_t *a, size_t n, int isArray)
 {
     size_t i = pC->nAttr++;
     parity_attr *p = &pC->aAttr[i];
@@ -360,9 +360,9 @@ static void attr_ints(vcase *pC, const char *zName, const int64_t *a, size_t n, 
     p->aInt = pC->aIntStore[i];
 }
 
-static void attr_int(vcase *pC, const char *zName, int64_t v) { attr_ints(pC, zName, &v, 1, 0); }
+static void vc_attr_int(vcase *pC, const char *zName, int64_t v) { vc_attr_ints(pC, zName, &v, 1, 0); }
 
-static void attr_float(vcase *pC, const char *zName, double v)
+static void vc_attr_float(vcase *pC, const char *zName, double v)
 {
     size_t i = pC->nAttr++;
     parity_attr *p = &pC->aAttr[i];
@@ -374,7 +374,7 @@ static void attr_float(vcase *pC, const char *zName, double v)
     p->aFloat = &pC->aFloatStore[i];
 }
 
-static void attr_str(vcase *pC, const char *zName, const char *zValue)
+static void vc_attr_str(vcase *pC, const char *zName, const char *zValue)
 {
     size_t i = pC->nAttr++;
     parity_attr *p = &pC->aAttr[i];
@@ -422,20 +422,20 @@ static void reduce_dims(vcase *pC, uint64_t *s, int rank, unsigned char *aRed, i
     }
     if (allowList && r == 1) {              /* empty list: every dim */
         for (d = 0; d < rank; d++) aRed[d] = 1;
-        attr_ints(pC, "dim", aArg, 0, 1);
+        vc_attr_ints(pC, "dim", aArg, 0, 1);
         return;
     }
     if (!allowList || r < 6) {              /* one int */
         d = rnd_int(s, 0, rank - 1);
         aRed[d] = 1;
-        attr_int(pC, "dim", dim_arg(s, d, rank));
+        vc_attr_int(pC, "dim", dim_arg(s, d, rank));
         return;
     }
     for (d = 0; d < rank; d++) if (rnd_int(s, 0, 1)) { aRed[d] = 1; any = 1; }
     if (!any) aRed[rnd_int(s, 0, rank - 1)] = 1;
     for (d = rank - 1; d >= 0; d--)         /* listed in reverse: order must not matter */
         if (aRed[d]) aArg[n++] = dim_arg(s, d, rank);
-    attr_ints(pC, "dim", aArg, n, 1);
+    vc_attr_ints(pC, "dim", aArg, n, 1);
 }
 
 /* Output shape of a reduction. */
@@ -491,8 +491,8 @@ static int build_unary(vcase *pC, uint64_t *s, const char *zOp)
     set_out(pC, rank, aDim);
     if (!strcmp(zOp, "gelu")) {
         variant = rnd_int(s, 0, 3);
-        if (variant >= 2) attr_str(pC, "approximate", "tanh");
-        else if (rnd_int(s, 0, 1)) attr_str(pC, "approximate", "none");
+        if (variant >= 2) vc_attr_str(pC, "approximate", "tanh");
+        else if (rnd_int(s, 0, 1)) vc_attr_str(pC, "approximate", "none");
         snprintf(pC->zLabel, sizeof pC->zLabel, "gelu(%s)", variant >= 2 ? "tanh" : "none");
         snprintf(pC->zStrategy, sizeof pC->zStrategy, "%s", azVar[variant]);
     } else if (!strcmp(zOp, "silu") || !strcmp(zOp, "sigmoid")) {
@@ -543,7 +543,7 @@ static int build_binary(vcase *pC, uint64_t *s, const char *zOp)
     set_out(pC, rank, aOut);
     if ((!strcmp(zOp, "add") || !strcmp(zOp, "sub")) && rnd_int(s, 0, 3) == 0) {
         double a = aAlpha[rnd(s) % 6];
-        attr_float(pC, "alpha", a);
+        vc_attr_float(pC, "alpha", a);
         alpha = (float)a;
         useFma = rnd_int(s, 0, 1);
     }
@@ -612,7 +612,7 @@ static int build_reduce(vcase *pC, uint64_t *s, const char *zOp)
     }
     add_operand(pC, s, rank, aDim, pC->inDt, isVar ? 24 : 30, 0);
     reduce_dims(pC, s, rank, aRed, 1);
-    if (rnd_int(s, 0, 2) || keepdim) attr_int(pC, "keepdim", keepdim);
+    if (rnd_int(s, 0, 2) || keepdim) vc_attr_int(pC, "keepdim", keepdim);
     outRank = reduced_shape(rank, aDim, aRed, keepdim, aOut);
     set_out(pC, outRank, aOut);
     rowmap_make(&m, rank, aDim, aRed);
@@ -620,9 +620,9 @@ static int build_reduce(vcase *pC, uint64_t *s, const char *zOp)
     chunk = (size_t)rnd_int(s, 1, 300);
     if (isVar) {
         int c = rnd_int(s, 0, 3);
-        if (c == 0) { correction = 0.0; attr_float(pC, "correction", 0.0); }
-        else if (c == 1) { correction = 1.0; attr_float(pC, "correction", 1.0); }
-        else if (c == 2) { correction = (double)rnd_int(s, 0, 1); attr_int(pC, "unbiased", (int64_t)correction); }
+        if (c == 0) { correction = 0.0; vc_attr_float(pC, "correction", 0.0); }
+        else if (c == 1) { correction = 1.0; vc_attr_float(pC, "correction", 1.0); }
+        else if (c == 2) { correction = (double)rnd_int(s, 0, 1); vc_attr_int(pC, "unbiased", (int64_t)correction); }
         varAlg = rnd_int(s, 0, 2);
         snprintf(pC->zStrategy, sizeof pC->zStrategy, "%s/%s",
                  varAlg == 0 ? "two-pass" : varAlg == 1 ? "welford" : "one-pass", azSum[strat]);
@@ -721,7 +721,7 @@ static int build_rowwise(vcase *pC, uint64_t *s, const char *zOp)
     d = rnd_int(s, 0, rank - 1);
     memset(aRed, 0, sizeof aRed);
     aRed[d] = 1;
-    if (d != rank - 1 || rnd_int(s, 0, 1)) attr_int(pC, "dim", dim_arg(s, d, rank));
+    if (d != rank - 1 || rnd_int(s, 0, 1)) vc_attr_int(pC, "dim", dim_arg(s, d, rank));
     rowmap_make(&m, rank, aDim, aRed);
     if (isCum) {
         alg = rnd_int(s, 0, 2);
@@ -829,16 +829,16 @@ static int build_norm(vcase *pC, uint64_t *s, const char *zOp)
     if (nAffine == 0 || rnd_int(s, 0, 1)) {
         int64_t aNs[2];
         for (d = 0; d < nNorm; d++) aNs[d] = (int64_t)aDim[rank - nNorm + d];
-        attr_ints(pC, "normalized_shape", aNs, (size_t)nNorm, 1);
+        vc_attr_ints(pC, "normalized_shape", aNs, (size_t)nNorm, 1);
     }
     if (isLn) {
         eps = 1e-5;
-        if (rnd_int(s, 0, 1)) { eps = rnd_int(s, 0, 1) ? 1e-6 : 1e-3; attr_float(pC, "eps", eps); }
+        if (rnd_int(s, 0, 1)) { eps = rnd_int(s, 0, 1) ? 1e-6 : 1e-3; vc_attr_float(pC, "eps", eps); }
     } else if (rnd_int(s, 0, 1)) {
         eps = 2.0 * parity_unit_roundoff(pC->inDt);   /* torch's eps=None: finfo(x).eps */
     } else {
         eps = rnd_int(s, 0, 1) ? 1e-6 : 1e-5;
-        attr_float(pC, "eps", eps);
+        vc_attr_float(pC, "eps", eps);
     }
     epsF = (float)eps;
     n = prod(nNorm, aDim + rank - nNorm);
@@ -1050,8 +1050,8 @@ static int build_layout(vcase *pC, uint64_t *s, const char *zOp)
         int d0 = rnd_int(s, 0, rank - 1), d1 = rnd_int(s, 0, rank - 1);
         aPerm[d0] = d1;
         aPerm[d1] = d0;
-        attr_int(pC, "dim0", dim_arg(s, d0, rank));
-        attr_int(pC, "dim1", dim_arg(s, d1, rank));
+        vc_attr_int(pC, "dim0", dim_arg(s, d0, rank));
+        vc_attr_int(pC, "dim1", dim_arg(s, d1, rank));
     } else if (!strcmp(zOp, "permute")) {
         int64_t aArg[PARITY_MAX_RANK];
         for (d = rank - 1; d > 0; d--) {
@@ -1060,7 +1060,7 @@ static int build_layout(vcase *pC, uint64_t *s, const char *zOp)
             aPerm[j] = t;
         }
         for (d = 0; d < rank; d++) aArg[d] = dim_arg(s, aPerm[d], rank);
-        attr_ints(pC, "dims", aArg, (size_t)rank, 1);
+        vc_attr_ints(pC, "dims", aArg, (size_t)rank, 1);
     } else {
         /* reshape: a random factorisation of the element count. */
         uint64_t n = prod(rank, aDim), rem = n, f;
@@ -1074,7 +1074,7 @@ static int build_layout(vcase *pC, uint64_t *s, const char *zOp)
         }
         for (d = 0; d < outRank; d++) aArg[d] = (int64_t)aOut[d];
         if (mode == 2) aArg[rnd_int(s, 0, outRank - 1)] = -1;
-        if (mode) attr_ints(pC, "shape", aArg, (size_t)outRank, 1);
+        if (mode) vc_attr_ints(pC, "shape", aArg, (size_t)outRank, 1);
         snprintf(pC->zStrategy, sizeof pC->zStrategy, "copy");
         set_out(pC, outRank, aOut);
         for (i = 0; i < pC->nOut; i++) pC->aY[i] = pC->apInF[0][i];
@@ -1101,7 +1101,7 @@ static int build_cast(vcase *pC, uint64_t *s)
         for (i = 0; i < pC->aIn[0].nElem; i++)
             pC->apIn[0][i] *= 1.0 + (rnd_unit(s) - 0.5) * 0x1p-20;
     set_out(pC, rank, aDim);
-    attr_str(pC, "to", parity_dtype_name(pC->outDt));
+    vc_attr_str(pC, "to", parity_dtype_name(pC->outDt));
     snprintf(pC->zStrategy, sizeof pC->zStrategy, "round-once");
     /* Encoded straight from the input value: one rounding (the output rounding of
      * finish_output is then exact). */
