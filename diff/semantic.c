@@ -68,8 +68,8 @@ static int load_inputs(parity_capture *pCap, char **azInput, size_t nInput,
     }
     for (k = 0; k < nInput; k++) {
         long iIn = parity_capture_find(pCap, azInput[k]);
-        if (operand_load(pCap, (size_t)iIn, &aOp[k], zErr, nErr) != 0) {
-            while (k-- > 0) operand_free(&aOp[k]);
+        if (parity_operand_load(pCap, (size_t)iIn, &aOp[k], zErr, nErr) != 0) {
+            while (k-- > 0) parity_operand_free(&aOp[k]);
             return -1;
         }
     }
@@ -95,7 +95,7 @@ static int fused_intermediate(parity_capture *pEagerCap, parity_capture *pCompCa
 static void free_inputs(parity_operand *aOp, size_t n)
 {
     size_t k;
-    for (k = 0; k < n; k++) operand_free(&aOp[k]);
+    for (k = 0; k < n; k++) parity_operand_free(&aOp[k]);
 }
 
 /* Runs the op over aIn and judges aCompiled (and aEager when not NULL) against it. Returns
@@ -252,9 +252,9 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
         return;
     }
     haveIn = 1;
-    if (operand_load(pEagerCap, iE, &outE, zErr, sizeof zErr) != 0) goto read_error;
+    if (parity_operand_load(pEagerCap, iE, &outE, zErr, sizeof zErr) != 0) goto read_error;
     parity_isolate_set_current(parity_capture_filename(pCompCap));
-    if (operand_load(pCompCap, (size_t)iC, &outC, zErr, sizeof zErr) != 0) goto read_error;
+    if (parity_operand_load(pCompCap, (size_t)iC, &outC, zErr, sizeof zErr) != 0) goto read_error;
     rcC = load_inputs(pCompCap, pE->azInput, pE->nInput, aInC, nBudget, zErr, sizeof zErr);
     if (rcC < 0) goto read_error;
     haveInC = rcC == 0;
@@ -322,8 +322,8 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
 done:
     if (haveIn) free_inputs(aIn, pE->nInput);
     if (haveInC) free_inputs(aInC, pE->nInput);
-    operand_free(&outE);
-    operand_free(&outC);
+    parity_operand_free(&outE);
+    parity_operand_free(&outC);
     return;
 read_error:
     pR->status = PARITY_ST_ERROR;

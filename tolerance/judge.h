@@ -25,6 +25,8 @@ typedef struct {
     uint64_t nChecked;
     uint64_t nWithin, nCompiledWorse, nEagerWorse, nBothBeyond;
     uint64_t nNonFinite;           /* compiled non-finite divergences (failures) */
+    uint64_t nOverflowAccepted;    /* compiled Inf/NaN accepted because the model allows an
+                                    * overflowing summation order there (ops.h) */
     uint64_t nVacuous;             /* checked elements whose bound is infinite (n u >= 1, say):
                                     * nothing finite can fail there, which must be said */
     uint64_t nSuspicious;          /* compiled within the deterministic bound but beyond the
@@ -65,6 +67,10 @@ typedef struct {
     int probabilistic;             /* the probabilistic bound decides failure */
     double extraUlps;              /* and grows by this many ulps of the output dtype */
     int nanLenient;                /* a finite compiled value where the reference is NaN passes */
+    /* The fuzzer's question is "is compiled worse than eager": an element where the two
+     * are bit-identical cannot be, so with this set it is not checked (and counts as
+     * unchecked, pJ->sampled set). Needs aEager. */
+    int skipIdentical;
 } parity_judge_plan;
 
 /* The plan paritydiff uses unless the tolerance file says otherwise. */

@@ -255,6 +255,7 @@ static int conv_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
     if (parity_exact_dot(ref, pP->aA, 1, pP->aB, 1, nTerm, pP->hasBias ? &pP->pBias[o] : NULL,
                          &absSum) != 0)
         return -1;
+    parity_note_overflow(pCall, absSum);
     gamma = parity_gamma(pP->n, u);
     magnitude = fabs(mpfr_get_d(ref, MPFR_RNDN)) + gamma * absSum;
     *pBound = gamma * absSum + 0.5 * parity_ulp_at(pCall->outDtype, magnitude) +

@@ -169,6 +169,7 @@ static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     if (parity_exact_dot(ref, a + offA, pP->strideAk, b + offB, pP->strideBk, pP->K, pBias,
                          &absSum) != 0)
         return -1;
+    parity_note_overflow(pCall, absSum);
     u = parity_unit_roundoff(pCall->accDtype);
     n = (double)pP->K + (pP->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
     gamma = parity_gamma(n, u);

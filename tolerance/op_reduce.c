@@ -191,6 +191,7 @@ static int reduce_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
         return 0;
     }
     if (parity_exact_sum(ref, pP->aBuf, 1, pP->n, &absSum) != 0) return -1;
+    parity_note_overflow(pCall, absSum);
     if (pP->pSpec->kind == RED_SUM && pP->n == 0) {
         *pBound = 0.0;   /* the empty sum is exactly 0 */
         return 0;

@@ -170,3 +170,8 @@ const char *parity_shape_str(int rank, const uint64_t *aDim, char *zBuf, size_t 
     if (nLen < nBuf) snprintf(zBuf + nLen, nBuf - nLen, "]");
     return zBuf;
 }
+
+void parity_note_overflow(parity_op_call *pCall, double absSum)
+{
+    if (!(absSum < parity_dtype_max_finite(pCall->accDtype))) pCall->overflowPossible = 1;
+}

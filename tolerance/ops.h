@@ -30,6 +30,12 @@ typedef struct {
     double *aValue;           /* row-major, nElem values */
 } parity_operand;
 
+/* Loads tensor iTensor of pCap whole (zName points at the capture's path string, so the
+ * capture must outlive the operand). Returns 0, or -1 with zErr (nothing allocated). */
+int parity_operand_load(parity_capture *pCap, size_t iTensor, parity_operand *pOp,
+                        char *zErr, size_t nErr);
+void parity_operand_free(parity_operand *pOp);
+
 typedef struct parity_op_def parity_op_def;
 
 /* One application of an op: the operands, the output's dtype and shape, the promised
@@ -55,6 +61,12 @@ typedef struct {
      * accumulates in accDtype, as tensor cores do. 0: operands are used as stored. Used by
      * the dot-product ops (matmul, linear, bmm). */
     double uOperand;
+    /* Set by xElement (the judge clears it before each call) when some summation order
+     * allowed by the model can overflow the accumulator: the sum of |terms| reaches the
+     * largest finite value of accDtype. The error bound (Higham 2002, eq. 3.5 and 4.3)
+     * assumes no overflow, so there an infinity (or the NaN of Inf - Inf) from a
+     * reassociated kernel is a legitimate result, not a divergence. */
+    int overflowPossible;
 } parity_op_call;
 
 struct parity_op_def {
@@ -105,6 +117,9 @@ int parity_param_float(const parity_attr *aAttr, size_t nAttr, const char *zName
 /* Reads an int or a list of ints (dims, normalized_shape). At most nMax. Same returns. */
 int parity_param_ints(const parity_attr *aAttr, size_t nAttr, const char *zName,
                       int64_t *aValue, size_t nMax, size_t *pn, char *zErr, size_t nErr);
+/* Sets pCall->overflowPossible when absSum (the exact sum of |terms| of an element's sum
+ * or dot product) reaches the largest finite value of the accumulation dtype. */
+void parity_note_overflow(parity_op_call *pCall, double absSum);
 /* Normalises a possibly negative dim against rank; -1 when out of range. */
 int parity_wrap_dim(int64_t dim, int rank);
 /* Compares shapes; 1 when equal. */

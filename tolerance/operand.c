@@ -1,13 +1,14 @@
 /*
- * operand.c - whole-tensor loads for the references; see operand.h.
+ * operand.c - loading a captured tensor whole, decoded to binary64, as an op operand
+ * (ops.h). The differ's semantic judgement and the fuzzer's case reader share it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "operand.h"
+#include "ops.h"
 
-int operand_load(parity_capture *pCap, size_t iTensor, parity_operand *pOp, char *zErr,
-                 size_t nErr)
+int parity_operand_load(parity_capture *pCap, size_t iTensor, parity_operand *pOp,
+                        char *zErr, size_t nErr)
 {
     const parity_tensor_info *pT = parity_capture_tensor(pCap, iTensor);
     parity_tensor_reader *pRd = NULL;
@@ -46,11 +47,11 @@ int operand_load(parity_capture *pCap, size_t iTensor, parity_operand *pOp, char
 fail:
     parity_tensor_reader_close(pRd);
     free(pBuf);
-    operand_free(pOp);
+    parity_operand_free(pOp);
     return -1;
 }
 
-void operand_free(parity_operand *pOp)
+void parity_operand_free(parity_operand *pOp)
 {
     free(pOp->aValue);
     memset(pOp, 0, sizeof *pOp);
