@@ -132,11 +132,11 @@ static int cumsum_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
     parity_rows_locate(&pP->rows, linear, &iRow, &k);
     mpfr_set_d(ref, pP->aHi[linear], MPFR_RNDN);
     *pBound = 0.0;
+    parity_note_overflow(pCall, pP->aAbs[linear]);
     if (!mpfr_number_p(ref)) return 0;
     mpfr_add_d(ref, ref, pP->aMid[linear], MPFR_RNDN);
     mpfr_add_d(ref, ref, pP->aLo[linear], MPFR_RNDN);
     y = pP->aHi[linear];
-    parity_note_overflow(pCall, pP->aAbs[linear]);
     e = parity_gamma((double)k + (pP->narrow ? 1.0 : 0.0), u) * pP->aAbs[linear];
     if (pP->narrow) e += ((double)k + 1.0) * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
     *pBound = e + 0.5 * parity_ulp_at(pCall->outDtype, fabs(y) + e);

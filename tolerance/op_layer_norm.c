@@ -191,6 +191,10 @@ static int ln_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double
     mpfr_mul_d(ref, ref, w, MPFR_RNDN);
     mpfr_add_d(ref, ref, b, MPFR_RNDN);
     if (mpfr_nan_p(ref) || mpfr_inf_p(ref)) {
+        /* An infinite weight or bias times (x - mu) r, whose sign a correct kernel's
+         * rounding may flip when x is close to the mean (or make 0 * Inf = NaN): any
+         * non-finite result is as right as the reference's (ops.h, overflowPossible). */
+        if (!isfinite(w) || !isfinite(b)) pCall->overflowPossible = 1;
         *pBound = 0.0;   /* non-finite: the reference decides by value */
         return 0;
     }

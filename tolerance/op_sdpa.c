@@ -90,6 +90,7 @@ typedef struct {
     mpfr_t sum, m;
     double *aP, *aR, *aDs, *aShift;
     unsigned char *aLive;
+    int rowOverflow;          /* a score's sum of |q k| reaches acc_dtype's largest finite */
 } sdpa_params;
 
 static void sdpa_free(void *p)
@@ -317,6 +318,7 @@ static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
     pP->row = iRow;
     pP->haveRow = 1;
     pP->vOff = vOff;
+    pP->rowOverflow = 0;
     if (pP->S == 0) { pP->rowKind = ROW_EMPTY; return 0; }
 
     for (j = 0; j < pP->S; j++) {
@@ -328,6 +330,9 @@ static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
         if (parity_exact_dot(pP->aE[j], q + qOff, 1, k + kOff + j * pP->E, 1, pP->E, NULL,
                              &absSum) != 0)
             return -1;
+        /* q k then scale, or q scaled first: either intermediate may overflow */
+        if (!(absSum * (absScale > 1.0 ? absScale : 1.0) < parity_dtype_max_finite(pCall->accDtype)))
+            pP->rowOverflow = 1;
         mpfr_mul_d(pP->aE[j], pP->aE[j], pP->scale, MPFR_RNDN);
         pP->aDs[j] = gScore * absScale * absSum +
                      0.5 * (double)pP->E * sub * (absScale > 1.0 ? absScale : 1.0);
@@ -385,6 +390,8 @@ static int sdpa_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
     double gSum, b0 = 0.0, absV = 0.0, o;
 
     if ((!pP->haveRow || pP->row != iRow) && sdpa_row(pCall, pP, iRow) != 0) return -1;
+    /* a score that may overflow in some order makes the whole row's results open (ops.h) */
+    pCall->overflowPossible = pP->rowOverflow;
     if (pP->rowKind == ROW_NAN) { mpfr_set_nan(ref); *pBound = 0.0; return 0; }
     if (pP->rowKind == ROW_EMPTY) {
         mpfr_set_zero(ref, 1);

@@ -114,6 +114,7 @@ static int var_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
         sumSq += pP->aBuf[k] * pP->aBuf[k];
     }
     mpfr_clears(mean, t, (mpfr_ptr)0);
+    parity_note_overflow(pCall, sumSq);     /* a one-pass sum of squares may overflow */
     if (mpfr_nan_p(ref)) return 0;
     if (!(D > 0.0)) {
         /* torch: M2 / max(n - correction, 0). */

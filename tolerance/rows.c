@@ -132,7 +132,7 @@ uint64_t parity_rows_offset(const parity_rows *pR, uint64_t iRow, uint64_t k)
         off += (iRow % pR->aKeptDim[d]) * pR->aKeptStride[d];
         iRow /= pR->aKeptDim[d];
     }
-    for (d = pR->nRed - 1; d >= 0; d--) {
+    for (d = pR->nRed - 1; d >= 0 && pR->n > 0; d--) {   /* an empty row has no element k */
         off += (k % pR->aRedDim[d]) * pR->aRedStride[d];
         k /= pR->aRedDim[d];
     }
