@@ -26,6 +26,9 @@ int parity_report_text(const parity_diff_result *pRes, FILE *pOut);
 int parity_report_json(const parity_diff_result *pRes, const char *zPath, char *zErr,
                        size_t nErr);
 
+/* Writes any JSON document to zPath ("-": stdout) the same atomic way; the fuzz summary
+ * (report_fuzz.c) uses it too. Returns 0, or -1 with zErr. */
+int parity_report_json_write(json_t *pDoc, const char *zPath, char *zErr, size_t nErr);
 /* Builds the JSON document (a new reference, or NULL when memory ran out). */
 json_t *parity_report_json_build(const parity_diff_result *pRes);
 

@@ -527,6 +527,12 @@ cleanup:
     return rc;
 }
 
+int parity_report_json_write(json_t *pDoc, const char *zPath, char *zErr, size_t nErr)
+{
+    if (strcmp(zPath, "-") == 0) return report_write_stdout(pDoc, zErr, nErr);
+    return report_write_file(pDoc, zPath, zErr, nErr);
+}
+
 int parity_report_json(const parity_diff_result *pRes, const char *zPath, char *zErr,
                        size_t nErr)
 {
@@ -537,8 +543,7 @@ int parity_report_json(const parity_diff_result *pRes, const char *zPath, char *
         snprintf(zErr, nErr, "out of memory building the JSON report");
         return -1;
     }
-    if (strcmp(zPath, "-") == 0) rc = report_write_stdout(pDoc, zErr, nErr);
-    else rc = report_write_file(pDoc, zPath, zErr, nErr);
+    rc = parity_report_json_write(pDoc, zPath, zErr, nErr);
     json_decref(pDoc);
     return rc;
 }

@@ -13,6 +13,7 @@ packages=(
   libyaml-dev                     # the tolerance file
   clang-14 libclang-rt-14-dev     # libFuzzer harnesses and sanitizer runtime
   python3 python3-h5py python3-numpy   # tests and the example only, never the tools
+  python3-torch                   # the example PyTorch worker of parityfuzz (tests only)
   glibc-source                    # libm-test-ulps for tests/bench/validate_libm.sh (25 MB)
 )
 

@@ -1,0 +1,544 @@
+/*
+ * builtin_compiled.c - the builtin target's compiled side: the kernels an ML compiler
+ * emits (blocked and split-K GEMM, vectorised and split reductions, online softmax,
+ * Welford with chunk merges, blocked scans, flash attention), plus the named defects of
+ * defects.c, each behind its bit and each modelled on the public bug it cites.
+ *
+ * Without defects every kernel is correct: it computes the op in another summation order
+ * (or with another exact rewriting), in the compute precision (float32 for 16-bit cases,
+ * rounded once to the output dtype; float64 for float64), so it stays inside the
+ * registry's error models (tolerance/op_*.c: their bounds hold for every summation tree,
+ * online rescaling, Welford and merged variances) while differing from eager bit for bit
+ * on most dot-product, reduction and softmax cases. A defect changes the result only on
+ * the rare shapes or values its bug needed.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernels.h"
+#include "target.h"
+
+#define GEMM_BLOCK_K 64          /* K elements per GEMM block */
+#define GEMM_LANES 4             /* partial accumulators (vector lanes) over k */
+#define GEMM_SPLIT_MIN 2048      /* split-K above this K ... */
+#define GEMM_SPLIT_CHUNK 1024    /* ... in chunks of this many */
+#define RED_LANES 8              /* vector lanes of a reduction */
+#define RED_SPLIT_MIN 6144       /* split reduction above this length ... */
+#define RED_CHUNK 2048           /* ... in chunks of this many */
+#define SOFTMAX_BUCKET 16        /* rows padded to a multiple of this ("shape bucket") */
+#define NORM_CHUNK 2048          /* layer_norm rows longer than this are split */
+#define SCAN_BLOCK 32            /* cumsum block */
+#define FLASH_BLOCK 32           /* keys per flash-attention block */
+#define BF16_ACCUM_MIN 256       /* bf16_reduce_accum: lengths above this */
+
+static int has(uint32_t defects, uint32_t bit)
+{
+    return (defects & bit) != 0;
+}
+
+/* ---- GEMM ----------------------------------------------------------------------------- */
+
+/* One split-K chunk of a dot product: blocks of GEMM_BLOCK_K, each a vector loop over
+ * GEMM_LANES interleaved accumulators and a scalar epilogue for its length % 4. kStart is
+ * the chunk's first k in the whole dot product. */
+static double gemm_chunk(const kern_ctx *pK, const double *a, const double *b, uint64_t n,
+                         uint64_t kStart, double init, int kTailBug)
+{
+    double lane[GEMM_LANES] = { init, 0.0, 0.0, 0.0 };
+    uint64_t kb, k;
+    int l;
+
+    for (kb = 0; kb < n; kb += GEMM_BLOCK_K) {
+        uint64_t nb = n - kb < GEMM_BLOCK_K ? n - kb : GEMM_BLOCK_K;
+        uint64_t nv = nb - nb % GEMM_LANES;
+        const double *pa = a + kb, *pb = b + kb;
+        for (k = 0; k < nv; k += GEMM_LANES)
+            for (l = 0; l < GEMM_LANES; l++)
+                lane[l] = kern_acc(pK, lane[l] + kern_acc(pK, pa[k + l] * pb[k + l]));
+        /* gemm_k_tail (triton-lang/triton#630): the epilogue of a block after the first
+         * is guarded by "the vector loop ran", so when the last block is shorter than one
+         * vector (K > 64, K % 64 in 1..3) its products are never added. */
+        if (kTailBug && nv == 0 && kStart + kb > 0) continue;
+        for (k = nv; k < nb; k++)
+            lane[0] = kern_acc(pK, lane[0] + kern_acc(pK, pa[k] * pb[k]));
+    }
+    return kern_acc(pK, kern_acc(pK, lane[0] + lane[1]) + kern_acc(pK, lane[2] + lane[3]));
+}
+
+/* The compiled dot product: init (a fused bias) plus a . b, split-K for long K with the
+ * chunks' partials added at the end. */
+static double gemm_dot(const kern_ctx *pK, const double *a, const double *b, uint64_t K,
+                       double init, int kTailBug)
+{
+    double s = init;
+    uint64_t c0;
+    if (K <= GEMM_SPLIT_MIN) return gemm_chunk(pK, a, b, K, 0, init, kTailBug);
+    for (c0 = 0; c0 < K; c0 += GEMM_SPLIT_CHUNK) {
+        uint64_t len = K - c0 < GEMM_SPLIT_CHUNK ? K - c0 : GEMM_SPLIT_CHUNK;
+        s = kern_acc(pK, s + gemm_chunk(pK, a + c0, b + c0, len, c0, 0.0, kTailBug));
+    }
+    return s;
+}
+
+/* matmul, bmm, linear: blocked GEMM; linear's bias is the accumulator's initial value. */
+static int compiled_matmul(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                           double *aOut, char *zErr, size_t nErr)
+{
+    int kTailBug = has(defects, PARITY_DEFECT_GEMM_K_TAIL);
+    kern_gemm g;
+    uint64_t iMat, i, j, o = 0;
+
+    if (kern_gemm_open(&g, pCase, pK, zErr, nErr) != 0) return -1;
+    for (iMat = 0; iMat < g.nMat; iMat++) {
+        uint64_t offA, offB;
+        kern_gemm_mat(&g, iMat, &offA, &offB);
+        for (i = 0; i < g.M; i++)
+            for (j = 0; j < g.N; j++) {
+                double init = g.pBias ? g.pBias[j] : 0.0;
+                /* size1_bias (pytorch/pytorch#182181): a linear over exactly one row
+                 * takes a GEMV special path that never adds the bias. */
+                if (g.pBias && g.M == 1 && has(defects, PARITY_DEFECT_SIZE1_BIAS)) init = 0.0;
+                aOut[o++] = kern_out(pK, gemm_dot(pK, g.aA + offA + i * g.K,
+                                                  g.aBT + offB + j * g.K, g.K, init,
+                                                  kTailBug));
+            }
+    }
+    kern_gemm_close(&g);
+    return 0;
+}
+
+/* conv2d: each output's receptive field gathered as one im2col column (padding taps
+ * elided), then the blocked GEMM dot product with the bias fused. */
+static int compiled_conv2d(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                           double *aOut, char *zErr, size_t nErr)
+{
+    kern_conv c;
+    uint64_t i;
+    (void)defects;
+
+    if (kern_conv_open(&c, pCase, pK, zErr, nErr) != 0) return -1;
+    for (i = 0; i < pCase->nOut; i++) {
+        uint64_t o, nTap = kern_conv_gather(&c, i, &o);
+        aOut[i] = kern_out(pK, gemm_dot(pK, c.aTapX, c.aTapW, nTap, c.aBias ? c.aBias[o] : 0.0,
+                                        0));
+    }
+    kern_conv_close(&c);
+    return 0;
+}
+
+/* ---- reductions ----------------------------------------------------------------------- */
+
+/* RED_LANES interleaved lanes, the tail into lane 0, then a tree over the lanes. */
+static double sum_lanes(const kern_ctx *pK, const double *x, uint64_t n)
+{
+    double lane[RED_LANES] = { 0.0 };
+    uint64_t nv = n - n % RED_LANES, i;
+    int l, w;
+    for (i = 0; i < nv; i += RED_LANES)
+        for (l = 0; l < RED_LANES; l++) lane[l] = kern_acc(pK, lane[l] + x[i + l]);
+    for (i = nv; i < n; i++) lane[0] = kern_acc(pK, lane[0] + x[i]);
+    for (w = RED_LANES / 2; w > 0; w /= 2)
+        for (l = 0; l < w; l++) lane[l] = kern_acc(pK, lane[l] + lane[l + w]);
+    return lane[0];
+}
+
+/* The compiled sum: vectorised, and for long rows split into RED_CHUNK chunks whose
+ * partials are combined at the end. */
+static double sum_split(const kern_ctx *pK, const double *x, uint64_t n, int tailBug)
+{
+    double s = 0.0;
+    uint64_t c0;
+    if (n <= RED_SPLIT_MIN) return sum_lanes(pK, x, n);
+    for (c0 = 0; c0 < n; c0 += RED_CHUNK) {
+        uint64_t len = n - c0 < RED_CHUNK ? n - c0 : RED_CHUNK;
+        /* split_reduction_tail (openxla/xla#5544, pytorch/pytorch#189895): the combine
+         * step sizes its loop by n / RED_CHUNK, so a partial last chunk is dropped. */
+        if (tailBug && len < RED_CHUNK) break;
+        s = kern_acc(pK, s + sum_lanes(pK, x + c0, len));
+    }
+    return s;
+}
+
+/* Vectorised max or min; fastNan: the fast-math comparison, which never selects a NaN
+ * (fastmath_nan, jax-ml/jax#276). */
+static double extreme_lanes(const double *x, uint64_t n, int isMax, int fastNan)
+{
+    double lane[RED_LANES];
+    uint64_t i;
+    int l, w;
+    for (l = 0; l < RED_LANES; l++) lane[l] = isMax ? -INFINITY : INFINITY;
+    for (i = 0; i < n; i++) {
+        double *m = &lane[i % RED_LANES], v = x[i];
+        if (fastNan) *m = (isMax ? v > *m : v < *m) ? v : *m;
+        else *m = isMax ? kern_max(*m, v) : kern_min(*m, v);
+    }
+    for (w = RED_LANES / 2; w > 0; w /= 2)
+        for (l = 0; l < w; l++) {
+            double a = lane[l], b = lane[l + w];
+            if (fastNan) lane[l] = (isMax ? b > a : b < a) ? b : a;
+            else lane[l] = isMax ? kern_max(a, b) : kern_min(a, b);
+        }
+    return lane[0];
+}
+
+static int compiled_reduce(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                           double *aOut, char *zErr, size_t nErr)
+{
+    const char *zOp = pCase->spec.zOp;
+    int isMax = strcmp(zOp, "amax") == 0, isMin = strcmp(zOp, "amin") == 0;
+    int isMean = strcmp(zOp, "mean") == 0;
+    int tailBug = has(defects, PARITY_DEFECT_SPLIT_REDUCTION_TAIL);
+    int fastNan = has(defects, PARITY_DEFECT_FASTMATH_NAN);
+    kern_rows r;
+    uint64_t iRow, k, n;
+
+    if (kern_reduce_open(&r, pCase, zErr, nErr) != 0) return -1;
+    n = r.rows.n;
+    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
+        double v;
+        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
+        if (isMax || isMin) {
+            v = extreme_lanes(r.aBuf, n, isMax, fastNan);
+        } else if (pK->out == PARITY_DT_BF16 && n > BF16_ACCUM_MIN &&
+                   has(defects, PARITY_DEFECT_BF16_REDUCE_ACCUM)) {
+            /* bf16_reduce_accum (pytorch/pytorch PR #141052): the long-row bf16 path
+             * keeps its running sum in bf16, rounding it after every add. */
+            v = 0.0;
+            for (k = 0; k < n; k++) v = kern_round(PARITY_DT_BF16, kern_acc(pK, v + r.aBuf[k]));
+        } else {
+            v = sum_split(pK, r.aBuf, n, tailBug);
+        }
+        if (isMean) v = kern_acc(pK, v / (double)n);
+        aOut[iRow] = kern_out(pK, v);
+    }
+    kern_rows_close(&r);
+    return 0;
+}
+
+/* var: two passes of the compiled sum (mean, then squared deviations). */
+static int compiled_var(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                        double *aOut, char *zErr, size_t nErr)
+{
+    kern_rows r;
+    double D;
+    uint64_t iRow, k, n;
+    (void)defects;
+
+    if (kern_var_open(&r, pCase, pK, &D, zErr, nErr) != 0) return -1;
+    n = r.rows.n;
+    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
+        double mean;
+        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
+        mean = kern_acc(pK, sum_split(pK, r.aBuf, n, 0) / (double)n);
+        for (k = 0; k < n; k++) {
+            double d = kern_acc(pK, r.aBuf[k] - mean);
+            r.aBuf[k] = kern_acc(pK, d * d);
+        }
+        aOut[iRow] = kern_out(pK, kern_acc(pK, sum_split(pK, r.aBuf, n, 0) / D));
+    }
+    kern_rows_close(&r);
+    return 0;
+}
+
+/* logsumexp: vectorised max, then the compiled sum of exp(x - m') (m' = m with the
+ * infinities replaced by 0, as torch). */
+static int compiled_logsumexp(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                              double *aOut, char *zErr, size_t nErr)
+{
+    kern_rows r;
+    uint64_t iRow, k, n;
+    (void)defects;
+
+    if (kern_reduce_open(&r, pCase, zErr, nErr) != 0) return -1;
+    n = r.rows.n;
+    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
+        double m;
+        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
+        m = extreme_lanes(r.aBuf, n, 1, 0);
+        if (isinf(m)) m = 0.0;
+        for (k = 0; k < n; k++) r.aBuf[k] = kern_exp(pK, kern_acc(pK, r.aBuf[k] - m));
+        aOut[iRow] = kern_out(pK, kern_acc(pK, kern_log(pK, sum_split(pK, r.aBuf, n, 0)) + m));
+    }
+    kern_rows_close(&r);
+    return 0;
+}
+
+/* ---- softmax -------------------------------------------------------------------------- */
+
+/* Online softmax (Milakov & Gimelshein, "Online normalizer calculation for softmax",
+ * 2018) over a row padded to a multiple of SOFTMAX_BUCKET, one running (max, sum) pair per
+ * lane, merged at the end. x holds n values and room for the padding. Returns the row's
+ * max in *pM and sum of exp(x - max) in *pD. */
+static void online_softmax(const kern_ctx *pK, double *x, uint64_t n, int leakBug, double *pM,
+                           double *pD)
+{
+    double m[SOFTMAX_BUCKET], d[SOFTMAX_BUCKET], M = -INFINITY;
+    uint64_t nPad = (n + SOFTMAX_BUCKET - 1) / SOFTMAX_BUCKET * SOFTMAX_BUCKET, i;
+    double pad = -INFINITY;
+    int l, w;
+
+    /* padded_stride_leak (pytorch/pytorch#194281): when the last vector holds a single
+     * real element (n > 16, n % 16 == 1) its padding lanes are read from the buffer's
+     * zeroed stride padding instead of the -Inf fill, and count in the sum. */
+    if (leakBug && n > SOFTMAX_BUCKET && n % SOFTMAX_BUCKET == 1) pad = 0.0;
+    for (i = n; i < nPad; i++) x[i] = pad;
+    for (l = 0; l < SOFTMAX_BUCKET; l++) {
+        m[l] = -INFINITY;
+        d[l] = 0.0;
+    }
+    for (i = 0; i < nPad; i++) {
+        double v = x[i];
+        l = (int)(i % SOFTMAX_BUCKET);
+        if (v == -INFINITY) continue;              /* masked lanes add exactly nothing */
+        if (v > m[l]) {                            /* new max: rescale the running sum */
+            d[l] = kern_acc(pK, kern_acc(pK, d[l] * kern_exp(pK, kern_acc(pK, m[l] - v))) + 1.0);
+            m[l] = v;
+        } else {                                   /* NaN lands here and poisons d */
+            d[l] = kern_acc(pK, d[l] + kern_exp(pK, kern_acc(pK, v - m[l])));
+        }
+    }
+    for (l = 0; l < SOFTMAX_BUCKET; l++) M = kern_max(M, m[l]);
+    /* Each lane's sum rescaled to the row's max (M = -Inf: exp(NaN), the fully masked
+     * row's NaN), then a tree across the lanes. */
+    for (l = 0; l < SOFTMAX_BUCKET; l++)
+        d[l] = kern_acc(pK, d[l] * kern_exp(pK, kern_acc(pK, m[l] - M)));
+    for (w = SOFTMAX_BUCKET / 2; w > 0; w /= 2)
+        for (l = 0; l < w; l++) d[l] = kern_acc(pK, d[l] + d[l + w]);
+    *pM = M;
+    *pD = d[0];
+}
+
+static int compiled_softmax(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                            double *aOut, char *zErr, size_t nErr)
+{
+    int isLog = strcmp(pCase->spec.zOp, "log_softmax") == 0;
+    int leakBug = has(defects, PARITY_DEFECT_PADDED_STRIDE_LEAK);
+    int zeroBug = !isLog && has(defects, PARITY_DEFECT_MASKED_SOFTMAX_ZERO);
+    kern_rows r;
+    uint64_t iRow, k, n;
+
+    if (kern_rows_open(&r, pCase, "dim", 0, 0, -1, 1, zErr, nErr) != 0) return -1;
+    n = r.rows.n;
+    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
+        double M, D, logD, invD;
+        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
+        online_softmax(pK, r.aBuf, n, leakBug, &M, &D);
+        logD = kern_log(pK, D);
+        /* one reciprocal per row and a multiply per element, as compilers emit for a
+         * division by a row constant: one rounding more than eager's division, which the
+         * model's (2c + 2) u term covers (tolerance/op_softmax.c) */
+        invD = kern_acc(pK, 1.0 / D);
+        for (k = 0; k < n; k++) {
+            double t = kern_acc(pK, r.aBuf[k] - M);
+            r.aBuf[k] = isLog ? kern_acc(pK, t - logD) : kern_acc(pK, kern_exp(pK, t) * invD);
+            /* masked_softmax_zero (pytorch/pytorch#161150): a fully masked row (max
+             * -Inf) is written as zeros instead of NaN. */
+            if (zeroBug && M == -INFINITY) r.aBuf[k] = 0.0;
+        }
+        kern_rows_scatter(&r, pK, iRow, r.aBuf, aOut);
+    }
+    kern_rows_close(&r);
+    return 0;
+}
+
+/* ---- scans and norms ------------------------------------------------------------------ */
+
+/* cumsum: each block scanned locally, then the block sums scanned into offsets. */
+static int compiled_cumsum(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                           double *aOut, char *zErr, size_t nErr)
+{
+    kern_rows r;
+    uint64_t iRow, b0, k, n;
+    (void)defects;
+
+    if (kern_rows_open(&r, pCase, "dim", 0, 0, -1, 1, zErr, nErr) != 0) return -1;
+    n = r.rows.n;
+    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
+        double offset = 0.0;
+        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
+        for (b0 = 0; b0 < n; b0 += SCAN_BLOCK) {
+            uint64_t end = n - b0 < SCAN_BLOCK ? n : b0 + SCAN_BLOCK;
+            double local = 0.0;
+            for (k = b0; k < end; k++) r.aBuf[k] = local = kern_acc(pK, local + r.aBuf[k]);
+            for (k = b0; k < end; k++) r.aBuf[k] = kern_acc(pK, offset + r.aBuf[k]);
+            offset = kern_acc(pK, offset + local);
+        }
+        kern_rows_scatter(&r, pK, iRow, r.aBuf, aOut);
+    }
+    kern_rows_close(&r);
+    return 0;
+}
+
+/* Welford's running mean and M2 over n values. */
+static void welford(const kern_ctx *pK, const double *x, uint64_t n, double *pMean,
+                    double *pM2)
+{
+    double mean = 0.0, m2 = 0.0;
+    uint64_t k;
+    for (k = 0; k < n; k++) {
+        double delta = kern_acc(pK, x[k] - mean);
+        mean = kern_acc(pK, mean + kern_acc(pK, delta / (double)(k + 1)));
+        m2 = kern_acc(pK, m2 + kern_acc(pK, delta * kern_acc(pK, x[k] - mean)));
+    }
+    *pMean = mean;
+    *pM2 = m2;
+}
+
+/* layer_norm: Welford per chunk of NORM_CHUNK, chunks merged with Chan, Golub & LeVeque's
+ * pairwise update (Amer. Statist. 37(3), 1983), then y = (x - mu) r w + b. */
+static int compiled_layer_norm(const parity_case *pCase, const kern_ctx *pK,
+                               uint32_t defects, double *aOut, char *zErr, size_t nErr)
+{
+    int mergeBug = has(defects, PARITY_DEFECT_WELFORD_MERGE);
+    kern_norm nm;
+    uint64_t iRow, n;
+
+    if (kern_norm_open(&nm, pCase, pK, 0, zErr, nErr) != 0) return -1;
+    n = nm.r.rows.n;
+    for (iRow = 0; iRow < nm.r.rows.nRow; iRow++) {
+        double *x = nm.r.aBuf, mean = 0.0, m2 = 0.0, count = 0.0, rstd;
+        uint64_t c0;
+        kern_rows_gather(&nm.r, pK, pCase->aIn[0].aValue, iRow);
+        for (c0 = 0; c0 < n; c0 += NORM_CHUNK) {
+            uint64_t len = n - c0 < NORM_CHUNK ? n - c0 : NORM_CHUNK;
+            double meanB, m2B, nB = (double)len, nAB, delta;
+            welford(pK, x + c0, len, &meanB, &m2B);
+            if (c0 == 0) {
+                mean = meanB;
+                m2 = m2B;
+                count = nB;
+                continue;
+            }
+            /* welford_merge (the split-reduction family of openxla/xla#5544): the merge
+             * takes every chunk's count from the first chunk, wrong for a partial last
+             * chunk (n % 2048 != 0). */
+            if (mergeBug) nB = (double)NORM_CHUNK;
+            nAB = count + nB;
+            delta = kern_acc(pK, meanB - mean);
+            mean = kern_acc(pK, mean + kern_acc(pK, delta * kern_acc(pK, nB / nAB)));
+            m2 = kern_acc(pK, kern_acc(pK, m2 + m2B) +
+                              kern_acc(pK, kern_acc(pK, delta * delta) *
+                                           kern_acc(pK, kern_acc(pK, count * nB) / nAB)));
+            count = nAB;
+        }
+        rstd = kern_rstd(pK, kern_acc(pK, m2 / count), nm.eps);
+        kern_norm_apply(&nm, pK, x, mean, rstd);
+        kern_rows_scatter(&nm.r, pK, iRow, x, aOut);
+    }
+    kern_rows_close(&nm.r);
+    return 0;
+}
+
+/* rms_norm: the compiled sum of the squares, then x r w. */
+static int compiled_rms_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                             double *aOut, char *zErr, size_t nErr)
+{
+    kern_norm nm;
+    double *aSq;
+    uint64_t iRow, k, n;
+    (void)defects;
+
+    if (kern_norm_open(&nm, pCase, pK, 1, zErr, nErr) != 0) return -1;
+    n = nm.r.rows.n;
+    aSq = malloc((n + 1) * sizeof(double));
+    if (!aSq) {
+        kern_rows_close(&nm.r);
+        snprintf(zErr, nErr, "builtin rms_norm: out of memory");
+        return -1;
+    }
+    for (iRow = 0; iRow < nm.r.rows.nRow; iRow++) {
+        double *x = nm.r.aBuf, rstd;
+        kern_rows_gather(&nm.r, pK, pCase->aIn[0].aValue, iRow);
+        for (k = 0; k < n; k++) aSq[k] = kern_acc(pK, x[k] * x[k]);
+        rstd = kern_rstd(pK, kern_acc(pK, sum_split(pK, aSq, n, 0) / (double)n), nm.eps);
+        kern_norm_apply(&nm, pK, x, 0.0, rstd);
+        kern_rows_scatter(&nm.r, pK, iRow, x, aOut);
+    }
+    free(aSq);
+    kern_rows_close(&nm.r);
+    return 0;
+}
+
+/* ---- attention ------------------------------------------------------------------------ */
+
+/* Flash attention (Dao et al., "FlashAttention", NeurIPS 2022, Algorithm 1): keys in
+ * blocks of FLASH_BLOCK with a running max m and sum l; the output stays normalised, each
+ * block rescaling it by l_old exp(m_old - m_new) / l_new and adding its weights p / l_new
+ * times v. Normalising as it goes (rather than dividing once at the end) keeps every
+ * partial sum below max |v|, so no intermediate overflows where the math path does not.
+ * Masked keys get weight exactly 0 and still multiply v (0 * Inf = NaN), as the math path
+ * does. */
+static int compiled_sdpa(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                         double *aOut, char *zErr, size_t nErr)
+{
+    int zeroBug = has(defects, PARITY_DEFECT_MASKED_SOFTMAX_ZERO);
+    kern_sdpa a;
+    uint64_t iRow, j0, j, c;
+
+    if (kern_sdpa_open(&a, pCase, pK, zErr, nErr) != 0) return -1;
+    for (iRow = 0; iRow < a.nRow; iRow++) {
+        uint64_t qOff, kOff, vOff, mOff, strMS, l = iRow % a.L;
+        double m = -INFINITY, sum = 0.0, *o = a.aRowOut, *s = a.aScore;
+        double *pOut = aOut + iRow * a.Ev;
+        kern_sdpa_row(&a, iRow, &qOff, &kOff, &vOff, &mOff, &strMS);
+        if (a.S == 0) {
+            for (c = 0; c < a.Ev; c++) pOut[c] = 0.0;
+            continue;
+        }
+        for (c = 0; c < a.Ev; c++) o[c] = 0.0;
+        for (j0 = 0; j0 < a.S; j0 += FLASH_BLOCK) {
+            uint64_t j1 = a.S - j0 < FLASH_BLOCK ? a.S : j0 + FLASH_BLOCK;
+            double mNew = m, sumOld, sumNew, ratio;
+            for (j = j0; j < j1; j++) {
+                s[j] = kern_sdpa_masked(&a, l, j, mOff, strMS) ? -INFINITY
+                     : kern_sdpa_score(&a, pK, gemm_dot(pK, a.aQ + qOff, a.aK + kOff + j * a.E,
+                                                        a.E, 0.0, 0), j, mOff, strMS);
+                mNew = kern_max(mNew, s[j]);
+            }
+            /* Nothing live yet (mNew = -Inf): every weight so far is 0, keep the scale. */
+            sumOld = mNew == -INFINITY ? sum
+                   : kern_acc(pK, sum * kern_exp(pK, kern_acc(pK, m - mNew)));
+            sumNew = sumOld;
+            for (j = j0; j < j1; j++) {
+                s[j] = s[j] == -INFINITY ? 0.0 : kern_exp(pK, kern_acc(pK, s[j] - mNew));
+                sumNew = kern_acc(pK, sumNew + s[j]);
+            }
+            ratio = sumNew == 0.0 ? 1.0 : kern_acc(pK, sumOld / sumNew);
+            for (c = 0; c < a.Ev; c++) o[c] = kern_acc(pK, o[c] * ratio);
+            for (j = j0; j < j1; j++) {
+                const double *v = a.aV + vOff + j * a.Ev;
+                double w = sumNew == 0.0 ? 0.0 : kern_acc(pK, s[j] / sumNew);
+                for (c = 0; c < a.Ev; c++) o[c] = kern_acc(pK, o[c] + kern_acc(pK, w * v[c]));
+            }
+            m = mNew;
+            sum = sumNew;
+        }
+        for (c = 0; c < a.Ev; c++) {
+            /* A query row whose every key is masked: softmax of all -Inf is NaN.
+             * masked_softmax_zero (pytorch/pytorch#161150): written as zeros instead. */
+            if (m == -INFINITY) pOut[c] = zeroBug ? 0.0 : NAN;
+            else pOut[c] = kern_out(pK, o[c]);
+        }
+    }
+    kern_sdpa_close(&a);
+    return 0;
+}
+
+static const kern_entry aCompiled[] = {
+    { "sum", compiled_reduce }, { "mean", compiled_reduce }, { "amax", compiled_reduce },
+    { "amin", compiled_reduce }, { "var", compiled_var },
+    { "logsumexp", compiled_logsumexp },
+    { "softmax", compiled_softmax }, { "log_softmax", compiled_softmax },
+    { "cumsum", compiled_cumsum }, { "layer_norm", compiled_layer_norm },
+    { "rms_norm", compiled_rms_norm },
+    { "matmul", compiled_matmul }, { "bmm", compiled_matmul }, { "linear", compiled_matmul },
+    { "conv2d", compiled_conv2d }, { "scaled_dot_product_attention", compiled_sdpa },
+    { NULL, NULL }
+};
+
+int parity_builtin_compiled(const parity_case *pCase, uint32_t defects, double *aOut,
+                            char *zErr, size_t nErr)
+{
+    return kern_dispatch(aCompiled, pCase, defects, aOut, zErr, nErr);
+}

@@ -1,0 +1,173 @@
+/*
+ * case.h - a fuzz case: one registry op applied to generated tensors.
+ *
+ * A case has two forms:
+ *   - its spec (parity_case_spec): the op's name, a layout variant, a vector of symbolic
+ *     dims, one dtype and a value recipe per input plus a seed. Small and fixed-size; it is
+ *     what the mutators change, what the minimizer shrinks, and (encoded by case_codec.c)
+ *     what libFuzzer stores.
+ *   - its expansion (parity_case): the concrete operands (shapes, decoded values), the
+ *     parameters as the attributes the registry reads, and the output's dtype and shape.
+ *     parity_case_expand makes it from the spec, deterministically; a case read back from
+ *     a capture (case_io.c) carries stored values instead, which replay uses as they are.
+ *
+ * How dims and variant turn into shapes and parameters is the op's layout (layout.c),
+ * which checks the result with the registry's own xPrepare: the fuzzer never holds a second
+ * copy of an op's shape rules.
+ *
+ * Error style: 0 on success, -1 with a one-line reason in zErr.
+ */
+#ifndef PARITY_CASE_H
+#define PARITY_CASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../tolerance/ops.h"
+
+#define PARITY_CASE_VERSION 1
+#define PARITY_CASE_MAX_IN 4        /* sdpa: q, k, v, attn_mask */
+#define PARITY_CASE_MAX_DIMS 8
+#define PARITY_CASE_MAX_PARAMS 8
+#define PARITY_CASE_OP_LEN 40
+
+/* Value recipes (values.c). Each fills one input deterministically from the case seed. */
+typedef enum {
+    PARITY_VAL_NORMAL,        /* N(0, scale^2) */
+    PARITY_VAL_UNIFORM,       /* U(-scale, scale) */
+    PARITY_VAL_SIGNED_ZEROS,  /* normal, with a run of +0 and -0 */
+    PARITY_VAL_SUBNORMAL,     /* subnormals of the dtype, some normals */
+    PARITY_VAL_EXTREMES,      /* +-max finite mixed with small values */
+    PARITY_VAL_SPECIALS,      /* normal, with NaN, +Inf and -Inf sprinkled in */
+    PARITY_VAL_MASK_ROWS,     /* normal, with -Inf rows (one fully masked) and columns */
+    PARITY_VAL_CONST_ROWS,    /* every row constant */
+    PARITY_VAL_CANCEL,        /* pairs x, -x of large magnitude plus small terms */
+    PARITY_VAL_NEAR_OVERFLOW, /* just below and above the dtype's exp overflow threshold */
+    PARITY_VAL_INTS,          /* small integers */
+    PARITY_VAL_SORTED,        /* normal, sorted ascending */
+    PARITY_VAL_REVERSED,      /* normal, sorted descending */
+    PARITY_VAL_ONES,          /* every element 1 (the minimizer's simplest recipe) */
+    PARITY_VAL_COUNT
+} parity_value_kind;
+
+typedef struct {
+    uint8_t kind;             /* parity_value_kind */
+    int8_t scaleLog2;         /* scale = 2^scaleLog2 for normal and uniform */
+} parity_value_recipe;
+
+typedef struct {
+    char zOp[PARITY_CASE_OP_LEN];
+    uint32_t variant;         /* layout choices (layout.c): rank, reduced dims, broadcast */
+    parity_dtype dtype;       /* of the float inputs and of the output */
+    int nDim;                 /* symbolic dims used by the layout */
+    uint64_t aDim[PARITY_CASE_MAX_DIMS];
+    parity_value_recipe aRecipe[PARITY_CASE_MAX_IN];
+    uint64_t seed;
+} parity_case_spec;
+
+typedef struct {
+    parity_case_spec spec;
+    const parity_op_def *pDef;
+    size_t nIn;
+    parity_operand aIn[PARITY_CASE_MAX_IN];   /* zName points into azInName */
+    char azInName[PARITY_CASE_MAX_IN][16];
+    parity_attr aParam[PARITY_CASE_MAX_PARAMS];  /* as the registry reads them */
+    size_t nParam;
+    parity_dtype outDtype;
+    int outRank;
+    uint64_t aOutDim[PARITY_MAX_RANK];
+    uint64_t nOut;
+    uint32_t usedDims;        /* bit i: spec.aDim[i] shapes some tensor (the minimizer's
+                               * and the mutators' targets) */
+    int fromStore;            /* values were read from a capture, not made by the recipe */
+} parity_case;
+
+/* Most elements any input or the output may have, and most multiply-adds a case may cost:
+ * the bounds that keep exec/s high (the generator and mutators stay inside them). */
+#define PARITY_CASE_MAX_ELEMS  (1u << 20)
+#define PARITY_CASE_MAX_WORK   (1u << 24)
+
+/* Expands a spec: layout, shapes, parameters, values. Returns -1 (nothing allocated) when
+ * the spec is not a legal case (unknown op, shape beyond the bounds, registry refusal). */
+int parity_case_expand(const parity_case_spec *pSpec, parity_case *pCase, char *zErr,
+                       size_t nErr);
+/* Layout only: shapes and parameters, no values (aValue stays NULL). */
+int parity_case_layout(const parity_case_spec *pSpec, parity_case *pCase, char *zErr,
+                       size_t nErr);
+/* Fills the inputs' values from the recipes (after parity_case_layout). */
+int parity_case_fill_values(parity_case *pCase, char *zErr, size_t nErr);
+void parity_case_free(parity_case *pCase);
+
+/* Sets up the registry call for the case (the oracle and tests use it). */
+int parity_case_op_begin(const parity_case *pCase, parity_op_call *pCall, char *zErr,
+                         size_t nErr);
+
+/* Work of the case in multiply-adds (roughly): what bounds its run time. */
+uint64_t parity_case_work(const parity_case *pCase);
+
+/* One-line summary: "matmul f32 a[3, 67] b[67, 5] recipe=normal,specials seed=7". */
+const char *parity_case_describe(const parity_case *pCase, char *zBuf, size_t nBuf);
+
+/* ---- layouts (layout.c) ------------------------------------------------------------ */
+
+/* What a symbolic dim stands for, so the mutators draw sizes that matter for it. */
+typedef enum {
+    PARITY_ROLE_BATCH,        /* outer dims: mostly small, often 1 */
+    PARITY_ROLE_ROW,          /* rows and columns of elementwise and row-wise ops */
+    PARITY_ROLE_REDUCE,       /* a reduced length: around split thresholds */
+    PARITY_ROLE_K,            /* a dot-product length (large K with small M and N) */
+    PARITY_ROLE_TILE,         /* M or N of a GEMM: tile sizes plus or minus a remainder */
+    PARITY_ROLE_KERNEL        /* a convolution window: 1 to 7 */
+} parity_dim_role;
+
+typedef struct {
+    const char *zOp;          /* a registry op */
+    int nDim;                 /* symbolic dims the layout reads */
+    parity_dim_role aRole[PARITY_CASE_MAX_DIMS];
+    uint32_t nVariant;        /* variants are 0 .. nVariant-1 */
+    int multiInputDtype;      /* 0: every float input has the case dtype */
+} parity_layout_info;
+
+/* The layout of zOp, or NULL when the fuzzer has none for it. */
+const parity_layout_info *parity_layout_find(const char *zOp);
+/* Every layout, in registry order; *pn receives the count. */
+const parity_layout_info *parity_layout_all(size_t *pn);
+/* Shapes and parameters of the spec's op into pC (zeroed, spec set); parity_case_layout
+ * calls it and then checks the bounds. */
+int parity_layout_apply(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr);
+
+/* ---- value recipes (values.c) ---------------------------------------------------- */
+
+const char *parity_value_kind_name(parity_value_kind kind);
+/* PARITY_VAL_COUNT when unknown. */
+parity_value_kind parity_value_kind_find(const char *zName);
+/* Fills pIn->aValue (pIn->nElem values, each exactly representable in pIn->dtype) from the
+ * recipe, with a stream seeded by (seed, iInput). Row-shaped recipes (mask rows, constant
+ * rows) take rows along the input's last dim. */
+void parity_values_fill(parity_operand *pIn, const parity_value_recipe *pRecipe,
+                        uint64_t seed, size_t iInput);
+
+/* ---- storage (case_io.c) --------------------------------------------------------- */
+
+/* Writes the case as a capture: each input a dataset at "/<name>", root attributes for the
+ * spec (FORMAT.md, "Fuzz cases"). When aOut is given the output is written as "/out" with
+ * the op, inputs and parameters as its attributes, and zSide ("eager", "compiled") and
+ * zTarget go to the root, which makes the file one side of a diffable pair. Atomic. */
+int parity_case_write(const parity_case *pCase, const double *aOut, const char *zSide,
+                      const char *zTarget, const char *zFile, char *zErr, size_t nErr);
+/* Reads a case file (or a repro's eager.h5/compiled.h5) back: the spec from the root
+ * attributes and the stored input values. Checks the version and that the layout of the
+ * stored spec reproduces the stored shapes. */
+int parity_case_read(const char *zFile, parity_case *pCase, char *zErr, size_t nErr);
+/* Reads "/out" of an output capture written by a target into aOut (pCase->nOut values),
+ * checking its dtype and shape against the case. */
+int parity_case_read_output(const parity_case *pCase, const char *zFile, double *aOut,
+                            char *zErr, size_t nErr);
+
+/* ---- binary encoding for libFuzzer (case_codec.c) -------------------------------- */
+
+/* Fixed-size little-endian encoding of a spec; decode rejects anything malformed. */
+#define PARITY_CASE_CODEC_SIZE 96
+size_t parity_case_encode(const parity_case_spec *pSpec, uint8_t *aBuf, size_t nBuf);
+int parity_case_decode(const uint8_t *aBuf, size_t nBuf, parity_case_spec *pSpec);
+
+#endif

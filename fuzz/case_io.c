@@ -1,0 +1,281 @@
+/*
+ * case_io.c - fuzz cases as captures: the case file a target reads, the output capture it
+ * writes, and the repro sides (eager.h5, compiled.h5) paritydiff diffs. The schema is
+ * formats/FORMAT.md, "Fuzz cases"; the Python worker (fuzz/workers/) reads the same one.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "case.h"
+
+#define W_CHECK(expr) do { if ((expr) != 0) goto write_fail; } while (0)
+
+/* Writes values (decoded binary64) as a dataset in dt's storage form. */
+static int write_values(parity_writer *pW, const char *zPath, parity_dtype dt, int rank,
+                        const uint64_t *aDim, const double *aValue, uint64_t n)
+{
+    size_t nSize = parity_dtype_size(dt);
+    unsigned char *pBuf = malloc((n ? n : 1) * nSize);
+    uint64_t i;
+    int rc;
+    if (!pBuf) return -1;
+    for (i = 0; i < n; i++) parity_encode(dt, aValue[i], pBuf + i * nSize);
+    rc = parity_writer_tensor(pW, zPath, dt, rank, aDim, pBuf);
+    free(pBuf);
+    return rc;
+}
+
+/* Copies one parameter onto zPath (root "param.<name>" or the output's "<name>"). */
+static int write_param(parity_writer *pW, const char *zPath, const char *zName,
+                       const parity_attr *pA)
+{
+    switch (pA->kind) {
+    case PARITY_ATTR_STRING:
+        return parity_writer_attr_string(pW, zPath, zName, pA->azStr[0]);
+    case PARITY_ATTR_INT:
+        return pA->isArray ? parity_writer_attr_ints(pW, zPath, zName, pA->aInt, pA->n)
+                           : parity_writer_attr_int(pW, zPath, zName, pA->aInt[0]);
+    case PARITY_ATTR_FLOAT:
+        return parity_writer_attr_float(pW, zPath, zName, pA->aFloat[0]);
+    default:
+        return -1;
+    }
+}
+
+int parity_case_write(const parity_case *pCase, const double *aOut, const char *zSide,
+                      const char *zTarget, const char *zFile, char *zErr, size_t nErr)
+{
+    const parity_case_spec *pS = &pCase->spec;
+    parity_writer *pW = NULL;
+    const char *azInput[PARITY_CASE_MAX_IN], *azRecipe[PARITY_CASE_MAX_IN];
+    const char *zOutName = "out", *zOutDtype = parity_dtype_name(pCase->outDtype);
+    int64_t aDim[PARITY_CASE_MAX_DIMS], aScale[PARITY_CASE_MAX_IN], aOutShape[PARITY_MAX_RANK];
+    char zName[80];
+    size_t i;
+    int d;
+
+    if (parity_writer_open(zFile, &pW, zErr, nErr) != 0) return -1;
+    for (i = 0; i < pCase->nIn; i++) {
+        azInput[i] = pCase->aIn[i].zName;
+        azRecipe[i] = parity_value_kind_name(pS->aRecipe[i].kind);
+        aScale[i] = pS->aRecipe[i].scaleLog2;
+    }
+    for (d = 0; d < pS->nDim; d++) aDim[d] = (int64_t)pS->aDim[d];
+    for (d = 0; d < pCase->outRank; d++) aOutShape[d] = (int64_t)pCase->aOutDim[d];
+    W_CHECK(parity_writer_attr_int(pW, "/", "parity_case_version", PARITY_CASE_VERSION));
+    W_CHECK(parity_writer_attr_string(pW, "/", "op", pS->zOp));
+    W_CHECK(parity_writer_attr_int(pW, "/", "variant", pS->variant));
+    W_CHECK(parity_writer_attr_string(pW, "/", "case_dtype", parity_dtype_name(pS->dtype)));
+    W_CHECK(parity_writer_attr_ints(pW, "/", "dims", aDim, (size_t)pS->nDim));
+    W_CHECK(parity_writer_attr_strings(pW, "/", "recipes", azRecipe, pCase->nIn));
+    W_CHECK(parity_writer_attr_ints(pW, "/", "recipe_scale_log2", aScale, pCase->nIn));
+    W_CHECK(parity_writer_attr_int(pW, "/", "seed", (int64_t)pS->seed));
+    W_CHECK(parity_writer_attr_strings(pW, "/", "inputs", azInput, pCase->nIn));
+    W_CHECK(parity_writer_attr_strings(pW, "/", "outputs", &zOutName, 1));
+    W_CHECK(parity_writer_attr_strings(pW, "/", "output_dtypes", &zOutDtype, 1));
+    W_CHECK(parity_writer_attr_ints(pW, "/", "output_shape", aOutShape, (size_t)pCase->outRank));
+    for (i = 0; i < pCase->nParam; i++) {
+        snprintf(zName, sizeof zName, "param.%s", pCase->aParam[i].zName);
+        W_CHECK(write_param(pW, "/", zName, &pCase->aParam[i]));
+    }
+    if (zSide) W_CHECK(parity_writer_attr_string(pW, "/", "side", zSide));
+    if (zTarget) W_CHECK(parity_writer_attr_string(pW, "/", "target", zTarget));
+    for (i = 0; i < pCase->nIn; i++) {
+        const parity_operand *pIn = &pCase->aIn[i];
+        snprintf(zName, sizeof zName, "/%s", pIn->zName);
+        W_CHECK(write_values(pW, zName, pIn->dtype, pIn->rank, pIn->aDim, pIn->aValue,
+                             pIn->nElem));
+        W_CHECK(parity_writer_attr_int(pW, zName, "order", 0));
+    }
+    if (aOut) {
+        W_CHECK(write_values(pW, "/out", pCase->outDtype, pCase->outRank, pCase->aOutDim, aOut,
+                             pCase->nOut));
+        W_CHECK(parity_writer_attr_string(pW, "/out", "op", pS->zOp));
+        W_CHECK(parity_writer_attr_strings(pW, "/out", "inputs", azInput, pCase->nIn));
+        W_CHECK(parity_writer_attr_int(pW, "/out", "order", 1));
+        for (i = 0; i < pCase->nParam; i++)
+            W_CHECK(write_param(pW, "/out", pCase->aParam[i].zName, &pCase->aParam[i]));
+    }
+    return parity_writer_close(pW, zErr, nErr);
+write_fail:
+    snprintf(zErr, nErr, "%s: %s", zFile, parity_writer_error(pW));
+    parity_writer_abort(pW);
+    return -1;
+}
+
+/* ---- reading ----------------------------------------------------------------------- */
+
+static const parity_attr *root_attr(const parity_attr *aAttr, size_t nAttr, const char *zName,
+                                    parity_attr_kind kind, int needArray, const char *zFile,
+                                    char *zErr, size_t nErr)
+{
+    const parity_attr *pA = parity_attr_find(aAttr, nAttr, zName);
+    if (!pA) {
+        snprintf(zErr, nErr, "%s: not a parity fuzz case (no root attribute '%s')", zFile, zName);
+        return NULL;
+    }
+    if (pA->kind != kind || (!needArray && (pA->isArray || pA->n != 1))) {
+        snprintf(zErr, nErr, "%s: root attribute '%s' has the wrong type", zFile, zName);
+        return NULL;
+    }
+    return pA;
+}
+
+/* Loads tensor zName of pCap into pOut (values owned by the caller), checking dtype and
+ * shape against what the case's layout expects. */
+static int load_checked(parity_capture *pCap, const char *zFile, const char *zName,
+                        parity_dtype dt, int rank, const uint64_t *aDim, double **paValue,
+                        char *zErr, size_t nErr)
+{
+    long iT = parity_capture_find(pCap, zName);
+    const parity_tensor_info *pT;
+    parity_operand op;
+    char zA[128], zB[128];
+    if (iT < 0) {
+        snprintf(zErr, nErr, "%s: tensor '%s' is missing", zFile, zName);
+        return -1;
+    }
+    pT = parity_capture_tensor(pCap, (size_t)iT);
+    if (pT->zError) {
+        snprintf(zErr, nErr, "%s: tensor '%s': %s", zFile, zName, pT->zError);
+        return -1;
+    }
+    if (pT->dtype != dt || !parity_same_shape(pT->rank, pT->aDim, rank, aDim)) {
+        snprintf(zErr, nErr, "%s: tensor '%s' is %s %s, the case says %s %s", zFile, zName,
+                 parity_dtype_name(pT->dtype), parity_shape_str(pT->rank, pT->aDim, zA, sizeof zA),
+                 parity_dtype_name(dt), parity_shape_str(rank, aDim, zB, sizeof zB));
+        return -1;
+    }
+    if (parity_operand_load(pCap, (size_t)iT, &op, zErr, nErr) != 0) return -1;
+    *paValue = op.aValue;
+    return 0;
+}
+
+int parity_case_read(const char *zFile, parity_case *pCase, char *zErr, size_t nErr)
+{
+    parity_capture *pCap = NULL;
+    const parity_attr *aRoot, *pA;
+    size_t nRoot, i;
+    parity_case_spec spec;
+    const parity_attr *pRecipes, *pScales, *pInputs;
+
+    memset(pCase, 0, sizeof *pCase);
+    memset(&spec, 0, sizeof spec);
+    if (parity_capture_open(zFile, &pCap, zErr, nErr) != 0) return -1;
+    aRoot = parity_capture_root_attrs(pCap, &nRoot);
+
+    if (!(pA = root_attr(aRoot, nRoot, "parity_case_version", PARITY_ATTR_INT, 0, zFile, zErr, nErr)))
+        goto fail;
+    if (pA->aInt[0] != PARITY_CASE_VERSION) {
+        snprintf(zErr, nErr, "%s: case version %lld, this parityfuzz reads version %d", zFile,
+                 (long long)pA->aInt[0], PARITY_CASE_VERSION);
+        goto fail;
+    }
+    if (!(pA = root_attr(aRoot, nRoot, "op", PARITY_ATTR_STRING, 0, zFile, zErr, nErr))) goto fail;
+    if (strlen(pA->azStr[0]) >= sizeof spec.zOp) {
+        snprintf(zErr, nErr, "%s: op name too long", zFile);
+        goto fail;
+    }
+    strcpy(spec.zOp, pA->azStr[0]);
+    if (!(pA = root_attr(aRoot, nRoot, "variant", PARITY_ATTR_INT, 0, zFile, zErr, nErr))) goto fail;
+    if (pA->aInt[0] < 0 || pA->aInt[0] > 0xFFFF) {
+        snprintf(zErr, nErr, "%s: variant %lld out of range", zFile, (long long)pA->aInt[0]);
+        goto fail;
+    }
+    spec.variant = (uint32_t)pA->aInt[0];
+    if (!(pA = root_attr(aRoot, nRoot, "case_dtype", PARITY_ATTR_STRING, 0, zFile, zErr, nErr)))
+        goto fail;
+    spec.dtype = parity_dtype_from_name(pA->azStr[0]);
+    if (spec.dtype == PARITY_DT_INVALID) {
+        snprintf(zErr, nErr, "%s: unknown case_dtype '%s'", zFile, pA->azStr[0]);
+        goto fail;
+    }
+    if (!(pA = root_attr(aRoot, nRoot, "dims", PARITY_ATTR_INT, 1, zFile, zErr, nErr))) goto fail;
+    if (pA->n > PARITY_CASE_MAX_DIMS) {
+        snprintf(zErr, nErr, "%s: %zu dims (at most %d)", zFile, pA->n, PARITY_CASE_MAX_DIMS);
+        goto fail;
+    }
+    spec.nDim = (int)pA->n;
+    for (i = 0; i < pA->n; i++) {
+        if (pA->aInt[i] < 0 || pA->aInt[i] > (int64_t)PARITY_CASE_MAX_ELEMS) {
+            snprintf(zErr, nErr, "%s: dim %zu is %lld (0 to %u)", zFile, i,
+                     (long long)pA->aInt[i], PARITY_CASE_MAX_ELEMS);
+            goto fail;
+        }
+        spec.aDim[i] = (uint64_t)pA->aInt[i];
+    }
+    if (!(pA = root_attr(aRoot, nRoot, "seed", PARITY_ATTR_INT, 0, zFile, zErr, nErr))) goto fail;
+    spec.seed = (uint64_t)pA->aInt[0];
+    if (!(pRecipes = root_attr(aRoot, nRoot, "recipes", PARITY_ATTR_STRING, 1, zFile, zErr, nErr)) ||
+        !(pScales = root_attr(aRoot, nRoot, "recipe_scale_log2", PARITY_ATTR_INT, 1, zFile, zErr, nErr)) ||
+        !(pInputs = root_attr(aRoot, nRoot, "inputs", PARITY_ATTR_STRING, 1, zFile, zErr, nErr)))
+        goto fail;
+    if (pRecipes->n > PARITY_CASE_MAX_IN || pScales->n != pRecipes->n) {
+        snprintf(zErr, nErr, "%s: 'recipes' and 'recipe_scale_log2' must have one entry per input",
+                 zFile);
+        goto fail;
+    }
+    for (i = 0; i < pRecipes->n; i++) {
+        parity_value_kind kind = parity_value_kind_find(pRecipes->azStr[i]);
+        if (kind == PARITY_VAL_COUNT) {
+            snprintf(zErr, nErr, "%s: unknown value recipe '%s'", zFile, pRecipes->azStr[i]);
+            goto fail;
+        }
+        if (pScales->aInt[i] < -126 || pScales->aInt[i] > 126) {
+            snprintf(zErr, nErr, "%s: recipe scale 2^%lld out of range", zFile,
+                     (long long)pScales->aInt[i]);
+            goto fail;
+        }
+        spec.aRecipe[i].kind = (uint8_t)kind;
+        spec.aRecipe[i].scaleLog2 = (int8_t)pScales->aInt[i];
+    }
+
+    /* The layout says what the inputs must be; the stored tensors must match it. */
+    if (parity_case_layout(&spec, pCase, zErr, nErr) != 0) {
+        char zWhy[PARITY_ERR_LEN];
+        snprintf(zWhy, sizeof zWhy, "%s", zErr);
+        snprintf(zErr, nErr, "%s: %s", zFile, zWhy);
+        goto fail;
+    }
+    if (pInputs->n != pCase->nIn || pRecipes->n != pCase->nIn) {
+        snprintf(zErr, nErr, "%s: the case lists %zu inputs, op %s with this layout takes %zu",
+                 zFile, pInputs->n, spec.zOp, pCase->nIn);
+        goto fail_case;
+    }
+    for (i = 0; i < pCase->nIn; i++) {
+        parity_operand *pIn = &pCase->aIn[i];
+        if (strcmp(pInputs->azStr[i], pIn->zName) != 0) {
+            snprintf(zErr, nErr, "%s: input %zu is named '%s', the layout names it '%s'", zFile,
+                     i, pInputs->azStr[i], pIn->zName);
+            goto fail_case;
+        }
+        if (load_checked(pCap, zFile, pIn->zName, pIn->dtype, pIn->rank, pIn->aDim,
+                         &pIn->aValue, zErr, nErr) != 0)
+            goto fail_case;
+    }
+    pCase->fromStore = 1;
+    parity_capture_close(pCap);
+    return 0;
+fail_case:
+    parity_case_free(pCase);
+fail:
+    parity_capture_close(pCap);
+    return -1;
+}
+
+int parity_case_read_output(const parity_case *pCase, const char *zFile, double *aOut,
+                            char *zErr, size_t nErr)
+{
+    parity_capture *pCap = NULL;
+    double *aValue = NULL;
+    if (parity_capture_open(zFile, &pCap, zErr, nErr) != 0) return -1;
+    if (load_checked(pCap, zFile, "out", pCase->outDtype, pCase->outRank, pCase->aOutDim,
+                     &aValue, zErr, nErr) != 0) {
+        parity_capture_close(pCap);
+        return -1;
+    }
+    memcpy(aOut, aValue, pCase->nOut * sizeof *aOut);
+    free(aValue);
+    parity_capture_close(pCap);
+    return 0;
+}

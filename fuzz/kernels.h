@@ -1,0 +1,206 @@
+/*
+ * kernels.h - what the builtin eager and compiled kernels (builtin_eager.c,
+ * builtin_compiled.c) share: the compute precision and the final rounding, the
+ * elementwise ops (whose math is the same on both sides), and the geometry of every op
+ * read from the case's parameters exactly as the registry reads them (tolerance/ops.h).
+ *
+ * Compute precision: binary64 when the output is float64, else binary32 (the registry's
+ * default acc_dtype). Values travel as doubles; in binary32 mode every arithmetic result
+ * is rounded to float by kern_acc. A binary32 +, -, *, / or sqrt computed in binary64 and
+ * then rounded to binary32 is the correctly rounded binary32 result (double rounding is
+ * innocuous when the wider format has at least 2p + 2 bits: Figueroa, "When is double
+ * rounding innocuous?", SIGNUM Newsletter 30(3), 1995), so this is float arithmetic,
+ * bit for bit, without a second copy of every kernel for float.
+ *
+ * Error style: 0, or -1 with a one-line reason in zErr (nothing left allocated).
+ */
+#ifndef PARITY_KERNELS_H
+#define PARITY_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "case.h"
+#include "../tolerance/rows.h"
+
+typedef struct {
+    int f32;                  /* compute in binary32 (else binary64) */
+    parity_dtype out;         /* the output dtype: every result is rounded to it once */
+} kern_ctx;
+
+/* A kernel of either side: defects are the compiled side's bits (0 for eager). */
+typedef int (*kern_fn)(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                       double *aOut, char *zErr, size_t nErr);
+
+typedef struct {
+    const char *zOp;
+    kern_fn xRun;
+} kern_entry;
+
+/* Runs pCase's op: the entry of a side's NULL-terminated table, else the shared
+ * elementwise kernels, after checking the output dtype (float only: integer and bool
+ * outputs are refused, as parity_op_begin does) and the input count. */
+int kern_dispatch(const kern_entry *aTable, const parity_case *pCase, uint32_t defects,
+                  double *aOut, char *zErr, size_t nErr);
+/* 1 when aTable or the shared elementwise kernels implement zOp. */
+int kern_has(const kern_entry *aTable, const char *zOp);
+
+/* x rounded to the compute precision. */
+static inline double kern_acc(const kern_ctx *pK, double x)
+{
+    return pK->f32 ? (double)(float)x : x;
+}
+
+/* x rounded to dt (round to nearest even, dt's subnormals and overflow rule). */
+double kern_round(parity_dtype dt, double x);
+
+/* The one rounding of a result to the output dtype. */
+static inline double kern_out(const kern_ctx *pK, double x)
+{
+    if (pK->out == PARITY_DT_F64) return x;
+    if (pK->out == PARITY_DT_F32) return (double)(float)x;
+    return kern_round(pK->out, x);
+}
+
+/* NaN-propagating max and min (torch.maximum / amax semantics). */
+static inline double kern_max(double a, double b)
+{
+    return (a != a || a > b) ? a : b;      /* b NaN: a > b is false, b wins */
+}
+static inline double kern_min(double a, double b)
+{
+    return (a != a || a < b) ? a : b;
+}
+
+/* exp and log in the compute precision: expf/logf in binary32 mode. */
+double kern_exp(const kern_ctx *pK, double x);
+double kern_log(const kern_ctx *pK, double x);
+double kern_sqrt(const kern_ctx *pK, double x);
+
+/* ---- elementwise ops (one copy for both sides) --------------------------------------- */
+
+/* relu, gelu, silu, sigmoid, tanh, exp, log, sqrt, rsqrt, reciprocal, erf, neg, abs.
+ * PARITY_DEFECT_FASTMATH_NAN in defects makes relu drop NaN (builtin_compiled.c). */
+int kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
+               char *zErr, size_t nErr);
+/* add, sub (alpha), mul, div, maximum, minimum with broadcasting; FASTMATH_NAN as above. */
+int kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                double *aOut, char *zErr, size_t nErr);
+/* transpose, permute, reshape: values moved, not computed. */
+int kern_layout(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                double *aOut, char *zErr, size_t nErr);
+/* cast: one rounding into 'to' (the output dtype). */
+int kern_cast(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
+              char *zErr, size_t nErr);
+
+/* ---- rows: reductions, softmax, scans, norms ----------------------------------------- */
+
+typedef struct {
+    parity_rows rows;         /* n values per row, nRow rows (rows.h) */
+    uint64_t *aRel;           /* offset of row element k from the row's first element */
+    double *aBuf;             /* one row (n + 16 values: room for a padded vector) */
+} kern_rows;
+
+/* Rows of input 0 along the dims named by attribute zAttr, read as
+ * parity_rows_parse_dim does (allowList, allIfAbsent, defDim: see rows.h). same: the
+ * output has the input's shape (softmax, cumsum), else one element per row. */
+int kern_rows_open(kern_rows *pR, const parity_case *pCase, const char *zAttr, int allowList,
+                   int allIfAbsent, int64_t defDim, int same, char *zErr, size_t nErr);
+void kern_rows_close(kern_rows *pR);
+/* Copies row iRow of input 0 into pR->aBuf, each value rounded to the compute precision. */
+void kern_rows_gather(kern_rows *pR, const kern_ctx *pK, const double *x, uint64_t iRow);
+/* Writes aVal (one row, compute precision) into aOut at the row's input-shaped offsets,
+ * each value rounded to the output dtype. */
+void kern_rows_scatter(const kern_rows *pR, const kern_ctx *pK, uint64_t iRow,
+                       const double *aVal, double *aOut);
+
+/* Rows of a reduction (sum, mean, amax, amin, var, logsumexp): 'dim' an int or a list,
+ * absent or empty = every dim; one output per row. amax/amin over an empty dim are
+ * refused, as torch raises. */
+int kern_reduce_open(kern_rows *pR, const parity_case *pCase, char *zErr, size_t nErr);
+/* The same for var, with its divisor max(n - correction, 0) in the compute precision
+ * ('correction', else 'unbiased', default 1). */
+int kern_var_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK,
+                  double *pDivisor, char *zErr, size_t nErr);
+
+/* layer_norm (isRms 0) and rms_norm (isRms 1): normalized_shape, weight, bias, eps. */
+typedef struct {
+    kern_rows r;              /* one row per normalized slice; r.rows.n = D */
+    const double *pWeight, *pBias;
+    double eps;               /* already in the compute precision */
+} kern_norm;
+
+int kern_norm_open(kern_norm *pN, const parity_case *pCase, const kern_ctx *pK, int isRms,
+                   char *zErr, size_t nErr);
+/* 1 / sqrt(var + eps): two roundings, as torch's rsqrt on CPU. */
+double kern_rstd(const kern_ctx *pK, double var, double eps);
+/* The row x (pN->r.aBuf) becomes ((x - mean) rstd) w + b in place; rms_norm passes mean 0
+ * (x - 0 is exact). */
+void kern_norm_apply(const kern_norm *pN, const kern_ctx *pK, double *x, double mean,
+                     double rstd);
+
+/* ---- dot-product ops ------------------------------------------------------------------ */
+
+/* matmul, bmm, linear as nMat independent [M, K] x [K, N] products. Both operands are
+ * copied in the compute precision with K contiguous: A as [.., M, K], B transposed as
+ * [.., N, K] (linear's weight already is). Output (iMat, i, j) is element
+ * (iMat M + i) N + j. */
+typedef struct {
+    uint64_t M, K, N, nMat;
+    int nBatch;
+    uint64_t aBatchDim[PARITY_MAX_RANK], aStrA[PARITY_MAX_RANK], aStrB[PARITY_MAX_RANK];
+    double *aA, *aBT;
+    const double *pBias;      /* linear's bias (compute precision: see aBias) */
+    double *aBias;
+} kern_gemm;
+
+int kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+                   size_t nErr);
+void kern_gemm_close(kern_gemm *pG);
+/* Offsets of output matrix iMat's A block and B^T block. */
+void kern_gemm_mat(const kern_gemm *pG, uint64_t iMat, uint64_t *pOffA, uint64_t *pOffB);
+
+/* conv2d: every output element is a dot product over its receptive field. */
+typedef struct {
+    uint64_t N, C, H, W, O, G, Cg, Og, kH, kW, Ho, Wo, K;
+    int64_t sH, sW, pH, pW, dH, dW;
+    double *aX, *aW, *aBias;  /* compute precision copies; aBias NULL without bias */
+    double *aTapX, *aTapW;    /* one receptive field, K each */
+} kern_conv;
+
+int kern_conv_open(kern_conv *pC, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+                   size_t nErr);
+void kern_conv_close(kern_conv *pC);
+/* Gathers output element `linear`'s live taps (c, i, j order; taps in the zero padding
+ * are left out, so 0 * Inf never appears) into aTapX/aTapW; returns their count and the
+ * output channel in *pO. */
+uint64_t kern_conv_gather(kern_conv *pC, uint64_t linear, uint64_t *pO);
+
+/* scaled_dot_product_attention: q [.., L, E], k [.., S, E], v [.., S, Ev], mask. */
+typedef struct {
+    uint64_t L, S, E, Ev, nRow;           /* nRow = batch * L query rows */
+    int nBatch;
+    uint64_t aBatchDim[PARITY_MAX_RANK];
+    uint64_t aStrQ[PARITY_MAX_RANK], aStrK[PARITY_MAX_RANK], aStrV[PARITY_MAX_RANK];
+    uint64_t aStrM[PARITY_MAX_RANK + 2];
+    int maskKind;                         /* 0 none, 1 bool (0 = masked), 2 float (added) */
+    int causal;
+    double scale;                         /* compute precision */
+    double *aQ, *aK, *aV, *aM;            /* compute precision copies */
+    double *aScore, *aRowOut;             /* scratch: S scores, Ev outputs */
+} kern_sdpa;
+
+int kern_sdpa_open(kern_sdpa *pA, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+                   size_t nErr);
+void kern_sdpa_close(kern_sdpa *pA);
+/* Offsets of query row iRow's q row, its k and v matrices, and its mask row (of stride
+ * *pStrMS along S). */
+void kern_sdpa_row(const kern_sdpa *pA, uint64_t iRow, uint64_t *pQ, uint64_t *pK,
+                   uint64_t *pV, uint64_t *pM, uint64_t *pStrMS);
+/* Score of key j from its dot product: dot times scale, plus a float mask. */
+double kern_sdpa_score(const kern_sdpa *pA, const kern_ctx *pK, double dot, uint64_t j,
+                       uint64_t mOff, uint64_t strMS);
+/* 1 when key j is masked out before any dot product (causal, or a False bool mask). */
+int kern_sdpa_masked(const kern_sdpa *pA, uint64_t l, uint64_t j, uint64_t mOff,
+                     uint64_t strMS);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * replay_driver.c - runs a harness's LLVMFuzzerTestOneInput over stored inputs without
+ * libFuzzer, so gcc builds (and ctest) replay the corpus. Arguments are files or folders
+ * (every regular file in a folder, in name order). Exit 0 when every input ran; a finding
+ * aborts as it would under libFuzzer; an unreadable argument exits 2.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "harness.h"
+
+static int run_file(const char *zPath)
+{
+    uint8_t aBuf[4096];
+    size_t n;
+    FILE *f = fopen(zPath, "rb");
+    if (!f) {
+        fprintf(stderr, "replay: cannot open %s\n", zPath);
+        return -1;
+    }
+    n = fread(aBuf, 1, sizeof aBuf, f);
+    fclose(f);
+    LLVMFuzzerTestOneInput(aBuf, n);
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int run_dir(const char *zDir, long *pnRun)
+{
+    DIR *pDir = opendir(zDir);
+    struct dirent *pEnt;
+    char **az = NULL;
+    size_t n = 0, i;
+    int rc = 0;
+    if (!pDir) {
+        fprintf(stderr, "replay: cannot open %s\n", zDir);
+        return -1;
+    }
+    while ((pEnt = readdir(pDir)) != NULL) {
+        char zPath[4096];
+        struct stat st;
+        if (pEnt->d_name[0] == '.') continue;
+        snprintf(zPath, sizeof zPath, "%s/%s", zDir, pEnt->d_name);
+        if (stat(zPath, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        az = realloc(az, (n + 1) * sizeof *az);
+        az[n++] = strdup(zPath);
+    }
+    closedir(pDir);
+    if (n > 1) qsort(az, n, sizeof *az, cmp_str);
+    for (i = 0; i < n; i++) {
+        if (run_file(az[i]) != 0) rc = -1;
+        else (*pnRun)++;
+        free(az[i]);
+    }
+    free(az);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    long nRun = 0;
+    int i, rc = 0;
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s FILE|DIR...\n", argv[0]);
+        return 2;
+    }
+    LLVMFuzzerInitialize(&argc, &argv);
+    for (i = 1; i < argc; i++) {
+        struct stat st;
+        if (stat(argv[i], &st) != 0) {
+            fprintf(stderr, "replay: cannot open %s\n", argv[i]);
+            rc = 2;
+        } else if (S_ISDIR(st.st_mode)) {
+            if (run_dir(argv[i], &nRun) != 0) rc = 2;
+        } else if (run_file(argv[i]) != 0) {
+            rc = 2;
+        } else {
+            nRun++;
+        }
+    }
+    fprintf(stderr, "replay: %ld inputs ran\n", nRun);
+    if (nRun == 0 && rc == 0) rc = 2;
+    return rc;
+}

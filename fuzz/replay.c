@@ -1,0 +1,120 @@
+/*
+ * replay.c - replaying stored repros (see replay.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "replay.h"
+#include "minimize.h"
+
+const char *parity_replay_outcome_name(parity_replay_outcome o)
+{
+    switch (o) {
+    case PARITY_REPLAY_FIXED: return "fixed";
+    case PARITY_REPLAY_SAME: return "same";
+    case PARITY_REPLAY_CHANGED: return "changed";
+    case PARITY_REPLAY_ERROR: return "error";
+    }
+    return "unknown";
+}
+
+void parity_replay_one(parity_target *pT, const char *zRepro, parity_replay_result *pRes)
+{
+    char zFile[4400];
+    parity_case c;
+    parity_oracle_result r;
+    double *aE = NULL, *aC = NULL;
+
+    memset(pRes, 0, sizeof *pRes);
+    pRes->outcome = PARITY_REPLAY_ERROR;
+    if (parity_repro_signature(zRepro, pRes->zStored, sizeof pRes->zStored, pRes->zDetail,
+                               sizeof pRes->zDetail) != 0)
+        return;
+    snprintf(zFile, sizeof zFile, "%s/eager.h5", zRepro);
+    if (parity_case_read(zFile, &c, pRes->zDetail, sizeof pRes->zDetail) != 0) return;
+    aE = malloc((c.nOut ? c.nOut : 1) * sizeof *aE);
+    aC = malloc((c.nOut ? c.nOut : 1) * sizeof *aC);
+    if (!aE || !aC) {
+        snprintf(pRes->zDetail, sizeof pRes->zDetail, "out of memory");
+        goto done;
+    }
+    if (parity_oracle_run(pT, &c, aE, aC, &r) != 0) {
+        snprintf(pRes->zDetail, sizeof pRes->zDetail, "%s", r.zDetail);
+        goto done;
+    }
+    if (r.cls == PARITY_FINDING_SKIPPED) {
+        snprintf(pRes->zDetail, sizeof pRes->zDetail, "target cannot run it: %s", r.zDetail);
+        goto done;
+    }
+    if (r.cls == PARITY_FINDING_NONE) {
+        pRes->outcome = PARITY_REPLAY_FIXED;
+        snprintf(pRes->zDetail, sizeof pRes->zDetail, "%s",
+                 r.bitIdentical ? "compiled equals eager bit for bit" : "within the error bound");
+        goto done;
+    }
+    parity_signature(&c, &r, pRes->zNow, sizeof pRes->zNow);
+    pRes->outcome = strcmp(pRes->zNow, pRes->zStored) == 0 ? PARITY_REPLAY_SAME
+                                                           : PARITY_REPLAY_CHANGED;
+    snprintf(pRes->zDetail, sizeof pRes->zDetail, "%s", r.zDetail);
+done:
+    free(aE);
+    free(aC);
+    parity_case_free(&c);
+}
+
+static int has_repro(const char *zDir)
+{
+    char zFile[4400];
+    snprintf(zFile, sizeof zFile, "%s/eager.h5", zDir);
+    return access(zFile, F_OK) == 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+long parity_replay_list(const char *zDir, char ***pazRepro, char *zErr, size_t nErr)
+{
+    DIR *pDir;
+    struct dirent *pEnt;
+    char **az = NULL;
+    long n = 0;
+    *pazRepro = NULL;
+    if (has_repro(zDir)) {
+        az = malloc(sizeof *az);
+        if (!az || !(az[0] = strdup(zDir))) { free(az); snprintf(zErr, nErr, "out of memory"); return -1; }
+        *pazRepro = az;
+        return 1;
+    }
+    pDir = opendir(zDir);
+    if (!pDir) {
+        snprintf(zErr, nErr, "%s: %s", zDir, strerror(errno));
+        return -1;
+    }
+    while ((pEnt = readdir(pDir)) != NULL) {
+        char zSub[4200];
+        char **azNew;
+        if (pEnt->d_name[0] == '.') continue;     /* ".", "..", ".tmp-*" of a live campaign */
+        snprintf(zSub, sizeof zSub, "%s/%s", zDir, pEnt->d_name);
+        if (!has_repro(zSub)) continue;
+        azNew = realloc(az, (size_t)(n + 1) * sizeof *az);
+        if (!azNew) break;
+        az = azNew;
+        if ((az[n] = strdup(zSub)) != NULL) n++;
+    }
+    closedir(pDir);
+    if (n > 1) qsort(az, (size_t)n, sizeof *az, cmp_str);
+    *pazRepro = az;
+    return n;
+}
+
+void parity_replay_list_free(char **azRepro, long n)
+{
+    long i;
+    for (i = 0; i < n; i++) free(azRepro[i]);
+    free(azRepro);
+}

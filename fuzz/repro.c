@@ -1,0 +1,131 @@
+/*
+ * repro.c - storing a finding as a repro folder that paritydiff reads directly.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "minimize.h"
+
+/* mkdir -p for one or more missing levels. */
+static int make_dirs(const char *zDir, char *zErr, size_t nErr)
+{
+    char zPath[4096];
+    size_t i, len = strlen(zDir);
+    if (len == 0 || len >= sizeof zPath) {
+        snprintf(zErr, nErr, "bad output folder '%s'", zDir);
+        return -1;
+    }
+    memcpy(zPath, zDir, len + 1);
+    for (i = 1; i <= len; i++) {
+        if (zPath[i] == '/' || zPath[i] == '\0') {
+            char c = zPath[i];
+            zPath[i] = '\0';
+            if (mkdir(zPath, 0777) != 0 && errno != EEXIST) {
+                snprintf(zErr, nErr, "cannot create %s: %s", zPath, strerror(errno));
+                return -1;
+            }
+            zPath[i] = c;
+        }
+    }
+    return 0;
+}
+
+static void remove_tree(const char *zDir)
+{
+    static const char *const azFile[] = { "eager.h5", "compiled.h5", "signature" };
+    char zPath[4400];
+    size_t i;
+    for (i = 0; i < sizeof azFile / sizeof azFile[0]; i++) {
+        snprintf(zPath, sizeof zPath, "%s/%s", zDir, azFile[i]);
+        unlink(zPath);
+    }
+    rmdir(zDir);
+}
+
+static int write_signature_file(const char *zFile, const parity_case *pCase,
+                                const parity_oracle_result *pR, const char *zSignature,
+                                const char *zTarget, uint32_t defects, const char *zFinal)
+{
+    FILE *f = fopen(zFile, "w");
+    char zDesc[1024];
+    size_t i;
+    if (!f) return -1;
+    fprintf(f, "%s\n", zSignature);
+    fprintf(f, "class: %s\n", parity_finding_class_name(pR->cls));
+    fprintf(f, "case: %s\n", parity_case_describe(pCase, zDesc, sizeof zDesc));
+    fprintf(f, "detail: %s\n", pR->zDetail);
+    fprintf(f, "target: %s\n", zTarget);
+    fprintf(f, "defects:");
+    for (i = 0; i < parity_defect_count; i++)
+        if (defects & parity_defects[i].bit) fprintf(f, " %s", parity_defects[i].zName);
+    fprintf(f, "\nlook:   paritydiff %s/eager.h5 %s/compiled.h5\n", zFinal, zFinal);
+    fprintf(f, "replay: parityfuzz replay %s --target %s%s\n", zFinal, zTarget,
+            defects ? " --defect ..." : "");
+    return fclose(f);
+}
+
+int parity_repro_write(const char *zOutDir, const parity_case *pCase, const double *aEager,
+                       const double *aCompiled, const parity_oracle_result *pR,
+                       const char *zSignature, const char *zTarget, uint32_t defects,
+                       char *zPath, size_t nPath, char *zErr, size_t nErr)
+{
+    char zTmp[4200], zFinal[4200], zFile[4300], zHash[17];
+    const double *aCompiledOut = pR->compiledStatus == PARITY_RUN_OK ? aCompiled : NULL;
+
+    if (make_dirs(zOutDir, zErr, nErr) != 0) return -1;
+    parity_signature_hash(zSignature, zHash);
+    snprintf(zFinal, sizeof zFinal, "%s/%s-%s", zOutDir, pCase->spec.zOp, zHash);
+    if (access(zFinal, F_OK) == 0) return 1;
+    snprintf(zTmp, sizeof zTmp, "%s/.tmp-%s-XXXXXX", zOutDir, zHash);
+    if (!mkdtemp(zTmp)) {
+        snprintf(zErr, nErr, "cannot create a folder in %s: %s", zOutDir, strerror(errno));
+        return -1;
+    }
+    snprintf(zFile, sizeof zFile, "%s/eager.h5", zTmp);
+    if (parity_case_write(pCase, aEager, "eager", zTarget, zFile, zErr, nErr) != 0) goto fail;
+    snprintf(zFile, sizeof zFile, "%s/compiled.h5", zTmp);
+    if (parity_case_write(pCase, aCompiledOut, "compiled", zTarget, zFile, zErr, nErr) != 0)
+        goto fail;
+    snprintf(zFile, sizeof zFile, "%s/signature", zTmp);
+    if (write_signature_file(zFile, pCase, pR, zSignature, zTarget, defects, zFinal) != 0) {
+        snprintf(zErr, nErr, "cannot write %s: %s", zFile, strerror(errno));
+        goto fail;
+    }
+    if (rename(zTmp, zFinal) != 0) {
+        int e = errno;
+        remove_tree(zTmp);
+        if (e == EEXIST || e == ENOTEMPTY) return 1;
+        snprintf(zErr, nErr, "cannot rename %s to %s: %s", zTmp, zFinal, strerror(e));
+        return -1;
+    }
+    snprintf(zPath, nPath, "%s", zFinal);
+    return 0;
+fail:
+    remove_tree(zTmp);
+    return -1;
+}
+
+int parity_repro_signature(const char *zRepro, char *zSig, size_t nSig, char *zErr, size_t nErr)
+{
+    char zFile[4200];
+    FILE *f;
+    size_t len;
+    snprintf(zFile, sizeof zFile, "%s/signature", zRepro);
+    f = fopen(zFile, "r");
+    if (!f) {
+        snprintf(zErr, nErr, "%s: %s", zFile, strerror(errno));
+        return -1;
+    }
+    if (!fgets(zSig, (int)nSig, f)) {
+        fclose(f);
+        snprintf(zErr, nErr, "%s: empty", zFile);
+        return -1;
+    }
+    fclose(f);
+    len = strlen(zSig);
+    if (len && zSig[len - 1] == '\n') zSig[len - 1] = '\0';
+    return 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * target.c - opening targets by name, and the builtin target over the in-process kernels.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "target.h"
+
+const char *parity_run_status_name(parity_run_status st)
+{
+    switch (st) {
+    case PARITY_RUN_OK: return "ok";
+    case PARITY_RUN_SKIP: return "skip";
+    case PARITY_RUN_ERROR: return "error";
+    case PARITY_RUN_CRASH: return "crash";
+    case PARITY_RUN_HANG: return "hang";
+    }
+    return "unknown";
+}
+
+static parity_run_status builtin_run(parity_target *pT, parity_side side,
+                                     const parity_case *pCase, double *aOut, char *zErr,
+                                     size_t nErr)
+{
+    int rc;
+    if (!parity_builtin_supports(pCase->spec.zOp)) {
+        snprintf(zErr, nErr, "builtin: no kernel for %s", pCase->spec.zOp);
+        return PARITY_RUN_SKIP;
+    }
+    rc = side == PARITY_SIDE_EAGER ? parity_builtin_eager(pCase, aOut, zErr, nErr)
+                                   : parity_builtin_compiled(pCase, pT->defects, aOut, zErr, nErr);
+    return rc == 0 ? PARITY_RUN_OK : PARITY_RUN_ERROR;
+}
+
+static int builtin_supports(parity_target *pT, const char *zOp)
+{
+    (void)pT;
+    return parity_builtin_supports(zOp);
+}
+
+static void builtin_close(parity_target *pT) { free(pT); }
+
+parity_target *parity_target_open(const char *zSpec, uint32_t defects, double caseTimeout,
+                                  char *zErr, size_t nErr)
+{
+    if (strcmp(zSpec, "builtin") == 0) {
+        parity_target *pT = calloc(1, sizeof *pT);
+        if (!pT) { snprintf(zErr, nErr, "out of memory"); return NULL; }
+        pT->zName = "builtin";
+        pT->xRun = builtin_run;
+        pT->xSupports = builtin_supports;
+        pT->xClose = builtin_close;
+        pT->defects = defects;
+        return pT;
+    }
+    if (strncmp(zSpec, "cmd:", 4) == 0) {
+        if (defects) {
+            snprintf(zErr, nErr, "--defect applies to the builtin target only");
+            return NULL;
+        }
+        if (zSpec[4] == '\0') {
+            snprintf(zErr, nErr, "target 'cmd:' needs a command after the colon");
+            return NULL;
+        }
+        return parity_target_cmd_open(zSpec + 4, caseTimeout, zErr, nErr);
+    }
+    snprintf(zErr, nErr, "unknown target '%s' (builtin or cmd:COMMAND)", zSpec);
+    return NULL;
+}
+
+void parity_target_close(parity_target *pT)
+{
+    if (pT) pT->xClose(pT);
+}

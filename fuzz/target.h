@@ -1,0 +1,91 @@
+/*
+ * target.h - what parityfuzz runs cases against.
+ *
+ * A target runs one side (eager or compiled) of a case and returns its output, decoded to
+ * binary64 (each value exactly representable in the case's output dtype). Targets:
+ *   builtin          in-process kernels (builtin_eager.c, builtin_compiled.c); the compiled
+ *                    side may carry named defects (defects.c)
+ *   cmd:COMMAND      a persistent external worker (target_cmd.c, protocol in FORMAT.md)
+ *
+ * Run statuses are the oracle's raw material: a compiled side that errors, crashes or
+ * hangs is a finding of its own class; a case the target does not support is skipped.
+ */
+#ifndef PARITY_TARGET_H
+#define PARITY_TARGET_H
+
+#include "case.h"
+
+typedef enum {
+    PARITY_SIDE_EAGER,
+    PARITY_SIDE_COMPILED
+} parity_side;
+
+typedef enum {
+    PARITY_RUN_OK,
+    PARITY_RUN_SKIP,      /* the target does not implement this op or dtype */
+    PARITY_RUN_ERROR,     /* the target reported an error (zErr says which) */
+    PARITY_RUN_CRASH,     /* the worker died */
+    PARITY_RUN_HANG       /* the worker exceeded its time and was killed */
+} parity_run_status;
+
+const char *parity_run_status_name(parity_run_status st);
+
+typedef struct parity_target parity_target;
+struct parity_target {
+    const char *zName;        /* "builtin", "cmd:..." */
+    /* Runs one side; aOut holds pCase->nOut values on PARITY_RUN_OK. */
+    parity_run_status (*xRun)(parity_target *pT, parity_side side, const parity_case *pCase,
+                              double *aOut, char *zErr, size_t nErr);
+    /* 1 when the target implements the op (generation skips the others). */
+    int (*xSupports)(parity_target *pT, const char *zOp);
+    void (*xClose)(parity_target *pT);
+    uint32_t defects;         /* builtin: the defect bits switched on */
+};
+
+/* Opens a target by name ("builtin" or "cmd:COMMAND"); defects only for builtin.
+ * Returns NULL with zErr set. */
+parity_target *parity_target_open(const char *zSpec, uint32_t defects, double caseTimeout,
+                                   char *zErr, size_t nErr);
+void parity_target_close(parity_target *pT);
+/* The cmd: target (target_cmd.c); parity_target_open calls it. */
+parity_target *parity_target_cmd_open(const char *zCommand, double caseTimeout, char *zErr,
+                                      size_t nErr);
+
+/* ---- the builtin kernels (builtin_eager.c, builtin_compiled.c) ---------------------- */
+
+/* 1 when the builtin kernels implement zOp. */
+int parity_builtin_supports(const char *zOp);
+/* Eager: straightforward kernels, sequential accumulation in float32 (float64 for float64
+ * cases), one rounding to the output dtype per op. Returns 0, or -1 with zErr. */
+int parity_builtin_eager(const parity_case *pCase, double *aOut, char *zErr, size_t nErr);
+/* Compiled: the kernels a compiler emits (blocked, split, online, fused), with the defect
+ * bits switched on. Returns 0, or -1 with zErr. */
+int parity_builtin_compiled(const parity_case *pCase, uint32_t defects, double *aOut,
+                            char *zErr, size_t nErr);
+
+/* ---- the defect catalogue (defects.c) ----------------------------------------------- */
+
+/* Defect bits (the catalogue in defects.c says what each does and which bug it models). */
+#define PARITY_DEFECT_SPLIT_REDUCTION_TAIL  (1u << 0)
+#define PARITY_DEFECT_GEMM_K_TAIL           (1u << 1)
+#define PARITY_DEFECT_SIZE1_BIAS            (1u << 2)
+#define PARITY_DEFECT_MASKED_SOFTMAX_ZERO   (1u << 3)
+#define PARITY_DEFECT_BF16_REDUCE_ACCUM     (1u << 4)
+#define PARITY_DEFECT_FASTMATH_NAN          (1u << 5)
+#define PARITY_DEFECT_PADDED_STRIDE_LEAK    (1u << 6)
+#define PARITY_DEFECT_WELFORD_MERGE         (1u << 7)
+
+typedef struct {
+    const char *zName;
+    uint32_t bit;
+    const char *zOps;         /* the ops it affects, comma-separated */
+    const char *zTrigger;     /* the rare shape or value that triggers it */
+    const char *zCitation;    /* the public bug it is modelled on */
+} parity_defect;
+
+extern const parity_defect parity_defects[];
+extern const size_t parity_defect_count;
+/* The defect named zName, or NULL. */
+const parity_defect *parity_defect_find(const char *zName);
+
+#endif

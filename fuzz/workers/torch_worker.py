@@ -1,0 +1,748 @@
+#!/usr/bin/python3
+"""torch_worker.py - the example external worker for parityfuzz (protocol version 1).
+
+It runs each fuzz case twice, on CPU: the *eager* side with plain PyTorch, the *compiled*
+side through a compiler, so that parityfuzz can judge the two outputs against each other
+and against the op's MPFR reference. The case file, the protocol and the output file are
+specified in formats/FORMAT.md ("Fuzz cases" and "Fuzz worker protocol").
+
+Usage:
+
+    parityfuzz --target 'cmd:/usr/bin/python3 fuzz/workers/torch_worker.py' \\
+               --ops matmul,softmax --time 30
+
+    torch_worker.py [--mode {freeze,compile,eager}]
+
+Modes (what the compiled side runs; the default is compile where torch >= 2, else freeze):
+    freeze   the op wrapped in an nn.Module with its parameters as constants, then
+             torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(m).eval()))
+    compile  torch.compile(m) (torch >= 2)
+    eager    plain eager on both sides: a self-test, it should yield no findings
+Compiled modules are cached per (op, parameters, input dtypes, input ranks).
+
+Protocol (one line each, on stdin / stdout; logs go to stderr):
+    worker -> parityfuzz   SKIP <op> <reason>   for each registry op this torch cannot run
+    worker -> parityfuzz   READY 1 torch-<version>-<mode>
+    parityfuzz -> worker   RUN <eager|compiled> <case.h5> <out.h5>
+    worker -> parityfuzz   OK | ERROR <message> | SKIP <reason>
+    parityfuzz -> worker   QUIT (or EOF): exit 0
+A kernel that torch lacks for the case's dtype ("not implemented for 'Half'", float8 on an
+old torch) is answered SKIP on the eager side; on the compiled side, once eager has run the
+case, any exception is an ERROR (a finding).
+
+Determinism: one intra-op and one inter-op thread, CPU only, so that a case replays to the
+same bits.
+
+Test hooks (for parityfuzz's own tests of crash and hang handling; comma-separated op lists):
+    PARITY_WORKER_CRASH_ON=<op>   the compiled side of <op> kills the worker with SIGSEGV
+    PARITY_WORKER_HANG_ON=<op>    the compiled side of <op> sleeps forever
+parityfuzz starts the worker under /bin/sh -c and reports a crash as "killed by signal 11"
+whether the shell exec'd the worker or reported its death as status 128 + 11.
+"""
+import argparse
+import faulthandler
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+
+PROTOCOL_VERSION = 1
+
+# Every op of the registry (tolerance/ops.c), in its order.
+REGISTRY_OPS = (
+    "relu gelu silu sigmoid tanh exp log sqrt rsqrt reciprocal erf neg abs "
+    "matmul linear bmm scaled_dot_product_attention conv2d transpose permute reshape cast "
+    "softmax log_softmax logsumexp var cumsum rms_norm layer_norm "
+    "add sub mul div maximum minimum sum mean amax amin"
+).split()
+
+# The protocol owns the real stdout; anything else written to fd 1 (a library banner, a
+# stray print in C++ code) goes to stderr instead, so it cannot break the protocol.
+_PROTO = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8", newline="\n")
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+
+# A crash inside torch prints the Python stack on stderr (the process still dies by the
+# signal, which parityfuzz records as a crash).
+faulthandler.enable()
+
+
+def say(line):
+    _PROTO.write(line + "\n")
+    _PROTO.flush()
+
+
+def log(msg):
+    sys.stderr.write("torch_worker: %s\n" % msg)
+    sys.stderr.flush()
+
+
+import h5py  # noqa: E402  (after the stdout redirection: imports may print)
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from typing import List, Optional  # noqa: E402
+
+Tensor = torch.Tensor
+TORCH_MAJOR = int(torch.__version__.split(".")[0])
+
+torch.set_num_threads(1)
+try:
+    torch.set_num_interop_threads(1)
+except RuntimeError:
+    pass  # already set by something that ran first: one thread is all we use anyway
+torch.set_grad_enabled(False)
+
+
+class CaseSkip(Exception):
+    """The case cannot be run here (a dtype torch lacks, a parameter this torch lacks)."""
+
+
+# ---- dtypes ----------------------------------------------------------------------------
+
+def _dtype_table():
+    t = {
+        "float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
+        "bfloat16": torch.bfloat16, "int8": torch.int8, "int16": torch.int16,
+        "int32": torch.int32, "int64": torch.int64, "uint8": torch.uint8, "bool": torch.bool,
+    }
+    for name in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64"):
+        if hasattr(torch, name):
+            t[name] = getattr(torch, name)
+    return t
+
+
+DTYPES = _dtype_table()
+DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+# Formats stored as integer bit patterns with a "dtype" attribute (FORMAT.md).
+BIT_STORED = {"bfloat16": np.uint16, "float8_e4m3fn": np.uint8, "float8_e5m2": np.uint8}
+BIT_VIEW = {"bfloat16": torch.int16, "float8_e4m3fn": torch.uint8, "float8_e5m2": torch.uint8}
+
+
+def torch_dtype(name):
+    if name not in DTYPES:
+        raise CaseSkip("dtype %s is not supported by torch %s" % (name, torch.__version__))
+    return DTYPES[name]
+
+
+def as_str(v):
+    if isinstance(v, bytes):
+        return v.decode("utf-8")
+    if isinstance(v, np.ndarray) and v.shape == ():
+        return as_str(v.item())
+    return str(v)
+
+
+def as_py(v):
+    """An HDF5 attribute value as plain Python: str, int, float, or a list of those."""
+    if isinstance(v, h5py.Empty):
+        return []
+    if isinstance(v, (bytes, str)):
+        return as_str(v)
+    if isinstance(v, np.ndarray):
+        if v.shape == ():
+            return as_py(v.item())
+        return [as_py(x) for x in v.reshape(-1)]
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def native(arr, dtype=None):
+    """A C-ordered, native-byte-order copy (rank 0 stays rank 0, unlike ascontiguousarray)."""
+    dt = np.dtype(dtype) if dtype is not None else arr.dtype.newbyteorder("=")
+    return np.array(arr, dtype=dt, order="C", copy=True)
+
+
+def as_list(v):
+    v = as_py(v)
+    return v if isinstance(v, list) else [v]
+
+
+def read_tensor(ds):
+    """A dataset as a CPU tensor of its FORMAT.md dtype."""
+    mark = ds.attrs.get("dtype")
+    arr = np.asarray(ds[()])
+    if mark is not None and as_str(mark) in BIT_STORED:
+        name = as_str(mark)
+        dt = torch_dtype(name)
+        if arr.dtype.kind not in "iu" or arr.dtype.itemsize != np.dtype(BIT_STORED[name]).itemsize:
+            raise ValueError("dataset %s: %s bit patterns stored as %s" % (ds.name, name, arr.dtype))
+        bits = native(arr).view(np.int16 if BIT_STORED[name] == np.uint16 else np.uint8)
+        return torch.from_numpy(bits).view(dt)
+    if h5py.check_enum_dtype(ds.dtype) is not None:
+        return torch.from_numpy(native(arr, np.bool_))
+    if arr.dtype.kind in "fiub":
+        if arr.dtype.kind == "u" and arr.dtype.itemsize > 1 and \
+                "uint%d" % (8 * arr.dtype.itemsize) not in DTYPES:
+            raise CaseSkip("dtype %s is not supported by torch %s" % (arr.dtype, torch.__version__))
+        return torch.from_numpy(native(arr))
+    raise CaseSkip("dataset %s has an element type torch cannot take (%s)" % (ds.name, arr.dtype))
+
+
+def tensor_to_numpy(t):
+    """(array, bit-pattern mark or None) in the storage form FORMAT.md expects."""
+    if t.is_mkldnn:
+        t = t.to_dense()
+    t = t.contiguous()
+    name = DTYPE_NAMES.get(t.dtype)
+    if name in BIT_STORED:
+        return t.view(BIT_VIEW[name]).numpy().view(BIT_STORED[name]), name
+    return t.numpy(), None
+
+
+# ---- the case file ---------------------------------------------------------------------
+
+class Case:
+    def __init__(self, path):
+        with h5py.File(path, "r") as f:
+            a = f.attrs
+            version = int(as_py(a["parity_case_version"]))
+            if version != 1:
+                raise ValueError("case version %d (this worker reads version 1)" % version)
+            self.op = as_str(a["op"])
+            self.case_dtype = as_str(a["case_dtype"])
+            self.input_names = [str(x) for x in as_list(a["inputs"])]
+            self.out_dtype = str(as_list(a["output_dtypes"])[0])
+            self.out_shape = [int(x) for x in as_list(a.get("output_shape", []))]
+            self.params = {}
+            self.raw_params = {}
+            for key in a.keys():
+                if key.startswith("param."):
+                    self.raw_params[key[6:]] = a[key]
+                    self.params[key[6:]] = as_py(a[key])
+            if self.out_dtype not in DTYPES:
+                raise CaseSkip("dtype %s is not supported by torch %s" %
+                               (self.out_dtype, torch.__version__))
+            self.inputs = [read_tensor(f[name]) for name in self.input_names]
+
+
+def write_output(path, case, t):
+    """Writes /out atomically: a temporary file in the same folder, then a rename."""
+    arr, mark = tensor_to_numpy(t)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp",
+                               dir=folder)
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w") as f:
+            d = f.create_dataset("out", data=arr)
+            if mark is not None:
+                d.attrs["dtype"] = mark
+            d.attrs["op"] = case.op
+            d.attrs["inputs"] = case.input_names
+            d.attrs["order"] = 1
+            for name, value in case.raw_params.items():
+                d.attrs[name] = value
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ---- the ops as modules ----------------------------------------------------------------
+#
+# Each module holds the op's parameters as attributes: torch.jit.freeze turns them into
+# graph constants (and folds the branches on `name`), torch.compile specializes on them.
+# Optional tensor inputs (weight, bias, attn_mask) are Optional arguments.
+
+class Unary(nn.Module):
+    name: str
+    approximate: str
+
+    def __init__(self, name: str, approximate: str = "none"):
+        super().__init__()
+        self.name = name
+        self.approximate = approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.name == "relu":
+            return torch.relu(x)
+        if self.name == "gelu":
+            return F.gelu(x, approximate=self.approximate)
+        if self.name == "silu":
+            return F.silu(x)
+        if self.name == "sigmoid":
+            return torch.sigmoid(x)
+        if self.name == "tanh":
+            return torch.tanh(x)
+        if self.name == "exp":
+            return torch.exp(x)
+        if self.name == "log":
+            return torch.log(x)
+        if self.name == "sqrt":
+            return torch.sqrt(x)
+        if self.name == "rsqrt":
+            return torch.rsqrt(x)
+        if self.name == "reciprocal":
+            return torch.reciprocal(x)
+        if self.name == "erf":
+            return torch.erf(x)
+        if self.name == "neg":
+            return torch.neg(x)
+        if self.name == "abs":
+            return torch.abs(x)
+        raise RuntimeError("unknown unary op")
+
+
+class Binary(nn.Module):
+    name: str
+    alpha: float
+
+    def __init__(self, name: str, alpha: float = 1.0):
+        super().__init__()
+        self.name = name
+        self.alpha = alpha
+
+    def forward(self, x: Tensor, y: Tensor) -> Tensor:
+        if self.name == "add":
+            return torch.add(x, y, alpha=self.alpha)
+        if self.name == "sub":
+            return torch.sub(x, y, alpha=self.alpha)
+        if self.name == "mul":
+            return torch.mul(x, y)
+        if self.name == "div":
+            return torch.div(x, y)
+        if self.name == "maximum":
+            return torch.maximum(x, y)
+        if self.name == "minimum":
+            return torch.minimum(x, y)
+        raise RuntimeError("unknown binary op")
+
+
+class Reduce(nn.Module):
+    """sum, mean, amax, amin, logsumexp over an explicit dim list."""
+    name: str
+    dim: List[int]
+    keepdim: bool
+
+    def __init__(self, name: str, dim: List[int], keepdim: bool):
+        super().__init__()
+        self.name = name
+        self.dim = dim
+        self.keepdim = keepdim
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.name == "sum":
+            return torch.sum(x, self.dim, self.keepdim)
+        if self.name == "mean":
+            return torch.mean(x, self.dim, self.keepdim)
+        if self.name == "amax":
+            return torch.amax(x, self.dim, self.keepdim)
+        if self.name == "amin":
+            return torch.amin(x, self.dim, self.keepdim)
+        if self.name == "logsumexp":
+            return torch.logsumexp(x, self.dim, self.keepdim)
+        raise RuntimeError("unknown reduction")
+
+
+class Var(nn.Module):
+    dim: List[int]
+    correction: int
+    keepdim: bool
+
+    def __init__(self, dim: List[int], correction: int, keepdim: bool):
+        super().__init__()
+        self.dim = dim
+        self.correction = correction
+        self.keepdim = keepdim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.var(x, self.dim, correction=self.correction, keepdim=self.keepdim)
+
+
+class Rowwise(nn.Module):
+    """softmax, log_softmax, cumsum along one dim."""
+    name: str
+    dim: int
+
+    def __init__(self, name: str, dim: int):
+        super().__init__()
+        self.name = name
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.name == "softmax":
+            return torch.softmax(x, self.dim)
+        if self.name == "log_softmax":
+            return torch.log_softmax(x, self.dim)
+        if self.name == "cumsum":
+            return torch.cumsum(x, self.dim)
+        raise RuntimeError("unknown row op")
+
+
+class LayerNorm(nn.Module):
+    normalized_shape: List[int]
+    eps: float
+
+    def __init__(self, normalized_shape: List[int], eps: float):
+        super().__init__()
+        self.normalized_shape = normalized_shape
+        self.eps = eps
+
+    def forward(self, x: Tensor, weight: Optional[Tensor] = None,
+                bias: Optional[Tensor] = None) -> Tensor:
+        return F.layer_norm(x, self.normalized_shape, weight, bias, self.eps)
+
+
+class RmsNorm(nn.Module):
+    """Only built where torch has F.rms_norm (2.4 and later)."""
+    normalized_shape: List[int]
+    eps: Optional[float]
+
+    def __init__(self, normalized_shape: List[int], eps: Optional[float]):
+        super().__init__()
+        self.normalized_shape = normalized_shape
+        self.eps = eps
+
+    def forward(self, x: Tensor, weight: Optional[Tensor] = None) -> Tensor:
+        return F.rms_norm(x, self.normalized_shape, weight, self.eps)
+
+
+class Matmul(nn.Module):
+    name: str
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.name = name
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        if self.name == "bmm":
+            return torch.bmm(a, b)
+        return torch.matmul(a, b)
+
+
+class Linear(nn.Module):
+    def forward(self, x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+        return F.linear(x, weight, bias)
+
+
+class Conv2d(nn.Module):
+    stride: List[int]
+    padding: List[int]
+    padding_mode: str   # "" (numeric padding), "valid" or "same"
+    dilation: List[int]
+    groups: int
+
+    def __init__(self, stride: List[int], padding: List[int], padding_mode: str,
+                 dilation: List[int], groups: int):
+        super().__init__()
+        self.stride = stride
+        self.padding = padding
+        self.padding_mode = padding_mode
+        self.dilation = dilation
+        self.groups = groups
+
+    def forward(self, x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+        if self.padding_mode != "":
+            return F.conv2d(x, weight, bias, self.stride, self.padding_mode, self.dilation,
+                            self.groups)
+        return F.conv2d(x, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Sdpa(nn.Module):
+    """Only built where torch has F.scaled_dot_product_attention (2.0 and later)."""
+    is_causal: bool
+    has_scale: bool
+    scale: float
+
+    def __init__(self, is_causal: bool, scale: Optional[float]):
+        super().__init__()
+        self.is_causal = is_causal
+        self.has_scale = scale is not None
+        self.scale = 1.0 if scale is None else scale
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor,
+                attn_mask: Optional[Tensor] = None) -> Tensor:
+        if self.has_scale:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask,
+                                                  is_causal=self.is_causal, scale=self.scale)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask,
+                                              is_causal=self.is_causal)
+
+
+class Transpose(nn.Module):
+    dim0: int
+    dim1: int
+
+    def __init__(self, dim0: int, dim1: int):
+        super().__init__()
+        self.dim0 = dim0
+        self.dim1 = dim1
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.transpose(x, self.dim0, self.dim1)
+
+
+class Permute(nn.Module):
+    dims: List[int]
+
+    def __init__(self, dims: List[int]):
+        super().__init__()
+        self.dims = dims
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.permute(self.dims)
+
+
+class Reshape(nn.Module):
+    shape: List[int]
+
+    def __init__(self, shape: List[int]):
+        super().__init__()
+        self.shape = shape
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.reshape(x, self.shape)
+
+
+class Cast(nn.Module):
+    to: torch.dtype
+
+    def __init__(self, to: torch.dtype):
+        super().__init__()
+        self.to = to
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.to(self.to)
+
+
+# ---- from a case to a module -----------------------------------------------------------
+
+UNARY = "relu gelu silu sigmoid tanh exp log sqrt rsqrt reciprocal erf neg abs".split()
+BINARY = "add sub mul div maximum minimum".split()
+REDUCE = "sum mean amax amin".split()
+
+
+def unsupported_ops():
+    """{op: reason} for registry ops this torch cannot run."""
+    out = {}
+    if not hasattr(F, "scaled_dot_product_attention"):
+        out["scaled_dot_product_attention"] = \
+            "torch %s has no scaled_dot_product_attention (2.0+)" % torch.__version__
+    if not hasattr(F, "rms_norm"):
+        out["rms_norm"] = "torch %s has no rms_norm (2.4+)" % torch.__version__
+    return out
+
+
+def _int(p, name, default):
+    v = p.get(name, default)
+    if isinstance(v, list):
+        if len(v) != 1:
+            raise ValueError("parameter '%s' must be one integer, got %r" % (name, v))
+        v = v[0]
+    return int(v)
+
+
+def _ints(p, name):
+    """An int-or-list parameter as a list, or None when absent."""
+    if name not in p:
+        return None
+    v = p[name]
+    return [int(x) for x in v] if isinstance(v, list) else [int(v)]
+
+
+def _float(p, name, default):
+    v = p.get(name, default)
+    if isinstance(v, list):
+        if len(v) != 1:
+            raise ValueError("parameter '%s' must be one number, got %r" % (name, v))
+        v = v[0]
+    return None if v is None else float(v)
+
+
+def _pair(p, name, default):
+    v = _ints(p, name)
+    if v is None:
+        return [default, default]
+    return v * 2 if len(v) == 1 else v
+
+
+def make_module(op, p, inputs):
+    """The op with parameters p (registry names and defaults) as an nn.Module."""
+    x = inputs[0]
+    rank = x.dim()
+    if op in UNARY:
+        approximate = str(p.get("approximate", "none")) if op == "gelu" else "none"
+        return Unary(op, approximate)
+    if op in BINARY:
+        return Binary(op, _float(p, "alpha", 1.0))
+    if op in REDUCE or op == "logsumexp":
+        dim = _ints(p, "dim")
+        if not dim:                               # absent or empty: every dim
+            dim = list(range(rank)) if rank > 0 else []
+        if rank == 0:
+            dim = [0] if op == "logsumexp" else []
+        return Reduce(op, dim, bool(_int(p, "keepdim", 0)))
+    if op == "var":
+        dim = _ints(p, "dim")
+        if not dim:
+            dim = list(range(rank))
+        if "correction" in p:
+            correction = _float(p, "correction", 1.0)
+        else:
+            correction = float(_int(p, "unbiased", 1))
+        if correction != int(correction):
+            raise CaseSkip("var: a non-integer correction (%g)" % correction)
+        return Var(dim, int(correction), bool(_int(p, "keepdim", 0)))
+    if op in ("softmax", "log_softmax", "cumsum"):
+        return Rowwise(op, _int(p, "dim", -1))
+    if op in ("layer_norm", "rms_norm"):
+        shape = _ints(p, "normalized_shape")
+        if shape is None:
+            shape = list(inputs[1].shape) if len(inputs) > 1 else [int(x.shape[-1])]
+        if op == "layer_norm":
+            return LayerNorm(shape, _float(p, "eps", 1e-5))
+        return RmsNorm(shape, _float(p, "eps", None))
+    if op in ("matmul", "bmm"):
+        return Matmul(op)
+    if op == "linear":
+        return Linear()
+    if op == "conv2d":
+        pad = p.get("padding", 0)
+        if isinstance(pad, str):
+            padding, mode = [0, 0], pad
+        else:
+            padding, mode = _pair(p, "padding", 0), ""
+        return Conv2d(_pair(p, "stride", 1), padding, mode, _pair(p, "dilation", 1),
+                      _int(p, "groups", 1))
+    if op == "scaled_dot_product_attention":
+        scale = _float(p, "scale", None)
+        if scale is not None and TORCH_MAJOR == 2 and \
+                int(torch.__version__.split(".")[1]) < 1:
+            raise CaseSkip("scaled_dot_product_attention: 'scale' needs torch 2.1")
+        return Sdpa(bool(_int(p, "is_causal", 0)), scale)
+    if op == "transpose":
+        return Transpose(_int(p, "dim0", 0), _int(p, "dim1", 1))
+    if op == "permute":
+        return Permute(_ints(p, "dims"))
+    if op == "reshape":
+        return Reshape(_ints(p, "shape"))
+    if op == "cast":
+        return Cast(torch_dtype(str(p["to"])))
+    raise CaseSkip("op %s is not implemented by this worker" % op)
+
+
+def params_key(p):
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in p.items()))
+
+
+# ---- the sides -------------------------------------------------------------------------
+
+class Worker:
+    def __init__(self, mode):
+        self.mode = mode
+        self.cache = {}
+        self.skip = unsupported_ops()
+        self.crash_on = set(filter(None, os.environ.get("PARITY_WORKER_CRASH_ON", "").split(",")))
+        self.hang_on = set(filter(None, os.environ.get("PARITY_WORKER_HANG_ON", "").split(",")))
+        if mode == "compile":
+            dyn = getattr(torch, "_dynamo", None)
+            if dyn is not None:
+                # Every case of an op shares one forward code object: let the guards
+                # pile up instead of silently falling back to eager.
+                for knob in ("cache_size_limit", "accumulated_cache_size_limit"):
+                    if hasattr(dyn.config, knob):
+                        setattr(dyn.config, knob, max(getattr(dyn.config, knob), 4096))
+
+    def compiled(self, case, inputs):
+        key = (case.op, params_key(case.params),
+               tuple(DTYPE_NAMES.get(t.dtype, str(t.dtype)) for t in inputs),
+               tuple(t.dim() for t in inputs))
+        m = self.cache.get(key)
+        if m is None:
+            m = make_module(case.op, case.params, inputs).eval()
+            if self.mode == "freeze":
+                m = torch.jit.freeze(torch.jit.script(m).eval())
+                m = torch.jit.optimize_for_inference(m)
+            elif self.mode == "compile":
+                m = torch.compile(m)
+            self.cache[key] = m
+        return m
+
+    def run(self, side, case_path, out_path):
+        case = Case(case_path)
+        if case.op in self.skip:
+            raise CaseSkip(self.skip[case.op])
+        inputs = case.inputs
+        if side == "eager":
+            try:
+                y = make_module(case.op, case.params, inputs)(*inputs)
+            except RuntimeError as e:
+                if "not implemented for" in str(e):
+                    raise CaseSkip(str(e))
+                raise
+        elif side == "compiled":
+            if case.op in self.crash_on:
+                os.kill(os.getpid(), signal.SIGSEGV)
+            if case.op in self.hang_on:
+                while True:
+                    time.sleep(3600)
+            y = self.compiled(case, inputs)(*inputs)
+        else:
+            raise ValueError("unknown side '%s'" % side)
+        if not isinstance(y, torch.Tensor):
+            raise TypeError("the op returned %s, not a tensor" % type(y).__name__)
+        got = DTYPE_NAMES.get(y.dtype, str(y.dtype))
+        if got != case.out_dtype or list(y.shape) != case.out_shape:
+            raise ValueError("the op returned %s %s, the case expects %s %s" %
+                             (got, list(y.shape), case.out_dtype, case.out_shape))
+        write_output(out_path, case, y)
+
+
+def one_line(e):
+    msg = "%s: %s" % (type(e).__name__, e) if not isinstance(e, CaseSkip) else str(e)
+    msg = " ".join(msg.split())
+    return msg[:1000] if msg else type(e).__name__
+
+
+def main():
+    default_mode = "compile" if TORCH_MAJOR >= 2 else "freeze"
+    ap = argparse.ArgumentParser(description="parityfuzz worker: eager PyTorch vs compiled")
+    ap.add_argument("--mode", choices=("freeze", "compile", "eager"), default=default_mode,
+                    help="what the compiled side runs (default: %s)" % default_mode)
+    args = ap.parse_args()
+    if args.mode == "compile" and not hasattr(torch, "compile"):
+        log("--mode compile needs torch >= 2 (this is %s)" % torch.__version__)
+        return 2
+    w = Worker(args.mode)
+    for op in REGISTRY_OPS:
+        if op in w.skip:
+            say("SKIP %s %s" % (op, w.skip[op]))
+    say("READY %d torch-%s-%s" % (PROTOCOL_VERSION, torch.__version__, args.mode))
+
+    stdin = sys.stdin.buffer
+    while True:
+        raw = stdin.readline()
+        if not raw:
+            return 0
+        words = raw.decode("utf-8", "replace").split()
+        if not words:
+            continue
+        if words[0] == "QUIT":
+            return 0
+        if words[0] != "RUN" or len(words) != 4:
+            say("ERROR malformed request (expected RUN <side> <case.h5> <out.h5>)")
+            continue
+        try:
+            w.run(words[1], words[2], words[3])
+            say("OK")
+        except CaseSkip as e:
+            say("SKIP " + one_line(e))
+        except Exception as e:  # the side raised: a one-line ERROR, the details on stderr
+            log("%s %s: %s" % (words[1], words[2], traceback.format_exc().rstrip()))
+            say("ERROR " + one_line(e))
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (BrokenPipeError, KeyboardInterrupt):
+        sys.exit(0)
