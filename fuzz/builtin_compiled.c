@@ -30,7 +30,9 @@
 #define NORM_CHUNK 2048          /* layer_norm rows longer than this are split */
 #define SCAN_BLOCK 32            /* cumsum block */
 #define FLASH_BLOCK 32           /* keys per flash-attention block */
-#define BF16_ACCUM_MIN 256       /* bf16_reduce_accum: lengths above this */
+#define BF16_ACCUM_MIN 256       /* bf16_reduce_accum: lengths above this ... */
+#define BF16_LANES 32            /* ... whose tail after a loop of this many lanes is short */
+#define NORM_VECTOR 8            /* welford_merge: a last chunk shorter than this */
 
 static int has(uint32_t defects, uint32_t bit)
 {
@@ -182,86 +184,84 @@ static double extreme_lanes(const double *x, uint64_t n, int isMax, int fastNan)
     return lane[0];
 }
 
+typedef struct {
+    int isMax, isMin, isMean;
+    uint32_t defects;
+} reduce_kind;
+
+static double compiled_reduce_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
+{
+    const reduce_kind *pKind = pArg;
+    double v;
+    uint64_t k;
+    if (pKind->isMax || pKind->isMin)
+        return extreme_lanes(x, n, pKind->isMax, has(pKind->defects, PARITY_DEFECT_FASTMATH_NAN));
+    if (pK->out == PARITY_DT_BF16 && n > BF16_ACCUM_MIN && n % BF16_LANES >= 1 &&
+        n % BF16_LANES <= 3 && has(pKind->defects, PARITY_DEFECT_BF16_REDUCE_ACCUM)) {
+        /* bf16_reduce_accum (pytorch/pytorch PR #141052, bf16 accumulated in bf16): the
+         * long-row bf16 kernel vectorises over BF16_LANES lanes and handles a tail of 4
+         * or more with a masked vector; a tail of 1 to 3 sends the row to the scalar
+         * fallback, whose running sum is a bf16 value, rounded after every add. */
+        v = 0.0;
+        for (k = 0; k < n; k++) v = kern_round(PARITY_DT_BF16, kern_acc(pK, v + x[k]));
+    } else {
+        v = sum_split(pK, x, n, has(pKind->defects, PARITY_DEFECT_SPLIT_REDUCTION_TAIL));
+    }
+    return pKind->isMean ? kern_acc(pK, v / (double)n) : v;
+}
+
 static int compiled_reduce(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                            double *aOut, char *zErr, size_t nErr)
 {
     const char *zOp = pCase->spec.zOp;
-    int isMax = strcmp(zOp, "amax") == 0, isMin = strcmp(zOp, "amin") == 0;
-    int isMean = strcmp(zOp, "mean") == 0;
-    int tailBug = has(defects, PARITY_DEFECT_SPLIT_REDUCTION_TAIL);
-    int fastNan = has(defects, PARITY_DEFECT_FASTMATH_NAN);
+    reduce_kind kind = { strcmp(zOp, "amax") == 0, strcmp(zOp, "amin") == 0,
+                         strcmp(zOp, "mean") == 0, defects };
     kern_rows r;
-    uint64_t iRow, k, n;
-
     if (kern_reduce_open(&r, pCase, zErr, nErr) != 0) return -1;
-    n = r.rows.n;
-    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
-        double v;
-        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
-        if (isMax || isMin) {
-            v = extreme_lanes(r.aBuf, n, isMax, fastNan);
-        } else if (pK->out == PARITY_DT_BF16 && n > BF16_ACCUM_MIN &&
-                   has(defects, PARITY_DEFECT_BF16_REDUCE_ACCUM)) {
-            /* bf16_reduce_accum (pytorch/pytorch PR #141052): the long-row bf16 path
-             * keeps its running sum in bf16, rounding it after every add. */
-            v = 0.0;
-            for (k = 0; k < n; k++) v = kern_round(PARITY_DT_BF16, kern_acc(pK, v + r.aBuf[k]));
-        } else {
-            v = sum_split(pK, r.aBuf, n, tailBug);
-        }
-        if (isMean) v = kern_acc(pK, v / (double)n);
-        aOut[iRow] = kern_out(pK, v);
-    }
-    kern_rows_close(&r);
-    return 0;
+    return kern_rows_run(&r, pCase, pK, 0, compiled_reduce_row, &kind, aOut);
 }
 
 /* var: two passes of the compiled sum (mean, then squared deviations). */
+static double compiled_var_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
+{
+    double mean = kern_acc(pK, sum_split(pK, x, n, 0) / (double)n);
+    uint64_t k;
+    for (k = 0; k < n; k++) {
+        double d = kern_acc(pK, x[k] - mean);
+        x[k] = kern_acc(pK, d * d);
+    }
+    return kern_acc(pK, sum_split(pK, x, n, 0) / *(const double *)pArg);
+}
+
 static int compiled_var(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                         double *aOut, char *zErr, size_t nErr)
 {
     kern_rows r;
     double D;
-    uint64_t iRow, k, n;
     (void)defects;
-
     if (kern_var_open(&r, pCase, pK, &D, zErr, nErr) != 0) return -1;
-    n = r.rows.n;
-    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
-        double mean;
-        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
-        mean = kern_acc(pK, sum_split(pK, r.aBuf, n, 0) / (double)n);
-        for (k = 0; k < n; k++) {
-            double d = kern_acc(pK, r.aBuf[k] - mean);
-            r.aBuf[k] = kern_acc(pK, d * d);
-        }
-        aOut[iRow] = kern_out(pK, kern_acc(pK, sum_split(pK, r.aBuf, n, 0) / D));
-    }
-    kern_rows_close(&r);
-    return 0;
+    return kern_rows_run(&r, pCase, pK, 0, compiled_var_row, &D, aOut);
 }
 
 /* logsumexp: vectorised max, then the compiled sum of exp(x - m') (m' = m with the
  * infinities replaced by 0, as torch). */
+static double compiled_logsumexp_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
+{
+    double m = extreme_lanes(x, n, 1, 0);
+    uint64_t k;
+    (void)pArg;
+    if (isinf(m)) m = 0.0;
+    for (k = 0; k < n; k++) x[k] = kern_exp(pK, kern_acc(pK, x[k] - m));
+    return kern_acc(pK, kern_log(pK, sum_split(pK, x, n, 0)) + m);
+}
+
 static int compiled_logsumexp(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                               double *aOut, char *zErr, size_t nErr)
 {
     kern_rows r;
-    uint64_t iRow, k, n;
     (void)defects;
-
     if (kern_reduce_open(&r, pCase, zErr, nErr) != 0) return -1;
-    n = r.rows.n;
-    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
-        double m;
-        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
-        m = extreme_lanes(r.aBuf, n, 1, 0);
-        if (isinf(m)) m = 0.0;
-        for (k = 0; k < n; k++) r.aBuf[k] = kern_exp(pK, kern_acc(pK, r.aBuf[k] - m));
-        aOut[iRow] = kern_out(pK, kern_acc(pK, kern_log(pK, sum_split(pK, r.aBuf, n, 0)) + m));
-    }
-    kern_rows_close(&r);
-    return 0;
+    return kern_rows_run(&r, pCase, pK, 0, compiled_logsumexp_row, NULL, aOut);
 }
 
 /* ---- softmax -------------------------------------------------------------------------- */
@@ -309,65 +309,67 @@ static void online_softmax(const kern_ctx *pK, double *x, uint64_t n, int leakBu
     *pD = d[0];
 }
 
+typedef struct {
+    int isLog;
+    uint32_t defects;
+} softmax_kind;
+
+static double compiled_softmax_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
+{
+    const softmax_kind *pKind = pArg;
+    int zeroBug = !pKind->isLog && has(pKind->defects, PARITY_DEFECT_MASKED_SOFTMAX_ZERO);
+    double M, D, logD, invD;
+    uint64_t k;
+    online_softmax(pK, x, n, has(pKind->defects, PARITY_DEFECT_PADDED_STRIDE_LEAK), &M, &D);
+    logD = kern_log(pK, D);
+    /* one reciprocal per row and a multiply per element, as compilers emit for a division
+     * by a row constant: one rounding more than eager's division, which the model's
+     * (2c + 2) u term covers (tolerance/op_softmax.c) */
+    invD = kern_acc(pK, 1.0 / D);
+    for (k = 0; k < n; k++) {
+        double t = kern_acc(pK, x[k] - M);
+        x[k] = pKind->isLog ? kern_acc(pK, t - logD) : kern_acc(pK, kern_exp(pK, t) * invD);
+        /* masked_softmax_zero (pytorch/pytorch#161150): a fully masked row (max -Inf) is
+         * written as zeros instead of NaN. */
+        if (zeroBug && M == -INFINITY) x[k] = 0.0;
+    }
+    return 0.0;
+}
+
 static int compiled_softmax(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                             double *aOut, char *zErr, size_t nErr)
 {
-    int isLog = strcmp(pCase->spec.zOp, "log_softmax") == 0;
-    int leakBug = has(defects, PARITY_DEFECT_PADDED_STRIDE_LEAK);
-    int zeroBug = !isLog && has(defects, PARITY_DEFECT_MASKED_SOFTMAX_ZERO);
+    softmax_kind kind = { strcmp(pCase->spec.zOp, "log_softmax") == 0, defects };
     kern_rows r;
-    uint64_t iRow, k, n;
-
     if (kern_rows_open(&r, pCase, "dim", 0, 0, -1, 1, zErr, nErr) != 0) return -1;
-    n = r.rows.n;
-    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
-        double M, D, logD, invD;
-        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
-        online_softmax(pK, r.aBuf, n, leakBug, &M, &D);
-        logD = kern_log(pK, D);
-        /* one reciprocal per row and a multiply per element, as compilers emit for a
-         * division by a row constant: one rounding more than eager's division, which the
-         * model's (2c + 2) u term covers (tolerance/op_softmax.c) */
-        invD = kern_acc(pK, 1.0 / D);
-        for (k = 0; k < n; k++) {
-            double t = kern_acc(pK, r.aBuf[k] - M);
-            r.aBuf[k] = isLog ? kern_acc(pK, t - logD) : kern_acc(pK, kern_exp(pK, t) * invD);
-            /* masked_softmax_zero (pytorch/pytorch#161150): a fully masked row (max
-             * -Inf) is written as zeros instead of NaN. */
-            if (zeroBug && M == -INFINITY) r.aBuf[k] = 0.0;
-        }
-        kern_rows_scatter(&r, pK, iRow, r.aBuf, aOut);
-    }
-    kern_rows_close(&r);
-    return 0;
+    return kern_rows_run(&r, pCase, pK, 1, compiled_softmax_row, &kind, aOut);
 }
 
 /* ---- scans and norms ------------------------------------------------------------------ */
 
 /* cumsum: each block scanned locally, then the block sums scanned into offsets. */
+static double compiled_cumsum_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
+{
+    double offset = 0.0;
+    uint64_t b0, k;
+    (void)pArg;
+    for (b0 = 0; b0 < n; b0 += SCAN_BLOCK) {
+        uint64_t end = n - b0 < SCAN_BLOCK ? n : b0 + SCAN_BLOCK;
+        double local = 0.0;
+        for (k = b0; k < end; k++) x[k] = local = kern_acc(pK, local + x[k]);
+        for (k = b0; k < end; k++) x[k] = kern_acc(pK, offset + x[k]);
+        offset = kern_acc(pK, offset + local);
+    }
+    return 0.0;
+}
+
 static int compiled_cumsum(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                            double *aOut, char *zErr, size_t nErr)
 {
     kern_rows r;
-    uint64_t iRow, b0, k, n;
     (void)defects;
-
     if (kern_rows_open(&r, pCase, "dim", 0, 0, -1, 1, zErr, nErr) != 0) return -1;
-    n = r.rows.n;
-    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
-        double offset = 0.0;
-        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
-        for (b0 = 0; b0 < n; b0 += SCAN_BLOCK) {
-            uint64_t end = n - b0 < SCAN_BLOCK ? n : b0 + SCAN_BLOCK;
-            double local = 0.0;
-            for (k = b0; k < end; k++) r.aBuf[k] = local = kern_acc(pK, local + r.aBuf[k]);
-            for (k = b0; k < end; k++) r.aBuf[k] = kern_acc(pK, offset + r.aBuf[k]);
-            offset = kern_acc(pK, offset + local);
-        }
-        kern_rows_scatter(&r, pK, iRow, r.aBuf, aOut);
-    }
-    kern_rows_close(&r);
-    return 0;
+    return kern_rows_run(&r, pCase, pK, 1, compiled_cumsum_row, NULL, aOut);
 }
 
 /* Welford's running mean and M2 over n values. */
@@ -385,79 +387,76 @@ static void welford(const kern_ctx *pK, const double *x, uint64_t n, double *pMe
     *pM2 = m2;
 }
 
+typedef struct {
+    const kern_norm *pN;
+    uint32_t defects;
+    double *aSq;              /* rms_norm: one row's squares */
+} norm_state;
+
 /* layer_norm: Welford per chunk of NORM_CHUNK, chunks merged with Chan, Golub & LeVeque's
  * pairwise update (Amer. Statist. 37(3), 1983), then y = (x - mu) r w + b. */
-static int compiled_layer_norm(const parity_case *pCase, const kern_ctx *pK,
-                               uint32_t defects, double *aOut, char *zErr, size_t nErr)
+static double compiled_layer_norm_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
 {
-    int mergeBug = has(defects, PARITY_DEFECT_WELFORD_MERGE);
-    kern_norm nm;
-    uint64_t iRow, n;
-
-    if (kern_norm_open(&nm, pCase, pK, 0, zErr, nErr) != 0) return -1;
-    n = nm.r.rows.n;
-    for (iRow = 0; iRow < nm.r.rows.nRow; iRow++) {
-        double *x = nm.r.aBuf, mean = 0.0, m2 = 0.0, count = 0.0, rstd;
-        uint64_t c0;
-        kern_rows_gather(&nm.r, pK, pCase->aIn[0].aValue, iRow);
-        for (c0 = 0; c0 < n; c0 += NORM_CHUNK) {
-            uint64_t len = n - c0 < NORM_CHUNK ? n - c0 : NORM_CHUNK;
-            double meanB, m2B, nB = (double)len, nAB, delta;
-            welford(pK, x + c0, len, &meanB, &m2B);
-            if (c0 == 0) {
-                mean = meanB;
-                m2 = m2B;
-                count = nB;
-                continue;
-            }
-            /* welford_merge (the split-reduction family of openxla/xla#5544): the merge
-             * takes every chunk's count from the first chunk, wrong for a partial last
-             * chunk (n % 2048 != 0). */
-            if (mergeBug) nB = (double)NORM_CHUNK;
-            nAB = count + nB;
-            delta = kern_acc(pK, meanB - mean);
-            mean = kern_acc(pK, mean + kern_acc(pK, delta * kern_acc(pK, nB / nAB)));
-            m2 = kern_acc(pK, kern_acc(pK, m2 + m2B) +
-                              kern_acc(pK, kern_acc(pK, delta * delta) *
-                                           kern_acc(pK, kern_acc(pK, count * nB) / nAB)));
-            count = nAB;
+    const norm_state *pS = pArg;
+    int mergeBug = has(pS->defects, PARITY_DEFECT_WELFORD_MERGE);
+    double mean = 0.0, m2 = 0.0, count = 0.0;
+    uint64_t c0;
+    for (c0 = 0; c0 < n; c0 += NORM_CHUNK) {
+        uint64_t len = n - c0 < NORM_CHUNK ? n - c0 : NORM_CHUNK;
+        double meanB, m2B, nB = (double)len, nAB, delta;
+        welford(pK, x + c0, len, &meanB, &m2B);
+        if (c0 == 0) {
+            mean = meanB;
+            m2 = m2B;
+            count = nB;
+            continue;
         }
-        rstd = kern_rstd(pK, kern_acc(pK, m2 / count), nm.eps);
-        kern_norm_apply(&nm, pK, x, mean, rstd);
-        kern_rows_scatter(&nm.r, pK, iRow, x, aOut);
+        /* welford_merge (the split-reduction family of openxla/xla#5544): the merge counts
+         * in whole vectors, so a last chunk shorter than one vector (n % 2048 in 1..7)
+         * is merged as if it held NORM_VECTOR values. */
+        if (mergeBug && len < NORM_VECTOR) nB = (double)NORM_VECTOR;
+        nAB = count + nB;
+        delta = kern_acc(pK, meanB - mean);
+        mean = kern_acc(pK, mean + kern_acc(pK, delta * kern_acc(pK, nB / nAB)));
+        m2 = kern_acc(pK, kern_acc(pK, m2 + m2B) +
+                          kern_acc(pK, kern_acc(pK, delta * delta) *
+                                       kern_acc(pK, kern_acc(pK, count * nB) / nAB)));
+        count = nAB;
     }
-    kern_rows_close(&nm.r);
-    return 0;
+    kern_norm_apply(pS->pN, pK, x, mean, kern_rstd(pK, kern_acc(pK, m2 / count), pS->pN->eps));
+    return 0.0;
 }
 
 /* rms_norm: the compiled sum of the squares, then x r w. */
-static int compiled_rms_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
-                             double *aOut, char *zErr, size_t nErr)
+static double compiled_rms_norm_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
 {
-    kern_norm nm;
-    double *aSq;
-    uint64_t iRow, k, n;
-    (void)defects;
+    const norm_state *pS = pArg;
+    uint64_t k;
+    for (k = 0; k < n; k++) pS->aSq[k] = kern_acc(pK, x[k] * x[k]);
+    kern_norm_apply(pS->pN, pK, x, 0.0,
+                    kern_rstd(pK, kern_acc(pK, sum_split(pK, pS->aSq, n, 0) / (double)n),
+                              pS->pN->eps));
+    return 0.0;
+}
 
-    if (kern_norm_open(&nm, pCase, pK, 1, zErr, nErr) != 0) return -1;
-    n = nm.r.rows.n;
-    aSq = malloc((n + 1) * sizeof(double));
-    if (!aSq) {
+static int compiled_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                         double *aOut, char *zErr, size_t nErr)
+{
+    int isRms = strcmp(pCase->spec.zOp, "rms_norm") == 0;
+    kern_norm nm;
+    norm_state st = { &nm, defects, NULL };
+    int rc;
+    if (kern_norm_open(&nm, pCase, pK, isRms, zErr, nErr) != 0) return -1;
+    st.aSq = malloc((nm.r.rows.n + 1) * sizeof(double));   /* rms_norm's squares */
+    if (!st.aSq) {
         kern_rows_close(&nm.r);
-        snprintf(zErr, nErr, "builtin rms_norm: out of memory");
+        snprintf(zErr, nErr, "builtin %s: out of memory", pCase->spec.zOp);
         return -1;
     }
-    for (iRow = 0; iRow < nm.r.rows.nRow; iRow++) {
-        double *x = nm.r.aBuf, rstd;
-        kern_rows_gather(&nm.r, pK, pCase->aIn[0].aValue, iRow);
-        for (k = 0; k < n; k++) aSq[k] = kern_acc(pK, x[k] * x[k]);
-        rstd = kern_rstd(pK, kern_acc(pK, sum_split(pK, aSq, n, 0) / (double)n), nm.eps);
-        kern_norm_apply(&nm, pK, x, 0.0, rstd);
-        kern_rows_scatter(&nm.r, pK, iRow, x, aOut);
-    }
-    free(aSq);
-    kern_rows_close(&nm.r);
-    return 0;
+    rc = kern_rows_run(&nm.r, pCase, pK, 1,
+                       isRms ? compiled_rms_norm_row : compiled_layer_norm_row, &st, aOut);
+    free(st.aSq);
+    return rc;
 }
 
 /* ---- attention ------------------------------------------------------------------------ */
@@ -530,8 +529,8 @@ static const kern_entry aCompiled[] = {
     { "amin", compiled_reduce }, { "var", compiled_var },
     { "logsumexp", compiled_logsumexp },
     { "softmax", compiled_softmax }, { "log_softmax", compiled_softmax },
-    { "cumsum", compiled_cumsum }, { "layer_norm", compiled_layer_norm },
-    { "rms_norm", compiled_rms_norm },
+    { "cumsum", compiled_cumsum }, { "layer_norm", compiled_norm },
+    { "rms_norm", compiled_norm },
     { "matmul", compiled_matmul }, { "bmm", compiled_matmul }, { "linear", compiled_matmul },
     { "conv2d", compiled_conv2d }, { "scaled_dot_product_attention", compiled_sdpa },
     { NULL, NULL }

@@ -17,21 +17,37 @@
 #include "kernels.h"
 #include "target.h"
 
-/* Sequential sum and dot product: the eager summation order. */
+/* Sequential sum and dot product: the eager summation order. The binary32 loops use float
+ * variables: the same roundings as kern_acc, without the conversions in the dependency
+ * chain (these are the hot loops of eager matmul, conv2d and attention). */
 static double eager_sum(const kern_ctx *pK, const double *x, uint64_t n)
 {
-    double s = 0.0;
     uint64_t k;
-    for (k = 0; k < n; k++) s = kern_acc(pK, s + x[k]);
-    return s;
+    if (pK->f32) {
+        float s = 0.0f;
+        for (k = 0; k < n; k++) s += (float)x[k];
+        return s;
+    } else {
+        double s = 0.0;
+        for (k = 0; k < n; k++) s += x[k];
+        return s;
+    }
 }
 
 static double eager_dot(const kern_ctx *pK, const double *a, const double *b, uint64_t n)
 {
-    double s = 0.0;
     uint64_t k;
-    for (k = 0; k < n; k++) s = kern_acc(pK, s + kern_acc(pK, a[k] * b[k]));
-    return s;
+    if (pK->f32) {
+        float s = 0.0f;
+        /* The product of two floats is exact in binary64; the cast is the one float
+         * rounding of the product, and keeps a compiler from fusing it into the sum. */
+        for (k = 0; k < n; k++) s += (float)(a[k] * b[k]);
+        return s;
+    } else {
+        double s = 0.0;
+        for (k = 0; k < n; k++) s += a[k] * b[k];
+        return s;
+    }
 }
 
 /* NaN-propagating max of a row; -Inf for an empty one. */
@@ -45,179 +61,160 @@ static double eager_row_max(const double *x, uint64_t n)
 
 /* ---- reductions ----------------------------------------------------------------------- */
 
+typedef struct {
+    int isMax, isMin, isMean;
+} reduce_kind;
+
 /* sum, mean, amax, amin over 'dim' (a list; absent or empty: every dim). */
+static double eager_reduce_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
+{
+    const reduce_kind *pKind = pArg;
+    double v;
+    uint64_t k;
+    if (pKind->isMax || pKind->isMin) {    /* n >= 1: an empty amax is refused at open */
+        v = x[0];
+        for (k = 1; k < n; k++) v = pKind->isMax ? kern_max(v, x[k]) : kern_min(v, x[k]);
+        return v;
+    }
+    v = eager_sum(pK, x, n);
+    return pKind->isMean ? kern_acc(pK, v / (double)n) : v;   /* n = 0: 0/0 = NaN, as torch */
+}
+
 static int eager_reduce(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                         double *aOut, char *zErr, size_t nErr)
 {
     const char *zOp = pCase->spec.zOp;
-    int isMax = strcmp(zOp, "amax") == 0, isMin = strcmp(zOp, "amin") == 0;
-    int isMean = strcmp(zOp, "mean") == 0;
+    reduce_kind kind = { strcmp(zOp, "amax") == 0, strcmp(zOp, "amin") == 0,
+                         strcmp(zOp, "mean") == 0 };
     kern_rows r;
-    uint64_t iRow, k, n;
     (void)defects;
-
     if (kern_reduce_open(&r, pCase, zErr, nErr) != 0) return -1;
-    n = r.rows.n;
-    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
-        double v;
-        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
-        if (isMax || isMin) {
-            v = r.aBuf[0];
-            for (k = 1; k < n; k++) v = isMax ? kern_max(v, r.aBuf[k]) : kern_min(v, r.aBuf[k]);
-        } else {
-            v = eager_sum(pK, r.aBuf, n);
-            if (isMean) v = kern_acc(pK, v / (double)n);   /* n = 0: 0/0 = NaN, as torch */
-        }
-        aOut[iRow] = kern_out(pK, v);
-    }
-    kern_rows_close(&r);
-    return 0;
+    return kern_rows_run(&r, pCase, pK, 0, eager_reduce_row, &kind, aOut);
 }
 
 /* var: two-pass, M2 / max(n - correction, 0) (torch: Inf or NaN when that is 0). */
+static double eager_var_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
+{
+    double mean = kern_acc(pK, eager_sum(pK, x, n) / (double)n), m2 = 0.0;
+    uint64_t k;
+    for (k = 0; k < n; k++) {
+        double d = kern_acc(pK, x[k] - mean);
+        m2 = kern_acc(pK, m2 + kern_acc(pK, d * d));
+    }
+    return kern_acc(pK, m2 / *(const double *)pArg);
+}
+
 static int eager_var(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                      double *aOut, char *zErr, size_t nErr)
 {
     kern_rows r;
     double D;
-    uint64_t iRow, k, n;
     (void)defects;
-
     if (kern_var_open(&r, pCase, pK, &D, zErr, nErr) != 0) return -1;
-    n = r.rows.n;
-    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
-        double mean, m2 = 0.0;
-        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
-        mean = kern_acc(pK, eager_sum(pK, r.aBuf, n) / (double)n);
-        for (k = 0; k < n; k++) {
-            double d = kern_acc(pK, r.aBuf[k] - mean);
-            m2 = kern_acc(pK, m2 + kern_acc(pK, d * d));
-        }
-        aOut[iRow] = kern_out(pK, kern_acc(pK, m2 / D));
-    }
-    kern_rows_close(&r);
-    return 0;
+    return kern_rows_run(&r, pCase, pK, 0, eager_var_row, &D, aOut);
 }
 
 /* logsumexp, as torch: m' = amax with infinities replaced by 0, log(sum exp(x - m')) + m'.
  * So +Inf gives +Inf, an all -Inf (or empty) row -Inf, NaN NaN. */
+static double eager_logsumexp_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
+{
+    double m = eager_row_max(x, n), s = 0.0;
+    uint64_t k;
+    (void)pArg;
+    if (isinf(m)) m = 0.0;
+    for (k = 0; k < n; k++) s = kern_acc(pK, s + kern_exp(pK, kern_acc(pK, x[k] - m)));
+    return kern_acc(pK, kern_log(pK, s) + m);
+}
+
 static int eager_logsumexp(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                            double *aOut, char *zErr, size_t nErr)
 {
     kern_rows r;
-    uint64_t iRow, k, n;
     (void)defects;
-
     if (kern_reduce_open(&r, pCase, zErr, nErr) != 0) return -1;
-    n = r.rows.n;
-    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
-        double m, s = 0.0;
-        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
-        m = eager_row_max(r.aBuf, n);
-        if (isinf(m)) m = 0.0;
-        for (k = 0; k < n; k++) s = kern_acc(pK, s + kern_exp(pK, kern_acc(pK, r.aBuf[k] - m)));
-        aOut[iRow] = kern_out(pK, kern_acc(pK, kern_log(pK, s) + m));
-    }
-    kern_rows_close(&r);
-    return 0;
+    return kern_rows_run(&r, pCase, pK, 0, eager_logsumexp_row, NULL, aOut);
 }
 
 /* ---- row-wise ops with the input's shape ---------------------------------------------- */
 
 /* softmax and log_softmax over one 'dim' (default -1): the shifted formulas. A row with
  * NaN or +Inf, or fully -Inf, comes out NaN through x - m. */
+static double eager_softmax_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
+{
+    int isLog = *(const int *)pArg;
+    double m = eager_row_max(x, n), s = 0.0, logS;
+    uint64_t k;
+    for (k = 0; k < n; k++) {
+        x[k] = kern_acc(pK, x[k] - m);
+        s = kern_acc(pK, s + kern_exp(pK, x[k]));
+    }
+    logS = kern_log(pK, s);
+    for (k = 0; k < n; k++)
+        x[k] = isLog ? kern_acc(pK, x[k] - logS) : kern_acc(pK, kern_exp(pK, x[k]) / s);
+    return 0.0;
+}
+
 static int eager_softmax(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                          double *aOut, char *zErr, size_t nErr)
 {
     int isLog = strcmp(pCase->spec.zOp, "log_softmax") == 0;
     kern_rows r;
-    uint64_t iRow, k, n;
     (void)defects;
-
     if (kern_rows_open(&r, pCase, "dim", 0, 0, -1, 1, zErr, nErr) != 0) return -1;
-    n = r.rows.n;
-    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
-        double m, s = 0.0, logS;
-        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
-        m = eager_row_max(r.aBuf, n);
-        for (k = 0; k < n; k++) {
-            r.aBuf[k] = kern_acc(pK, r.aBuf[k] - m);
-            s = kern_acc(pK, s + kern_exp(pK, r.aBuf[k]));
-        }
-        logS = kern_log(pK, s);
-        for (k = 0; k < n; k++)
-            r.aBuf[k] = isLog ? kern_acc(pK, r.aBuf[k] - logS)
-                              : kern_acc(pK, kern_exp(pK, r.aBuf[k]) / s);
-        kern_rows_scatter(&r, pK, iRow, r.aBuf, aOut);
-    }
-    kern_rows_close(&r);
-    return 0;
+    return kern_rows_run(&r, pCase, pK, 1, eager_softmax_row, &isLog, aOut);
+}
+
+static double eager_cumsum_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
+{
+    double s = 0.0;
+    uint64_t k;
+    (void)pArg;
+    for (k = 0; k < n; k++) x[k] = s = kern_acc(pK, s + x[k]);
+    return 0.0;
 }
 
 static int eager_cumsum(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                         double *aOut, char *zErr, size_t nErr)
 {
     kern_rows r;
-    uint64_t iRow, k;
     (void)defects;
-
     if (kern_rows_open(&r, pCase, "dim", 0, 0, -1, 1, zErr, nErr) != 0) return -1;
-    for (iRow = 0; iRow < r.rows.nRow; iRow++) {
-        double s = 0.0;
-        kern_rows_gather(&r, pK, pCase->aIn[0].aValue, iRow);
-        for (k = 0; k < r.rows.n; k++) r.aBuf[k] = s = kern_acc(pK, s + r.aBuf[k]);
-        kern_rows_scatter(&r, pK, iRow, r.aBuf, aOut);
-    }
-    kern_rows_close(&r);
-    return 0;
+    return kern_rows_run(&r, pCase, pK, 1, eager_cumsum_row, NULL, aOut);
 }
 
 /* layer_norm: two-pass mean and biased variance, r = 1 / sqrt(v + eps),
  * y = (x - mu) r w + b. */
-static int eager_layer_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
-                            double *aOut, char *zErr, size_t nErr)
+static double eager_layer_norm_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
 {
-    kern_norm nm;
-    uint64_t iRow, k, n;
-    (void)defects;
-
-    if (kern_norm_open(&nm, pCase, pK, 0, zErr, nErr) != 0) return -1;
-    n = nm.r.rows.n;
-    for (iRow = 0; iRow < nm.r.rows.nRow; iRow++) {
-        double *x = nm.r.aBuf, mean, m2 = 0.0, rstd;
-        kern_rows_gather(&nm.r, pK, pCase->aIn[0].aValue, iRow);
-        mean = kern_acc(pK, eager_sum(pK, x, n) / (double)n);
-        for (k = 0; k < n; k++) {
-            double d = kern_acc(pK, x[k] - mean);
-            m2 = kern_acc(pK, m2 + kern_acc(pK, d * d));
-        }
-        rstd = kern_rstd(pK, kern_acc(pK, m2 / (double)n), nm.eps);
-        kern_norm_apply(&nm, pK, x, mean, rstd);
-        kern_rows_scatter(&nm.r, pK, iRow, x, aOut);
+    const kern_norm *pN = pArg;
+    double mean = kern_acc(pK, eager_sum(pK, x, n) / (double)n), m2 = 0.0;
+    uint64_t k;
+    for (k = 0; k < n; k++) {
+        double d = kern_acc(pK, x[k] - mean);
+        m2 = kern_acc(pK, m2 + kern_acc(pK, d * d));
     }
-    kern_rows_close(&nm.r);
-    return 0;
+    kern_norm_apply(pN, pK, x, mean, kern_rstd(pK, kern_acc(pK, m2 / (double)n), pN->eps));
+    return 0.0;
 }
 
 /* rms_norm: ms = sum x^2 / D, r = 1 / sqrt(ms + eps), y = (x r) w. */
-static int eager_rms_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
-                          double *aOut, char *zErr, size_t nErr)
+static double eager_rms_norm_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
 {
-    kern_norm nm;
-    uint64_t iRow, n;
-    (void)defects;
+    const kern_norm *pN = pArg;
+    kern_norm_apply(pN, pK, x, 0.0,
+                    kern_rstd(pK, kern_acc(pK, eager_dot(pK, x, x, n) / (double)n), pN->eps));
+    return 0.0;
+}
 
-    if (kern_norm_open(&nm, pCase, pK, 1, zErr, nErr) != 0) return -1;
-    n = nm.r.rows.n;
-    for (iRow = 0; iRow < nm.r.rows.nRow; iRow++) {
-        double *x = nm.r.aBuf, rstd;
-        kern_rows_gather(&nm.r, pK, pCase->aIn[0].aValue, iRow);
-        rstd = kern_rstd(pK, kern_acc(pK, eager_dot(pK, x, x, n) / (double)n), nm.eps);
-        kern_norm_apply(&nm, pK, x, 0.0, rstd);
-        kern_rows_scatter(&nm.r, pK, iRow, x, aOut);
-    }
-    kern_rows_close(&nm.r);
-    return 0;
+static int eager_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                      double *aOut, char *zErr, size_t nErr)
+{
+    int isRms = strcmp(pCase->spec.zOp, "rms_norm") == 0;
+    kern_norm nm;
+    (void)defects;
+    if (kern_norm_open(&nm, pCase, pK, isRms, zErr, nErr) != 0) return -1;
+    return kern_rows_run(&nm.r, pCase, pK, 1, isRms ? eager_rms_norm_row : eager_layer_norm_row,
+                         &nm, aOut);
 }
 
 /* ---- dot-product ops ------------------------------------------------------------------ */
@@ -309,8 +306,7 @@ static const kern_entry aEager[] = {
     { "sum", eager_reduce }, { "mean", eager_reduce }, { "amax", eager_reduce },
     { "amin", eager_reduce }, { "var", eager_var }, { "logsumexp", eager_logsumexp },
     { "softmax", eager_softmax }, { "log_softmax", eager_softmax },
-    { "cumsum", eager_cumsum }, { "layer_norm", eager_layer_norm },
-    { "rms_norm", eager_rms_norm },
+    { "cumsum", eager_cumsum }, { "layer_norm", eager_norm }, { "rms_norm", eager_norm },
     { "matmul", eager_matmul }, { "bmm", eager_matmul }, { "linear", eager_matmul },
     { "conv2d", eager_conv2d }, { "scaled_dot_product_attention", eager_sdpa },
     { NULL, NULL }

@@ -332,7 +332,10 @@ static int run_loop(const parity_campaign_options *pOpt, uint64_t seed, uint64_t
             continue;
         }
         pRes->nExecs++;
-        pRes->anOpExecs[op_slot(pRes, spec.zOp)]++;
+        {
+            size_t iOp = op_slot(pRes, spec.zOp);
+            pRes->anOpExecs[iOp]++;
+        }
         if (r.cls == PARITY_FINDING_SKIPPED) pRes->nSkipped++;
         else if (r.bitIdentical) pRes->nBitIdentical++;
         if (r.cls != PARITY_FINDING_NONE && r.cls != PARITY_FINDING_SKIPPED)
@@ -416,7 +419,10 @@ static void parent_line(job_state *pJob, char *zLine, parity_campaign_result *pR
         }
     } else if (zLine[0] == 'O') {
         char zOp[PARITY_CASE_OP_LEN];
-        if (sscanf(zLine + 2, "%39s %llu", zOp, &a) == 2) pRes->anOpExecs[op_slot(pRes, zOp)] += a;
+        if (sscanf(zLine + 2, "%39s %llu", zOp, &a) == 2) {
+            size_t iOp = op_slot(pRes, zOp);     /* may grow anOpExecs: index after */
+            pRes->anOpExecs[iOp] += a;
+        }
     } else if (zLine[0] == 'E' &&
                sscanf(zLine + 2, "%llu %llu %llu %llu %llu %d", &a, &b, &c, &d, &e, &trouble) == 6) {
         pJob->nExecs = 0; pJob->nRaw = 0; pJob->nSkipped = 0;

@@ -29,7 +29,8 @@ const parity_defect parity_defects[] = {
       "pytorch/pytorch#161150" },
     /* pytorch/pytorch PR #141052: bf16 reductions accumulating in bf16. */
     { "bf16_reduce_accum", PARITY_DEFECT_BF16_REDUCE_ACCUM, "sum,mean",
-      "bfloat16 input with reduced length > 256: the running sum is rounded to bf16",
+      "bfloat16 input with reduced length n > 256 and n % 32 in 1..3: the scalar fallback "
+      "for short tails keeps its running sum in bf16",
       "pytorch/pytorch PR #141052" },
     /* jax-ml/jax#276: fast-math max/min comparisons that never select NaN. */
     { "fastmath_nan", PARITY_DEFECT_FASTMATH_NAN, "amax,amin,maximum,minimum,relu",
@@ -41,8 +42,8 @@ const parity_defect parity_defects[] = {
       "pytorch/pytorch#194281" },
     /* The split-reduction family of openxla/xla#5544, in layer_norm's Welford merge. */
     { "welford_merge", PARITY_DEFECT_WELFORD_MERGE, "layer_norm",
-      "normalized length n > 2048 with n % 2048 != 0: the last chunk is merged with the "
-      "first chunk's count",
+      "normalized length n > 2048 with n % 2048 in 1..7: a last chunk shorter than one "
+      "vector is merged with a count of 8",
       "openxla/xla#5544 (split-reduction family)" },
 };
 

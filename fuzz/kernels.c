@@ -494,6 +494,21 @@ void kern_rows_scatter(const kern_rows *pR, const kern_ctx *pK, uint64_t iRow,
     for (k = 0; k < pR->rows.n; k++) aOut[base + pR->aRel[k]] = kern_out(pK, aVal[k]);
 }
 
+int kern_rows_run(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, int same,
+                  kern_row_fn xRow, void *pArg, double *aOut)
+{
+    uint64_t iRow;
+    for (iRow = 0; iRow < pR->rows.nRow; iRow++) {
+        double v;
+        kern_rows_gather(pR, pK, pCase->aIn[0].aValue, iRow);
+        v = xRow(pK, pR->aBuf, pR->rows.n, pArg);
+        if (same) kern_rows_scatter(pR, pK, iRow, pR->aBuf, aOut);
+        else aOut[iRow] = kern_out(pK, v);
+    }
+    kern_rows_close(pR);
+    return 0;
+}
+
 int kern_reduce_open(kern_rows *pR, const parity_case *pCase, char *zErr, size_t nErr)
 {
     const char *zOp = pCase->spec.zOp;

@@ -113,6 +113,18 @@ void kern_rows_gather(kern_rows *pR, const kern_ctx *pK, const double *x, uint64
 void kern_rows_scatter(const kern_rows *pR, const kern_ctx *pK, uint64_t iRow,
                        const double *aVal, double *aOut);
 
+/* One row of a row op: aRow holds the row's n values in the compute precision (with room
+ * for 16 more, a padded vector); same-shape ops rewrite it in place, reductions return
+ * their one value. pArg is the kernel's own state. */
+typedef double (*kern_row_fn)(const kern_ctx *pK, double *aRow, uint64_t n, void *pArg);
+
+/* The loop every row op shares: for each row of pR (opened by kern_rows_open or one of
+ * the *_open below), gathers it from input 0, calls xRow, and writes the rewritten row at
+ * its input-shaped offsets (same) or the returned value at aOut[iRow], each rounded once
+ * to the output dtype. Closes pR; returns 0. */
+int kern_rows_run(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, int same,
+                  kern_row_fn xRow, void *pArg, double *aOut);
+
 /* Rows of a reduction (sum, mean, amax, amin, var, logsumexp): 'dim' an int or a list,
  * absent or empty = every dim; one output per row. amax/amin over an empty dim are
  * refused, as torch raises. */

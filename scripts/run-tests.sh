@@ -31,4 +31,23 @@ if grep -qE "runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer" "$
   status=1
 fi
 rm -f "$log"
+
+# The libFuzzer harnesses: gcc rejects -fsanitize=fuzzer, so clang builds them in a folder
+# of their own. Each runs briefly from the seed corpus on the clean target (a finding there
+# would abort: exit status non-zero), and the gemm_k_tail harness must find its defect.
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DBUILD_FUZZERS=ON -DBUILD_TESTS=OFF >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_builtin fuzz_cmd
+fuzzdir=$(mktemp -d)
+cp corpus/libfuzzer/builtin/* "$fuzzdir"/
+build-fuzz/fuzz_builtin -runs=2000 -seed=1 "$fuzzdir" >"$fuzzdir/clean.log" 2>&1 || {
+  tail -20 "$fuzzdir/clean.log"; echo "run-tests: fuzz_builtin flagged the clean target" >&2; status=1; }
+fuzzer="$PWD/build-fuzz/fuzz_builtin"
+# libFuzzer writes the crashing input into the working folder: run it inside $fuzzdir
+if (cd "$fuzzdir" && PARITY_FUZZ_DEFECTS=gemm_k_tail PARITY_FUZZ_OPS=matmul,linear,bmm \
+      "$fuzzer" -max_total_time=120 -seed=1 . >defect.log 2>&1); then
+  echo "run-tests: fuzz_builtin did not find gemm_k_tail in 120 s" >&2
+  status=1
+fi
+grep -q "parity finding: " "$fuzzdir/defect.log" || { echo "run-tests: no parity finding in the libFuzzer log" >&2; status=1; }
+rm -rf "$fuzzdir"
 exit $status

@@ -198,21 +198,34 @@ void run_argv(const char *const *azArgv, double limitSeconds, run_result *pRes)
               strerror(errno));
 }
 
-void run_paritydiff(run_result *pRes, ...)
+static void run_tool(const char *zBin, double limitSeconds, run_result *pRes, va_list ap)
 {
     const char *azArgv[64];
     size_t n = 0;
-    va_list ap;
-    azArgv[n++] = PARITYDIFF_BIN;
-    va_start(ap, pRes);
+    azArgv[n++] = zBin;
     for (;;) {
         const char *z = va_arg(ap, const char *);
         cr_assert_lt(n, 63);
         azArgv[n++] = z;
         if (!z) break;
     }
+    run_argv(azArgv, limitSeconds, pRes);
+}
+
+void run_paritydiff(run_result *pRes, ...)
+{
+    va_list ap;
+    va_start(ap, pRes);
+    run_tool(PARITYDIFF_BIN, 120.0, pRes, ap);
     va_end(ap);
-    run_argv(azArgv, 120.0, pRes);
+}
+
+void run_parityfuzz(run_result *pRes, ...)
+{
+    va_list ap;
+    va_start(ap, pRes);
+    run_tool(PARITYFUZZ_BIN, 600.0, pRes, ap);
+    va_end(ap);
 }
 
 /* ---- reading stderr -------------------------------------------------------------- */
@@ -375,6 +388,17 @@ json_t *parse_json(const char *z)
     json_error_t err;
     json_t *pDoc = json_loads(z, 0, &err);
     cr_assert_not_null(pDoc, "not JSON (%s at line %d):\n%s", err.text, err.line, z);
+    return pDoc;
+}
+
+json_t *load_json_file(const char *zFile)
+{
+    size_t n;
+    unsigned char *p = read_bytes(zFile, &n);
+    json_t *pDoc;
+    cr_assert_not_null(p, "no %s", zFile);
+    pDoc = parse_json((const char *)p);
+    free(p);
     return pDoc;
 }
 

@@ -56,6 +56,8 @@ void run_argv(const char *const *azArgv, double limitSeconds, run_result *pRes);
 
 /* Runs paritydiff with the NULL-terminated argument list (limit 120 s). */
 void run_paritydiff(run_result *pRes, ...);
+/* Runs parityfuzz likewise (limit 600 s). */
+void run_parityfuzz(run_result *pRes, ...);
 
 /* Frees the captures and zeroes *pRes. No Criterion calls. */
 void run_free(run_result *pRes);
@@ -116,6 +118,8 @@ void write_bytes(const char *zFile, const void *p, size_t n);
 
 /* The JSON document in z (json_decref it); fails the test if it is not one. */
 json_t *parse_json(const char *z);
+/* Reads and parses the JSON file zFile, failing the test if it is missing or malformed. */
+json_t *load_json_file(const char *zFile);
 
 /* ---- deterministic randomness (a failure reproduces) ---------------------------- */
 

@@ -28,6 +28,10 @@ int LLVMFuzzerInitialize(int *pArgc, char ***pArgv);
 int LLVMFuzzerTestOneInput(const uint8_t *aData, size_t nData);
 size_t LLVMFuzzerCustomMutator(uint8_t *aData, size_t nData, size_t nMax, unsigned int seed);
 
+/* The replay driver's --expect-finding: count findings instead of aborting. */
+extern int harness_count_findings;
+extern long harness_nFindings;
+
 /* Parses PARITY_FUZZ_DEFECTS; exits with a message on an unknown name. */
 uint32_t harness_defects_from_env(void);
 

@@ -2,7 +2,9 @@
  * replay_driver.c - runs a harness's LLVMFuzzerTestOneInput over stored inputs without
  * libFuzzer, so gcc builds (and ctest) replay the corpus. Arguments are files or folders
  * (every regular file in a folder, in name order). Exit 0 when every input ran; a finding
- * aborts as it would under libFuzzer; an unreadable argument exits 2.
+ * aborts as it would under libFuzzer; an unreadable argument exits 2. With
+ * --expect-finding first, findings are counted instead and the exit is 0 only when every
+ * input is one (a stored crash input that still crashes), else 1.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -65,13 +67,17 @@ static int run_dir(const char *zDir, long *pnRun)
 int main(int argc, char **argv)
 {
     long nRun = 0;
-    int i, rc = 0;
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s FILE|DIR...\n", argv[0]);
+    int i, rc = 0, first = 1;
+    if (argc > 1 && strcmp(argv[1], "--expect-finding") == 0) {
+        harness_count_findings = 1;
+        first = 2;
+    }
+    if (argc <= first) {
+        fprintf(stderr, "usage: %s [--expect-finding] FILE|DIR...\n", argv[0]);
         return 2;
     }
     LLVMFuzzerInitialize(&argc, &argv);
-    for (i = 1; i < argc; i++) {
+    for (i = first; i < argc; i++) {
         struct stat st;
         if (stat(argv[i], &st) != 0) {
             fprintf(stderr, "replay: cannot open %s\n", argv[i]);
@@ -86,5 +92,10 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "replay: %ld inputs ran\n", nRun);
     if (nRun == 0 && rc == 0) rc = 2;
+    if (rc == 0 && harness_count_findings && harness_nFindings != nRun) {
+        fprintf(stderr, "replay: %ld of %ld inputs are findings, all expected\n",
+                harness_nFindings, nRun);
+        rc = 1;
+    }
     return rc;
 }
