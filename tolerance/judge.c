@@ -137,6 +137,9 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
             bound = bound * pPlan->boundScale + extra;
             if (probBound == probBound) probBound = probBound * pPlan->boundScale + extra;
         }
+        /* Where some legal summation order overflows (ops.h), the model's bound does not
+         * hold: nothing finite can fail there, which the vacuous count says. */
+        if (pCall->overflowPossible) bound = INFINITY;
         rounded = parity_round_to_dtype(ref, pCall->outDtype);
         finiteRef = fabs(rounded) <= 1.79769313486231570815e308;
         if (bound > pJ->maxBound) pJ->maxBound = bound;

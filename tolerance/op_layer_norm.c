@@ -184,6 +184,8 @@ static int ln_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double
     double u = parity_unit_roundoff(pCall->accDtype), n = (double)pP->nNorm;
     double mu = pP->aMu[iRow], v = pP->aVar[iRow], r, d, y, eMu, eV, rho;
 
+    /* a sum of squares (one-pass, Welford's delta^2) may overflow: n (v + mu^2) */
+    parity_note_overflow(pCall, n * (v + mu * mu));
     /* y = (x - mu) r w + b at 128 bits. */
     mpfr_set_d(ref, x, MPFR_RNDN);
     mpfr_sub(ref, ref, pP->aMuRef[iRow], MPFR_RNDN);

@@ -64,8 +64,9 @@ typedef struct {
     /* Set by xElement (the judge clears it before each call) when some summation order
      * allowed by the model can overflow the accumulator: the sum of |terms| reaches the
      * largest finite value of accDtype. The error bound (Higham 2002, eq. 3.5 and 4.3)
-     * assumes no overflow, so there an infinity (or the NaN of Inf - Inf) from a
-     * reassociated kernel is a legitimate result, not a divergence. Also set where an
+     * assumes no overflow, so there the bound is vacuous (infinite) and an infinity (or
+     * the NaN of Inf - Inf) from a reassociated kernel is a legitimate result, not a
+     * divergence. Also set where an
      * infinite operand multiplies a quantity whose sign the bound leaves open (layer_norm
      * with an infinite weight): the sign of the infinity is then not determined. */
     int overflowPossible;

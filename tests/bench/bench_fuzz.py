@@ -7,7 +7,7 @@ in [1, 4096], values N(0, 1): what a naive tensor fuzzer draws), each run capped
 per op on the clean target; then the findings of a long clean campaign (must be 0).
 
     tests/bench/bench_fuzz.py BUILD_DIR [--seeds 5] [--cap 600] [--clean 600] [--per-op 3]
-                                        [--parallel 2]
+                                        [--parallel 2] [--defects-only]
 
 Prints a Markdown table (the README's). Runs go --parallel at a time (default 2, this
 machine's cores); each is one process, so they do not share a core.
@@ -41,15 +41,19 @@ def defects(binary):
     return rows
 
 
+def secs(v):
+    return "%.1f s" % v if v >= 1 else "%.3f s" % v
+
+
 def fmt_time(values, cap):
     found = [v for v in values if v is not None]
     if not found:
         return "not found", "not found"
     med_list = sorted(v if v is not None else float("inf") for v in values)
     med = med_list[len(med_list) // 2]
-    med_s = "not found" if med == float("inf") else "%.1f s" % med
-    mx = "not found (%d/%d)" % (len(found), len(values)) if len(found) < len(values) \
-        else "%.1f s" % max(found)
+    med_s = "not found" if med == float("inf") else secs(med)
+    mx = "not found (%d/%d found)" % (len(found), len(values)) if len(found) < len(values) \
+        else secs(max(found))
     return med_s, mx
 
 
@@ -61,6 +65,8 @@ def main():
     ap.add_argument("--clean", type=float, default=600.0)
     ap.add_argument("--per-op", type=float, default=3.0)
     ap.add_argument("--parallel", type=int, default=2)
+    ap.add_argument("--defects-only", action="store_true",
+                    help="only the time-to-first-finding table")
     a = ap.parse_args()
     binary = os.path.join(a.build, "parityfuzz")
     work = tempfile.mkdtemp(prefix="bench-fuzz-")
@@ -101,11 +107,13 @@ def main():
         if g == float("inf"):
             row.append("-")
         elif b == float("inf"):
-            row.append("> %.0fx" % (a.cap / max(g, 0.01)))
+            row.append("> %.0fx" % (a.cap / max(g, 0.001)))
         else:
-            row.append("%.0fx" % (b / max(g, 0.01)))
+            row.append("%.1fx" % (b / max(g, 0.001)))
         print("| " + " | ".join(row) + " |")
 
+    if a.defects_only:
+        return
     # exec/s per op on the clean compiled target
     ops = sorted(json.loads(json.dumps(run(binary, ["--max-execs", "1"], work, "ops")))
                  ["cases_per_op"].keys())
