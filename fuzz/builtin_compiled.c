@@ -31,7 +31,7 @@
 #define SCAN_BLOCK 32            /* cumsum block */
 #define FLASH_BLOCK 32           /* keys per flash-attention block */
 #define BF16_ACCUM_MIN 256       /* bf16_reduce_accum: lengths above this ... */
-#define BF16_LANES 32            /* ... whose tail after a loop of this many lanes is short */
+#define BF16_BLOCK 256           /* ... whose tail after the last block of this many is short */
 #define NORM_VECTOR 8            /* welford_merge: a last chunk shorter than this */
 
 static int has(uint32_t defects, uint32_t bit)
@@ -196,12 +196,13 @@ static double compiled_reduce_row(const kern_ctx *pK, double *x, uint64_t n, voi
     uint64_t k;
     if (pKind->isMax || pKind->isMin)
         return extreme_lanes(x, n, pKind->isMax, has(pKind->defects, PARITY_DEFECT_FASTMATH_NAN));
-    if (pK->out == PARITY_DT_BF16 && n > BF16_ACCUM_MIN && n % BF16_LANES >= 1 &&
-        n % BF16_LANES <= 3 && has(pKind->defects, PARITY_DEFECT_BF16_REDUCE_ACCUM)) {
+    if (pK->out == PARITY_DT_BF16 && n > BF16_ACCUM_MIN && n % BF16_BLOCK >= 1 &&
+        n % BF16_BLOCK <= 3 && has(pKind->defects, PARITY_DEFECT_BF16_REDUCE_ACCUM)) {
         /* bf16_reduce_accum (pytorch/pytorch PR #141052, bf16 accumulated in bf16): the
-         * long-row bf16 kernel vectorises over BF16_LANES lanes and handles a tail of 4
-         * or more with a masked vector; a tail of 1 to 3 sends the row to the scalar
-         * fallback, whose running sum is a bf16 value, rounded after every add. */
+         * long-row bf16 kernel works in blocks of BF16_BLOCK (8 lanes unrolled 32 times)
+         * and handles a tail of 4 or more with masked vectors; a tail of 1 to 3 sends the
+         * row to the scalar fallback, whose running sum is a bf16 value, rounded after
+         * every add. */
         v = 0.0;
         for (k = 0; k < n; k++) v = kern_round(PARITY_DT_BF16, kern_acc(pK, v + x[k]));
     } else {

@@ -29,7 +29,7 @@ const parity_defect parity_defects[] = {
       "pytorch/pytorch#161150" },
     /* pytorch/pytorch PR #141052: bf16 reductions accumulating in bf16. */
     { "bf16_reduce_accum", PARITY_DEFECT_BF16_REDUCE_ACCUM, "sum,mean",
-      "bfloat16 input with reduced length n > 256 and n % 32 in 1..3: the scalar fallback "
+      "bfloat16 input with reduced length n > 256 and n % 256 in 1..3: the scalar fallback "
       "for short tails keeps its running sum in bf16",
       "pytorch/pytorch PR #141052" },
     /* jax-ml/jax#276: fast-math max/min comparisons that never select NaN. */

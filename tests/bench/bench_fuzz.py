@@ -67,10 +67,11 @@ def main():
     ap.add_argument("--parallel", type=int, default=2)
     ap.add_argument("--defects-only", action="store_true",
                     help="only the time-to-first-finding table")
+    ap.add_argument("--defect", action="append", help="only these defects (repeatable)")
     a = ap.parse_args()
     binary = os.path.join(a.build, "parityfuzz")
     work = tempfile.mkdtemp(prefix="bench-fuzz-")
-    catalogue = defects(binary)
+    catalogue = [d for d in defects(binary) if not a.defect or d[0] in a.defect]
 
     jobs = []
     for name, ops in catalogue:
