@@ -444,6 +444,11 @@ static void parent_line(job_state *pJob, char *zLine, parity_campaign_result *pR
     }
 }
 
+static int cmp_finding(const void *a, const void *b)
+{
+    return strcmp(((const parity_finding *)a)->zSignature, ((const parity_finding *)b)->zSignature);
+}
+
 static int run_jobs(const parity_campaign_options *pOpt, parity_campaign_result *pRes,
                     char *zErr, size_t nErr)
 {
@@ -529,6 +534,9 @@ static int run_jobs(const parity_campaign_options *pOpt, parity_campaign_result 
         }
     }
     pRes->elapsed = now_s() - t0;
+    /* the jobs' messages interleave in any order: sort, so the same seed, jobs and
+     * max-execs list the same findings in the same order */
+    if (pRes->nFinding > 1) qsort(pRes->aFinding, pRes->nFinding, sizeof *pRes->aFinding, cmp_finding);
     if (pOpt->progress) print_status(pRes, pRes->elapsed, 1);
     set_free(&seen);
     free(aJob);
