@@ -3,9 +3,11 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "replay.h"
 #include "minimize.h"
@@ -21,6 +23,59 @@ const char *parity_replay_outcome_name(parity_replay_outcome o)
     return "unknown";
 }
 
+#define PROBE_SECONDS 60
+
+/* Reads zFile once in a child first: libhdf5 itself can crash or hang on a corrupt file,
+ * and a repro folder may hold anything. Returns 0 when the child read it cleanly (the
+ * caller then reads it for real), else -1 with zErr: the reader's own message, or what
+ * became of the child. */
+static int probe_read(const char *zFile, char *zErr, size_t nErr)
+{
+    int aPipe[2], status;
+    ssize_t n;
+    pid_t pid;
+    if (pipe(aPipe) != 0) {
+        snprintf(zErr, nErr, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        close(aPipe[0]);
+        close(aPipe[1]);
+        snprintf(zErr, nErr, "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        parity_case c;
+        char zWhy[PARITY_ERR_LEN] = "";
+        close(aPipe[0]);
+        alarm(PROBE_SECONDS);
+        if (parity_case_read(zFile, &c, zWhy, sizeof zWhy) != 0) {
+            if (write(aPipe[1], zWhy, strlen(zWhy)) < 0) { /* the parent says what it can */ }
+            _exit(2);
+        }
+        _exit(0);
+    }
+    close(aPipe[1]);
+    n = read(aPipe[0], zErr, nErr - 1);
+    zErr[n > 0 ? n : 0] = '\0';
+    close(aPipe[0]);
+    if (waitpid(pid, &status, 0) != pid) {
+        snprintf(zErr, nErr, "%.300s: lost the reading process", zFile);
+        return -1;
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+        snprintf(zErr, nErr, "%.300s: reading it took over %d s (a corrupt file?)", zFile, PROBE_SECONDS);
+    else if (WIFSIGNALED(status))
+        snprintf(zErr, nErr, "%.300s: reading it crashed libhdf5 (signal %d): a corrupt file", zFile,
+                 WTERMSIG(status));
+    else if (!zErr[0])
+        snprintf(zErr, nErr, "%.300s: cannot be read", zFile);
+    return -1;
+}
+
 void parity_replay_one(parity_target *pT, const char *zRepro, parity_replay_result *pRes)
 {
     char zFile[4400];
@@ -34,6 +89,7 @@ void parity_replay_one(parity_target *pT, const char *zRepro, parity_replay_resu
                                sizeof pRes->zDetail) != 0)
         return;
     snprintf(zFile, sizeof zFile, "%s/eager.h5", zRepro);
+    if (probe_read(zFile, pRes->zDetail, sizeof pRes->zDetail) != 0) return;
     if (parity_case_read(zFile, &c, pRes->zDetail, sizeof pRes->zDetail) != 0) return;
     aE = malloc((c.nOut ? c.nOut : 1) * sizeof *aE);
     aC = malloc((c.nOut ? c.nOut : 1) * sizeof *aC);

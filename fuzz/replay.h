@@ -1,7 +1,9 @@
 /*
  * replay.h - re-running stored repros against a target: the regression gate.
  *
- * A repro is replayed from its stored tensors (eager.h5), never from its recipe. Outcomes:
+ * A repro is replayed from its stored tensors (eager.h5), never from its recipe, which a
+ * child process reads first (libhdf5 can crash or hang on a corrupt file: that becomes an
+ * error outcome, not a crash of parityfuzz). Outcomes:
  *   fixed      no finding any more
  *   same       still a finding, with the stored signature
  *   changed    still a finding, with another signature (or another class)
