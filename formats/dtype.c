@@ -600,3 +600,14 @@ void parity_encode(parity_dtype dt, double value, void *pDst)
         break; /* size 0: nothing to write */
     }
 }
+
+double parity_dtype_round(parity_dtype dt, double value)
+{
+    unsigned char aBits[8];
+    double y;
+    if (dt == PARITY_DT_F64) return value;
+    if (dt == PARITY_DT_F32) return (double)(float)value;
+    parity_encode(dt, value, aBits);
+    parity_decode(dt, aBits, &y, 1);
+    return y;
+}

@@ -101,5 +101,9 @@ static inline uint64_t parity_ulp_distance(int64_t a, int64_t b)
  * does; e4m3fn has no inf, so what rounds above 448 becomes NaN, as torch's cast does).
  * Integers round to nearest and clamp. Used by the writer, tests and the fuzzer. */
 void parity_encode(parity_dtype dt, double value, void *pDst);
+/* value rounded into dt and decoded back (parity_encode then parity_decode), with the
+ * float64 and float32 cases done by a cast: the one place "round to this dtype" lives for
+ * code that works in binary64 (the fuzzer's kernels and value recipes). */
+double parity_dtype_round(parity_dtype dt, double value);
 
 #endif

@@ -204,7 +204,7 @@ static double compiled_reduce_row(const kern_ctx *pK, double *x, uint64_t n, voi
          * row to the scalar fallback, whose running sum is a bf16 value, rounded after
          * every add. */
         v = 0.0;
-        for (k = 0; k < n; k++) v = kern_round(PARITY_DT_BF16, kern_acc(pK, v + x[k]));
+        for (k = 0; k < n; k++) v = parity_dtype_round(PARITY_DT_BF16, kern_acc(pK, v + x[k]));
     } else {
         v = sum_split(pK, x, n, has(pKind->defects, PARITY_DEFECT_SPLIT_REDUCTION_TAIL));
     }

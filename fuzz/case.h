@@ -64,7 +64,8 @@ typedef struct {
     uint64_t seed;
 } parity_case_spec;
 
-typedef struct {
+typedef struct parity_case parity_case;
+struct parity_case {
     parity_case_spec spec;
     const parity_op_def *pDef;
     size_t nIn;
@@ -79,7 +80,7 @@ typedef struct {
     uint32_t usedDims;        /* bit i: spec.aDim[i] shapes some tensor (the minimizer's
                                * and the mutators' targets) */
     int fromStore;            /* values were read from a capture, not made by the recipe */
-} parity_case;
+};
 
 /* Most elements any input or the output may have, and most multiply-adds a case may cost:
  * the bounds that keep exec/s high (the generator and mutators stay inside them). */
@@ -125,6 +126,8 @@ typedef struct {
     parity_dim_role aRole[PARITY_CASE_MAX_DIMS];
     uint32_t nVariant;        /* variants are 0 .. nVariant-1 */
     int multiInputDtype;      /* 0: every float input has the case dtype */
+    /* the layout itself (layout.c); callers use parity_layout_apply */
+    int (*xLayout)(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr);
 } parity_layout_info;
 
 /* The layout of zOp, or NULL when the fuzzer has none for it. */

@@ -78,17 +78,6 @@ int kern_dispatch(const kern_entry *aTable, const parity_case *pCase, uint32_t d
     return pE->xRun(pCase, &k, defects, aOut, zErr, nErr);
 }
 
-double kern_round(parity_dtype dt, double x)
-{
-    unsigned char aBits[8];
-    double y;
-    if (dt == PARITY_DT_F64) return x;
-    if (dt == PARITY_DT_F32) return (double)(float)x;
-    parity_encode(dt, x, aBits);
-    parity_decode(dt, aBits, &y, 1);
-    return y;
-}
-
 double kern_exp(const kern_ctx *pK, double x)
 {
     return pK->f32 ? (double)expf((float)x) : exp(x);
@@ -426,7 +415,7 @@ int kern_cast(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, do
     if (out_count_check(pCase, pX->nElem, zErr, nErr) != 0) return -1;
     /* One correct rounding of the exact input: the cast has one right answer. */
     for (i = 0; i < pX->nElem; i++)
-        aOut[i] = toFloat ? kern_round(pK->out, pX->aValue[i])
+        aOut[i] = toFloat ? parity_dtype_round(pK->out, pX->aValue[i])
                           : cast_to_int(pX->aValue[i], pX->dtype, pK->out);
     return 0;
 }

@@ -50,15 +50,12 @@ static inline double kern_acc(const kern_ctx *pK, double x)
     return pK->f32 ? (double)(float)x : x;
 }
 
-/* x rounded to dt (round to nearest even, dt's subnormals and overflow rule). */
-double kern_round(parity_dtype dt, double x);
-
 /* The one rounding of a result to the output dtype. */
 static inline double kern_out(const kern_ctx *pK, double x)
 {
     if (pK->out == PARITY_DT_F64) return x;
     if (pK->out == PARITY_DT_F32) return (double)(float)x;
-    return kern_round(pK->out, x);
+    return parity_dtype_round(pK->out, x);
 }
 
 /* NaN-propagating max and min (torch.maximum / amax semantics). */

@@ -13,13 +13,6 @@
 #include <string.h>
 #include "case.h"
 
-typedef int (*layout_fn)(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr);
-
-typedef struct {
-    parity_layout_info info;
-    layout_fn xLayout;
-} layout_entry;
-
 /* ---- building operands and parameters -------------------------------------------- */
 
 /* Adds an operand named zName of the given rank; its dims are symbolic dims (indices into
@@ -408,28 +401,28 @@ static int lay_cast(const parity_case_spec *pS, parity_case *pC, char *zErr, siz
 #define R_TIL PARITY_ROLE_TILE
 #define R_KER PARITY_ROLE_KERNEL
 
-#define UNARY(name, nv) { { name, 5, { R_BAT, R_BAT, R_ROW, R_ROW, R_ROW }, nv, 0 }, lay_unary }
-#define BINARY(name) { { name, 4, { R_BAT, R_ROW, R_ROW, R_ROW }, 512, 0 }, lay_binary }
-#define REDUCE(name) { { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 256, 0 }, lay_reduce }
-#define ROWWISE(name) { { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 16, 0 }, lay_rowwise }
-#define NORM(name) { { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 32, 0 }, lay_norm }
+#define UNARY(name, nv) { name, 5, { R_BAT, R_BAT, R_ROW, R_ROW, R_ROW }, nv, 0, lay_unary }
+#define BINARY(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_ROW }, 512, 0, lay_binary }
+#define REDUCE(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 256, 0, lay_reduce }
+#define ROWWISE(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 16, 0, lay_rowwise }
+#define NORM(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 32, 0, lay_norm }
 #define MATMUL_DIMS 4, { R_TIL, R_K, R_TIL, R_BAT }
 
-static const layout_entry aLayout[] = {
+static const parity_layout_info aLayout[] = {
     UNARY("relu", 6),
     UNARY("gelu", 16), UNARY("silu", 6), UNARY("sigmoid", 6), UNARY("tanh", 6),
     UNARY("exp", 6), UNARY("log", 6), UNARY("sqrt", 6), UNARY("rsqrt", 6),
     UNARY("reciprocal", 6), UNARY("erf", 6), UNARY("neg", 6), UNARY("abs", 6),
-    { { "matmul", MATMUL_DIMS, 5, 0 }, lay_matmul },
-    { { "linear", MATMUL_DIMS, 4, 0 }, lay_linear },
-    { { "bmm", MATMUL_DIMS, 1, 0 }, lay_bmm },
-    { { "scaled_dot_product_attention", 6, { R_BAT, R_BAT, R_TIL, R_RED, R_K, R_TIL }, 4, 0 },
+    { "matmul", MATMUL_DIMS, 5, 0, lay_matmul },
+    { "linear", MATMUL_DIMS, 4, 0, lay_linear },
+    { "bmm", MATMUL_DIMS, 1, 0, lay_bmm },
+    { "scaled_dot_product_attention", 6, { R_BAT, R_BAT, R_TIL, R_RED, R_K, R_TIL }, 4, 0,
       lay_sdpa },
-    { { "conv2d", 7, { R_BAT, R_K, R_ROW, R_ROW, R_TIL, R_KER, R_KER }, 8, 0 }, lay_conv2d },
-    { { "transpose", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 3, 0 }, lay_transpose },
-    { { "permute", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 4, 0 }, lay_permute },
-    { { "reshape", 3, { R_ROW, R_ROW, R_ROW }, 1, 0 }, lay_reshape },
-    { { "cast", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 16, 1 }, lay_cast },
+    { "conv2d", 7, { R_BAT, R_K, R_ROW, R_ROW, R_TIL, R_KER, R_KER }, 8, 0, lay_conv2d },
+    { "transpose", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 3, 0, lay_transpose },
+    { "permute", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 4, 0, lay_permute },
+    { "reshape", 3, { R_ROW, R_ROW, R_ROW }, 1, 0, lay_reshape },
+    { "cast", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 16, 1, lay_cast },
     ROWWISE("softmax"), ROWWISE("log_softmax"),
     REDUCE("logsumexp"), REDUCE("var"),
     ROWWISE("cumsum"),
@@ -441,44 +434,35 @@ static const layout_entry aLayout[] = {
 
 #define N_LAYOUT (sizeof aLayout / sizeof aLayout[0])
 
-static const layout_entry *find_entry(const char *zOp)
+const parity_layout_info *parity_layout_find(const char *zOp)
 {
     size_t i;
     for (i = 0; i < N_LAYOUT; i++)
-        if (strcmp(aLayout[i].info.zOp, zOp) == 0) return &aLayout[i];
+        if (strcmp(aLayout[i].zOp, zOp) == 0) return &aLayout[i];
     return NULL;
-}
-
-const parity_layout_info *parity_layout_find(const char *zOp)
-{
-    const layout_entry *p = find_entry(zOp);
-    return p ? &p->info : NULL;
 }
 
 const parity_layout_info *parity_layout_all(size_t *pn)
 {
-    static parity_layout_info aInfo[N_LAYOUT];
-    size_t i;
-    for (i = 0; i < N_LAYOUT; i++) aInfo[i] = aLayout[i].info;
     *pn = N_LAYOUT;
-    return aInfo;
+    return aLayout;
 }
 
 int parity_layout_apply(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
 {
-    const layout_entry *p = find_entry(pS->zOp);
+    const parity_layout_info *p = parity_layout_find(pS->zOp);
     if (!p) {
         snprintf(zErr, nErr, "no fuzz layout for op '%s'", pS->zOp);
         return -1;
     }
-    if (pS->nDim < p->info.nDim) {
-        snprintf(zErr, nErr, "%s needs %d dims, the case has %d", pS->zOp, p->info.nDim,
+    if (pS->nDim < p->nDim) {
+        snprintf(zErr, nErr, "%s needs %d dims, the case has %d", pS->zOp, p->nDim,
                  pS->nDim);
         return -1;
     }
-    if (pS->variant >= p->info.nVariant) {
+    if (pS->variant >= p->nVariant) {
         snprintf(zErr, nErr, "%s: variant %u out of range (0..%u)", pS->zOp,
-                 (unsigned)pS->variant, (unsigned)p->info.nVariant - 1);
+                 (unsigned)pS->variant, (unsigned)p->nVariant - 1);
         return -1;
     }
     return p->xLayout(pS, pC, zErr, nErr);

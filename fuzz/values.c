@@ -33,17 +33,6 @@ parity_value_kind parity_value_kind_find(const char *zName)
     return PARITY_VAL_COUNT;
 }
 
-/* x rounded to nearest-even in dt (integers truncate, as casts do). */
-static double to_dtype(parity_dtype dt, double x)
-{
-    unsigned char buf[16];
-    double r;
-    if (dt == PARITY_DT_F64) return x;
-    parity_encode(dt, x, buf);
-    parity_decode(dt, buf, &r, 1);
-    return r;
-}
-
 static int cmp_up(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -132,7 +121,7 @@ void parity_values_fill(parity_operand *pIn, const parity_value_recipe *pRecipe,
             if (i + 1 < n && parity_rng_one_in(&rng, 2)) {
                 double big = 1024.0 * scale * parity_rng_normal(&rng);
                 a[i] = big;
-                a[++i] = -to_dtype(pIn->dtype, big);
+                a[++i] = -parity_dtype_round(pIn->dtype, big);
             } else {
                 a[i] = scale * parity_rng_normal(&rng) / 64.0;
             }
@@ -161,5 +150,5 @@ void parity_values_fill(parity_operand *pIn, const parity_value_recipe *pRecipe,
         for (i = 0; i < n; i++) a[i] = scale * parity_rng_normal(&rng);
         break;
     }
-    for (i = 0; i < n; i++) a[i] = to_dtype(pIn->dtype, a[i]);
+    for (i = 0; i < n; i++) a[i] = parity_dtype_round(pIn->dtype, a[i]);
 }

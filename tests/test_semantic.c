@@ -1150,24 +1150,6 @@ Test(semantic, masked_softmax_row_nan_passes)
 
 /* ---- 7. model sanity, at unit level --------------------------------------------------- */
 
-static parity_operand make_operand(const char *zName, int rank, const uint64_t *aDim,
-                                   double *aValue)
-{
-    parity_operand op;
-    int d;
-    memset(&op, 0, sizeof op);
-    op.zName = zName;
-    op.dtype = PARITY_DT_F32;
-    op.rank = rank;
-    op.nElem = 1;
-    for (d = 0; d < rank; d++) {
-        op.aDim[d] = aDim[d];
-        op.nElem *= aDim[d];
-    }
-    op.aValue = aValue;
-    return op;
-}
-
 /* a[M, K] @ b[K, N] with values uniform in [0, 1) (fp32 values); judges the fp32
  * sequential result (a correct kernel: must not fail) and returns the judgement. */
 static void matmul_bound(int K, parity_dtype accDtype, parity_judgement *pJ)
@@ -1189,8 +1171,8 @@ static void matmul_bound(int K, parity_dtype accDtype, parity_judgement *pJ)
             for (k = 0; k < K; k++) s += (float)a[i * K + k] * (float)b[k * N + j];
             c[i * N + j] = s;
         }
-    aIn[0] = make_operand("a", 2, dA, a);
-    aIn[1] = make_operand("b", 2, dB, b);
+    aIn[0] = op_operand("a", PARITY_DT_F32, 2, dA, a);
+    aIn[1] = op_operand("b", PARITY_DT_F32, 2, dB, b);
     cr_assert(parity_op_begin(&call, parity_op_find("matmul"), aIn, 2, PARITY_DT_F32, 2, dC,
                               accDtype, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
     cr_assert(parity_judge(&call, NULL, c, pJ, zErr, sizeof zErr) == 0, "%s", zErr);
@@ -1234,7 +1216,7 @@ static double softmax_rel_bound(int n)
     int k;
 
     for (k = 0; k < R * n; k++) x[k] = rng_range(&seed, -2.0f, 2.0f);
-    in = make_operand("x", 2, aDim, x);
+    in = op_operand("x", PARITY_DT_F32, 2, aDim, x);
     cr_assert(parity_op_begin(&call, parity_op_find("softmax"), &in, 1, PARITY_DT_F32, 2, aDim,
                               PARITY_DT_INVALID, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
     mpfr_init2(ref, PARITY_REF_PREC);
