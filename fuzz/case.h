@@ -125,7 +125,6 @@ typedef struct {
     int nDim;                 /* symbolic dims the layout reads */
     parity_dim_role aRole[PARITY_CASE_MAX_DIMS];
     uint32_t nVariant;        /* variants are 0 .. nVariant-1 */
-    int multiInputDtype;      /* 0: every float input has the case dtype */
     /* the layout itself (layout.c); callers use parity_layout_apply */
     int (*xLayout)(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr);
 } parity_layout_info;

@@ -401,11 +401,11 @@ static int lay_cast(const parity_case_spec *pS, parity_case *pC, char *zErr, siz
 #define R_TIL PARITY_ROLE_TILE
 #define R_KER PARITY_ROLE_KERNEL
 
-#define UNARY(name, nv) { name, 5, { R_BAT, R_BAT, R_ROW, R_ROW, R_ROW }, nv, 0, lay_unary }
-#define BINARY(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_ROW }, 512, 0, lay_binary }
-#define REDUCE(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 256, 0, lay_reduce }
-#define ROWWISE(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 16, 0, lay_rowwise }
-#define NORM(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 32, 0, lay_norm }
+#define UNARY(name, nv) { name, 5, { R_BAT, R_BAT, R_ROW, R_ROW, R_ROW }, nv, lay_unary }
+#define BINARY(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_ROW }, 512, lay_binary }
+#define REDUCE(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 256, lay_reduce }
+#define ROWWISE(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 16, lay_rowwise }
+#define NORM(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 32, lay_norm }
 #define MATMUL_DIMS 4, { R_TIL, R_K, R_TIL, R_BAT }
 
 static const parity_layout_info aLayout[] = {
@@ -413,16 +413,16 @@ static const parity_layout_info aLayout[] = {
     UNARY("gelu", 16), UNARY("silu", 6), UNARY("sigmoid", 6), UNARY("tanh", 6),
     UNARY("exp", 6), UNARY("log", 6), UNARY("sqrt", 6), UNARY("rsqrt", 6),
     UNARY("reciprocal", 6), UNARY("erf", 6), UNARY("neg", 6), UNARY("abs", 6),
-    { "matmul", MATMUL_DIMS, 5, 0, lay_matmul },
-    { "linear", MATMUL_DIMS, 4, 0, lay_linear },
-    { "bmm", MATMUL_DIMS, 1, 0, lay_bmm },
-    { "scaled_dot_product_attention", 6, { R_BAT, R_BAT, R_TIL, R_RED, R_K, R_TIL }, 4, 0,
+    { "matmul", MATMUL_DIMS, 5, lay_matmul },
+    { "linear", MATMUL_DIMS, 4, lay_linear },
+    { "bmm", MATMUL_DIMS, 1, lay_bmm },
+    { "scaled_dot_product_attention", 6, { R_BAT, R_BAT, R_TIL, R_RED, R_K, R_TIL }, 4,
       lay_sdpa },
-    { "conv2d", 7, { R_BAT, R_K, R_ROW, R_ROW, R_TIL, R_KER, R_KER }, 8, 0, lay_conv2d },
-    { "transpose", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 3, 0, lay_transpose },
-    { "permute", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 4, 0, lay_permute },
-    { "reshape", 3, { R_ROW, R_ROW, R_ROW }, 1, 0, lay_reshape },
-    { "cast", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 16, 1, lay_cast },
+    { "conv2d", 7, { R_BAT, R_K, R_ROW, R_ROW, R_TIL, R_KER, R_KER }, 8, lay_conv2d },
+    { "transpose", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 3, lay_transpose },
+    { "permute", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 4, lay_permute },
+    { "reshape", 3, { R_ROW, R_ROW, R_ROW }, 1, lay_reshape },
+    { "cast", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 16, lay_cast },
     ROWWISE("softmax"), ROWWISE("log_softmax"),
     REDUCE("logsumexp"), REDUCE("var"),
     ROWWISE("cumsum"),

@@ -140,7 +140,6 @@ static int parse_args(int argc, char **argv, cli_options *pCli)
     int c;
     char zMsg[600];
     parity_campaign_options *pO = &pCli->campaign;
-    int hasTime = 0;
     double t;
     uint64_t v;
 
@@ -175,7 +174,6 @@ static int parse_args(int argc, char **argv, cli_options *pCli)
             t = strtod(optarg, &zEnd);
             if (*zEnd || !(t > 0) || t > 1e9) return fail_usage("--time: a positive number of seconds");
             pO->timeLimit = t;
-            hasTime = 1;
             break;
         }
         case OPT_MAX_EXECS:
@@ -213,7 +211,6 @@ static int parse_args(int argc, char **argv, cli_options *pCli)
         default: return fail_usage("unknown option");
         }
     }
-    (void)hasTime;
     if (optind < argc && strcmp(argv[optind], "replay") == 0) {
         pCli->isReplay = 1;
         if (optind + 1 >= argc) return fail_usage("replay needs a folder");
