@@ -235,8 +235,11 @@ static void handle_finding(const parity_campaign_options *pOpt, parity_target *p
     if (set_has(pFinalSeen, zSig)) goto done;
     set_add(pFinalSeen, zSig);
     if (pOpt->zOutDir) {
+        parity_case_identity id;
+        int haveId = pT->xIdentity && pT->xIdentity(pT, pStore, &id) == 0;
         rc = parity_repro_write(pOpt->zOutDir, pStore, aE, aC, pStoreR, zSig, pOpt->zTarget,
-                                pOpt->defects, zRepro, sizeof zRepro, zErr, sizeof zErr);
+                                pOpt->defects, haveId ? &id : NULL, zRepro, sizeof zRepro, zErr,
+                                sizeof zErr);
         if (rc < 0) {
             pRes->trouble = 1;
             snprintf(pRes->zTrouble, sizeof pRes->zTrouble, "storing a repro: %s", zErr);
@@ -268,6 +271,7 @@ static int run_loop(const parity_campaign_options *pOpt, uint64_t seed, uint64_t
     double t0 = now_s(), tStatus = t0;
     double *aEager = NULL, *aCompiled = NULL;
     size_t nAlloc = 0, i;
+    uint32_t dtypes;
 
     pT = parity_target_open(pOpt->zTarget, pOpt->defects, pOpt->caseTimeout, zErr, nErr);
     if (!pT) return -1;
@@ -276,6 +280,15 @@ static int run_loop(const parity_campaign_options *pOpt, uint64_t seed, uint64_t
         return -1;
     }
     for (i = 0; i < ops.n; i++) op_slot(pRes, ops.az[i]);
+    dtypes = (pOpt->dtypes ? pOpt->dtypes : ~0u) & (pT->dtypes ? pT->dtypes : ~0u);
+    for (i = 0; i < PARITY_DT_COUNT; i++)
+        if ((dtypes & (1u << i)) && parity_spec_dtype_drawable((parity_dtype)i)) break;
+    if (i == PARITY_DT_COUNT) {
+        snprintf(zErr, nErr, "--dtypes: target %s runs none of them", pOpt->zTarget);
+        set_free(&ops);
+        parity_target_close(pT);
+        return -1;
+    }
     parity_rng_seed(&rng, seed);
     pRes->firstFinding = -1;
 
@@ -310,6 +323,7 @@ static int run_loop(const parity_campaign_options *pOpt, uint64_t seed, uint64_t
             const char *zOp = ops.az[parity_rng_below(&rng, ops.n)];
             if (parity_spec_generate(&rng, zOp, pOpt->strategy, &spec) != 0) continue;
         }
+        parity_spec_restrict_dtypes(&rng, &spec, dtypes);
         if (parity_case_expand(&spec, &c, zCaseErr, sizeof zCaseErr) != 0) continue;
         if (c.nOut > nAlloc || !aEager) {
             nAlloc = c.nOut > 1024 ? c.nOut : 1024;

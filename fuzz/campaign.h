@@ -20,6 +20,7 @@ typedef struct {
     double caseTimeout;           /* per request of a cmd: target, seconds */
     const char *const *azOps;     /* ops to fuzz; NULL: every op with a layout the target runs */
     size_t nOps;
+    uint32_t dtypes;              /* case dtypes to draw (bits 1 << dtype); 0: the target's */
     uint64_t seed;
     double timeLimit;             /* seconds; 0: none */
     uint64_t maxExecs;            /* 0: none */

@@ -150,12 +150,24 @@ void parity_values_fill(parity_operand *pIn, const parity_value_recipe *pRecipe,
 
 /* ---- storage (case_io.c) --------------------------------------------------------- */
 
+/* What ran a case's compiled side, as a target reports it (parity_target.xIdentity); the
+ * repro writer stores it as identity attributes of the compiled capture (FORMAT.md, "Fuzz
+ * cases"). Empty strings are not written. */
+typedef struct {
+    char zCompiler[32];       /* "oneDNN" */
+    char zCompilerVersion[64];
+    char zIsa[32];            /* the JIT ISA in effect: "avx512_core_amx" */
+    char zImpl[96];           /* what the primitive reports: "jit:avx512_core" */
+} parity_case_identity;
+
 /* Writes the case as a capture: each input a dataset at "/<name>", root attributes for the
  * spec (FORMAT.md, "Fuzz cases"). When aOut is given the output is written as "/out" with
  * the op, inputs and parameters as its attributes, and zSide ("eager", "compiled") and
- * zTarget go to the root, which makes the file one side of a diffable pair. Atomic. */
+ * zTarget go to the root, which makes the file one side of a diffable pair; pId (may be
+ * NULL) adds compiler, compiler_version, isa and implementation there. Atomic. */
 int parity_case_write(const parity_case *pCase, const double *aOut, const char *zSide,
-                      const char *zTarget, const char *zFile, char *zErr, size_t nErr);
+                      const char *zTarget, const parity_case_identity *pId, const char *zFile,
+                      char *zErr, size_t nErr);
 /* Reads a case file (or a repro's eager.h5/compiled.h5) back: the spec from the root
  * attributes and the stored input values. Checks the version and that the layout of the
  * stored spec reproduces the stored shapes. */

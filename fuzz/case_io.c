@@ -43,7 +43,8 @@ static int write_param(parity_writer *pW, const char *zPath, const char *zName,
 }
 
 int parity_case_write(const parity_case *pCase, const double *aOut, const char *zSide,
-                      const char *zTarget, const char *zFile, char *zErr, size_t nErr)
+                      const char *zTarget, const parity_case_identity *pId, const char *zFile,
+                      char *zErr, size_t nErr)
 {
     const parity_case_spec *pS = &pCase->spec;
     parity_writer *pW = NULL;
@@ -80,6 +81,12 @@ int parity_case_write(const parity_case *pCase, const double *aOut, const char *
     }
     if (zSide) W_CHECK(parity_writer_attr_string(pW, "/", "side", zSide));
     if (zTarget) W_CHECK(parity_writer_attr_string(pW, "/", "target", zTarget));
+    if (pId) {
+        const char *azKey[] = { "compiler", "compiler_version", "isa", "implementation" };
+        const char *azValue[] = { pId->zCompiler, pId->zCompilerVersion, pId->zIsa, pId->zImpl };
+        for (i = 0; i < sizeof azKey / sizeof azKey[0]; i++)
+            if (azValue[i][0]) W_CHECK(parity_writer_attr_string(pW, "/", azKey[i], azValue[i]));
+    }
     for (i = 0; i < pCase->nIn; i++) {
         const parity_operand *pIn = &pCase->aIn[i];
         snprintf(zName, sizeof zName, "/%s", pIn->zName);

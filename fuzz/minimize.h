@@ -53,7 +53,8 @@ int parity_reproduces(parity_target *pT, const parity_case *pCase,
 int parity_repro_write(const char *zOutDir, const parity_case *pCase, const double *aEager,
                        const double *aCompiled, const parity_oracle_result *pR,
                        const char *zSignature, const char *zTarget, uint32_t defects,
-                       char *zPath, size_t nPath, char *zErr, size_t nErr);
+                       const parity_case_identity *pId, char *zPath, size_t nPath, char *zErr,
+                       size_t nErr);
 
 /* Reads the first line of a repro's signature file. Returns 0, or -1 with zErr. */
 int parity_repro_signature(const char *zRepro, char *zSig, size_t nSig, char *zErr, size_t nErr);

@@ -11,6 +11,24 @@ static const parity_dtype aDtype[] = { PARITY_DT_F32, PARITY_DT_F32, PARITY_DT_F
                                        PARITY_DT_F16, PARITY_DT_F64 };
 #define N_DTYPE (sizeof aDtype / sizeof aDtype[0])
 
+int parity_spec_dtype_drawable(parity_dtype dt)
+{
+    size_t i;
+    for (i = 0; i < N_DTYPE; i++)
+        if (aDtype[i] == dt) return 1;
+    return 0;
+}
+
+void parity_spec_restrict_dtypes(parity_rng *pRng, parity_case_spec *pSpec, uint32_t allowed)
+{
+    parity_dtype aAllowed[N_DTYPE];
+    size_t i, n = 0;
+    if (allowed & (1u << pSpec->dtype)) return;
+    for (i = 0; i < N_DTYPE; i++)
+        if (allowed & (1u << aDtype[i])) aAllowed[n++] = aDtype[i];
+    if (n) pSpec->dtype = aAllowed[parity_rng_below(pRng, n)];
+}
+
 static void draw_recipe(parity_rng *pRng, parity_value_recipe *pR)
 {
     pR->kind = parity_rng_one_in(pRng, 3) ? PARITY_VAL_NORMAL

@@ -37,6 +37,12 @@ int parity_spec_generate(parity_rng *pRng, const char *zOp, parity_strategy stra
  * mutated spec could not be made to fit (pSpec is then unchanged). */
 int parity_spec_mutate(parity_rng *pRng, parity_case_spec *pSpec);
 
+/* 1 when the generator draws dtype dt (float32, bfloat16, float16, float64). */
+int parity_spec_dtype_drawable(parity_dtype dt);
+/* When pSpec's dtype is not in allowed (bits 1 << dtype), redraws it among the drawable
+ * dtypes in allowed, with the generator's weights. allowed must hold a drawable dtype. */
+void parity_spec_restrict_dtypes(parity_rng *pRng, parity_case_spec *pSpec, uint32_t allowed);
+
 /* Shrinks the largest dims of pSpec until its case fits the bounds; 0 or -1. */
 int parity_spec_fit(parity_case_spec *pSpec);
 

@@ -97,7 +97,7 @@ static int list_defects(void)
 }
 
 enum {
-    OPT_TARGET = 256, OPT_DEFECT, OPT_LIST_DEFECTS, OPT_OPS, OPT_TIME, OPT_MAX_EXECS,
+    OPT_TARGET = 256, OPT_DEFECT, OPT_LIST_DEFECTS, OPT_OPS, OPT_DTYPES, OPT_TIME, OPT_MAX_EXECS,
     OPT_SEED, OPT_OUT, OPT_JSON, OPT_JOBS, OPT_PROGRESS, OPT_STRATEGY, OPT_STOP_FIRST,
     OPT_NO_MINIMIZE, OPT_CASE_TIMEOUT, OPT_EXPECT_DIVERGENT, OPT_VERSION
 };
@@ -107,6 +107,7 @@ static const struct option aLongOpt[] = {
     { "defect", required_argument, NULL, OPT_DEFECT },
     { "list-defects", no_argument, NULL, OPT_LIST_DEFECTS },
     { "ops", required_argument, NULL, OPT_OPS },
+    { "dtypes", required_argument, NULL, OPT_DTYPES },
     { "time", required_argument, NULL, OPT_TIME },
     { "max-execs", required_argument, NULL, OPT_MAX_EXECS },
     { "seed", required_argument, NULL, OPT_SEED },
@@ -167,6 +168,23 @@ static int parse_args(int argc, char **argv, cli_options *pCli)
             }
             if (pO->nOps == 0) return fail_usage("--ops: empty list");
             pO->azOps = pCli->azOps;
+            break;
+        }
+        case OPT_DTYPES: {
+            char *zCopy = strdup(optarg), *z, *zSave = NULL;
+            pO->dtypes = 0;
+            for (z = strtok_r(zCopy, ",", &zSave); z; z = strtok_r(NULL, ",", &zSave)) {
+                parity_dtype dt = parity_dtype_from_name(z);
+                if (!parity_spec_dtype_drawable(dt)) {
+                    snprintf(zMsg, sizeof zMsg, "--dtypes: '%s' is not one of float32, "
+                             "bfloat16, float16, float64", z);
+                    free(zCopy);
+                    return fail_usage(zMsg);
+                }
+                pO->dtypes |= 1u << dt;
+            }
+            free(zCopy);
+            if (pO->dtypes == 0) return fail_usage("--dtypes: empty list");
             break;
         }
         case OPT_TIME: {

@@ -47,7 +47,8 @@ static void remove_tree(const char *zDir)
 
 static int write_signature_file(const char *zFile, const parity_case *pCase,
                                 const parity_oracle_result *pR, const char *zSignature,
-                                const char *zTarget, uint32_t defects, const char *zFinal)
+                                const char *zTarget, uint32_t defects,
+                                const parity_case_identity *pId, const char *zFinal)
 {
     FILE *f = fopen(zFile, "w");
     char zDesc[1024];
@@ -58,6 +59,9 @@ static int write_signature_file(const char *zFile, const parity_case *pCase,
     fprintf(f, "case: %s\n", parity_case_describe(pCase, zDesc, sizeof zDesc));
     fprintf(f, "detail: %s\n", pR->zDetail);
     fprintf(f, "target: %s\n", zTarget);
+    if (pId)
+        fprintf(f, "compiled by: %s %s, isa %s, implementation %s\n", pId->zCompiler,
+                pId->zCompilerVersion, pId->zIsa, pId->zImpl);
     fprintf(f, "defects:");
     for (i = 0; i < parity_defect_count; i++)
         if (defects & parity_defects[i].bit) fprintf(f, " %s", parity_defects[i].zName);
@@ -70,7 +74,8 @@ static int write_signature_file(const char *zFile, const parity_case *pCase,
 int parity_repro_write(const char *zOutDir, const parity_case *pCase, const double *aEager,
                        const double *aCompiled, const parity_oracle_result *pR,
                        const char *zSignature, const char *zTarget, uint32_t defects,
-                       char *zPath, size_t nPath, char *zErr, size_t nErr)
+                       const parity_case_identity *pId, char *zPath, size_t nPath, char *zErr,
+                       size_t nErr)
 {
     char zTmp[4200], zFinal[4200], zFile[4300], zHash[17];
     const double *aCompiledOut = pR->compiledStatus == PARITY_RUN_OK ? aCompiled : NULL;
@@ -85,12 +90,12 @@ int parity_repro_write(const char *zOutDir, const parity_case *pCase, const doub
         return -1;
     }
     snprintf(zFile, sizeof zFile, "%s/eager.h5", zTmp);
-    if (parity_case_write(pCase, aEager, "eager", zTarget, zFile, zErr, nErr) != 0) goto fail;
+    if (parity_case_write(pCase, aEager, "eager", zTarget, NULL, zFile, zErr, nErr) != 0) goto fail;
     snprintf(zFile, sizeof zFile, "%s/compiled.h5", zTmp);
-    if (parity_case_write(pCase, aCompiledOut, "compiled", zTarget, zFile, zErr, nErr) != 0)
+    if (parity_case_write(pCase, aCompiledOut, "compiled", zTarget, pId, zFile, zErr, nErr) != 0)
         goto fail;
     snprintf(zFile, sizeof zFile, "%s/signature", zTmp);
-    if (write_signature_file(zFile, pCase, pR, zSignature, zTarget, defects, zFinal) != 0) {
+    if (write_signature_file(zFile, pCase, pR, zSignature, zTarget, defects, pId, zFinal) != 0) {
         snprintf(zErr, nErr, "cannot write %s: %s", zFile, strerror(errno));
         goto fail;
     }

@@ -64,8 +64,26 @@ parity_target *parity_target_open(const char *zSpec, uint32_t defects, double ca
         }
         return parity_target_cmd_open(zSpec + 4, caseTimeout, zErr, nErr);
     }
-    snprintf(zErr, nErr, "unknown target '%s' (builtin or cmd:COMMAND)", zSpec);
+    if (strcmp(zSpec, "onednn") == 0 || strncmp(zSpec, "onednn:", 7) == 0) {
+        if (defects) {
+            snprintf(zErr, nErr, "--defect applies to the builtin target only");
+            return NULL;
+        }
+#ifdef PARITY_HAVE_ONEDNN
+        return parity_target_onednn_open(zSpec[6] == ':' ? zSpec + 7 : NULL, zErr, nErr);
+#else
+        snprintf(zErr, nErr, "this build has no onednn target: install libdnnl-dev "
+                 "(scripts/setup-deps.sh) and rebuild");
+        return NULL;
+#endif
+    }
+    snprintf(zErr, nErr, "unknown target '%s' (builtin, cmd:COMMAND or onednn[:ISA])", zSpec);
     return NULL;
+}
+
+int parity_target_runs_dtype(const parity_target *pT, parity_dtype dt)
+{
+    return pT->dtypes == 0 || (pT->dtypes & (1u << dt)) != 0;
 }
 
 void parity_target_close(parity_target *pT)

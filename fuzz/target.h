@@ -6,6 +6,8 @@
  *   builtin          in-process kernels (builtin_eager.c, builtin_compiled.c); the compiled
  *                    side may carry named defects (defects.c)
  *   cmd:COMMAND      a persistent external worker (target_cmd.c, protocol in FORMAT.md)
+ *   onednn[:ISA]     oneDNN's JIT primitives as the compiled side, the builtin eager
+ *                    kernels as eager (target_onednn.c; built when libdnnl-dev is found)
  *
  * Run statuses are the oracle's raw material: a compiled side that errors, crashes or
  * hangs is a finding of its own class; a case the target does not support is skipped.
@@ -39,7 +41,10 @@ struct parity_target {
     /* 1 when the target implements the op (generation skips the others). */
     int (*xSupports)(parity_target *pT, const char *zOp);
     void (*xClose)(parity_target *pT);
+    /* Optional (NULL: nothing to say): the identity of the compiled side for pCase. */
+    int (*xIdentity)(parity_target *pT, const parity_case *pCase, parity_case_identity *pId);
     uint32_t defects;         /* builtin: the defect bits switched on */
+    uint32_t dtypes;          /* bit (1 << dtype) per case dtype it runs; 0: every dtype */
 };
 
 /* Opens a target by name ("builtin" or "cmd:COMMAND"); defects only for builtin.
@@ -50,6 +55,11 @@ void parity_target_close(parity_target *pT);
 /* The cmd: target (target_cmd.c); parity_target_open calls it. */
 parity_target *parity_target_cmd_open(const char *zCommand, double caseTimeout, char *zErr,
                                       size_t nErr);
+/* The onednn target (target_onednn.c), JIT capped at zIsa when given; present when the
+ * build found oneDNN (PARITY_HAVE_ONEDNN). */
+parity_target *parity_target_onednn_open(const char *zIsa, char *zErr, size_t nErr);
+/* 1 when the target accepts case dtype dt. */
+int parity_target_runs_dtype(const parity_target *pT, parity_dtype dt);
 
 /* ---- the builtin kernels (builtin_eager.c, builtin_compiled.c) ---------------------- */
 
