@@ -250,7 +250,7 @@ static int run_replay(const cli_options *pCli)
     char zErr[PARITY_ERR_LEN];
     char **azRepro = NULL;
     long n, i;
-    int nFail = 0, nError = 0;
+    int nFail = 0, nError = 0, nOtherIsa = 0;
     parity_target *pT;
 
     n = parity_replay_list(pCli->zReplayDir, &azRepro, zErr, sizeof zErr);
@@ -276,6 +276,8 @@ static int run_replay(const cli_options *pCli)
         if (r.outcome == PARITY_REPLAY_ERROR) {
             fprintf(stderr, "parityfuzz: %s: %s\n", azRepro[i], r.zDetail);
             nError++;
+        } else if (r.outcome == PARITY_REPLAY_OTHER_ISA) {
+            nOtherIsa++;
         } else if (pCli->expectDivergent ? r.outcome != PARITY_REPLAY_SAME
                                          : r.outcome != PARITY_REPLAY_FIXED) {
             nFail++;
@@ -283,6 +285,9 @@ static int run_replay(const cli_options *pCli)
     }
     parity_target_close(pT);
     parity_replay_list_free(azRepro, n);
+    if (nOtherIsa)
+        fprintf(stderr, "parityfuzz: %d of %ld repros not replayed: recorded on another ISA\n",
+                nOtherIsa, n);
     if (nError) return 2;
     return nFail ? 1 : 0;
 }

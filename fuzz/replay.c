@@ -19,6 +19,7 @@ const char *parity_replay_outcome_name(parity_replay_outcome o)
     case PARITY_REPLAY_SAME: return "same";
     case PARITY_REPLAY_CHANGED: return "changed";
     case PARITY_REPLAY_ERROR: return "error";
+    case PARITY_REPLAY_OTHER_ISA: return "other-isa";
     }
     return "unknown";
 }
@@ -76,6 +77,28 @@ static int probe_read(const char *zFile, char *zErr, size_t nErr)
     return -1;
 }
 
+/* The ISA a repro's signature file records ("compiled by: ..., isa X, ..."), into zIsa;
+ * "" when it records none. */
+static void recorded_isa(const char *zRepro, char *zIsa, size_t nIsa)
+{
+    char zFile[4400], zLine[512];
+    FILE *f;
+    zIsa[0] = '\0';
+    snprintf(zFile, sizeof zFile, "%s/signature", zRepro);
+    f = fopen(zFile, "r");
+    if (!f) return;
+    while (fgets(zLine, sizeof zLine, f)) {
+        const char *z = strstr(zLine, ", isa ");
+        size_t n;
+        if (strncmp(zLine, "compiled by:", 12) != 0 || !z) continue;
+        z += 6;
+        n = strcspn(z, ",\n");
+        snprintf(zIsa, nIsa, "%.*s", (int)n, z);
+        break;
+    }
+    fclose(f);
+}
+
 void parity_replay_one(parity_target *pT, const char *zRepro, parity_replay_result *pRes)
 {
     char zFile[4400];
@@ -91,6 +114,18 @@ void parity_replay_one(parity_target *pT, const char *zRepro, parity_replay_resu
     snprintf(zFile, sizeof zFile, "%s/eager.h5", zRepro);
     if (probe_read(zFile, pRes->zDetail, sizeof pRes->zDetail) != 0) return;
     if (parity_case_read(zFile, &c, pRes->zDetail, sizeof pRes->zDetail) != 0) return;
+    if (pT->xIdentity) {
+        parity_case_identity id;
+        char zIsa[64];
+        recorded_isa(zRepro, zIsa, sizeof zIsa);
+        if (zIsa[0] && pT->xIdentity(pT, &c, &id) == 0 && strcmp(zIsa, id.zIsa) != 0) {
+            pRes->outcome = PARITY_REPLAY_OTHER_ISA;
+            snprintf(pRes->zDetail, sizeof pRes->zDetail, "recorded on ISA %s, this target "
+                     "runs %s (cap it with --target onednn:%s on a CPU that has it)", zIsa,
+                     id.zIsa, zIsa);
+            goto done;
+        }
+    }
     aE = malloc((c.nOut ? c.nOut : 1) * sizeof *aE);
     aC = malloc((c.nOut ? c.nOut : 1) * sizeof *aC);
     if (!aE || !aC) {

@@ -8,6 +8,9 @@
  *   same       still a finding, with the stored signature
  *   changed    still a finding, with another signature (or another class)
  *   error      the repro cannot be read, or the target cannot run it
+ *   other-isa  not replayed: the repro records a JIT ISA (its signature file's "compiled
+ *              by" line) and the target runs another one here, where results may differ
+ *              for reasons that are no regression; named, never counted as a pass
  */
 #ifndef PARITY_REPLAY_H
 #define PARITY_REPLAY_H
@@ -18,7 +21,8 @@ typedef enum {
     PARITY_REPLAY_FIXED,
     PARITY_REPLAY_SAME,
     PARITY_REPLAY_CHANGED,
-    PARITY_REPLAY_ERROR
+    PARITY_REPLAY_ERROR,
+    PARITY_REPLAY_OTHER_ISA
 } parity_replay_outcome;
 
 const char *parity_replay_outcome_name(parity_replay_outcome o);
