@@ -104,5 +104,6 @@ size_t LLVMFuzzerCustomMutator(uint8_t *aData, size_t nData, size_t nMax, unsign
         const char *zOp = azOps[parity_rng_below(&rng, nOps)];
         if (parity_spec_generate(&rng, zOp, PARITY_STRATEGY_GUIDED, &spec) != 0) return nData;
     }
+    if (pTarget->dtypes) parity_spec_restrict_dtypes(&rng, &spec, pTarget->dtypes);
     return parity_case_encode(&spec, aData, nMax);
 }

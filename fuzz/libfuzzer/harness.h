@@ -11,8 +11,8 @@
  * case (fuzz/FUZZ.md).
  *
  * Environment: PARITY_FUZZ_DEFECTS (comma-separated defect names for the builtin target),
- * PARITY_FUZZ_TARGET (cmd:COMMAND for the cmd harness), PARITY_FUZZ_OPS (restrict the ops
- * the mutator draws).
+ * PARITY_FUZZ_TARGET (cmd:COMMAND for the cmd harness), PARITY_FUZZ_ONEDNN_ISA (the JIT
+ * cap of the onednn harness), PARITY_FUZZ_OPS (restrict the ops the mutator draws).
  */
 #ifndef PARITY_HARNESS_H
 #define PARITY_HARNESS_H
