@@ -36,7 +36,7 @@ rm -f "$log"
 # of their own. Each runs briefly from the seed corpus on the clean target (a finding there
 # would abort: exit status non-zero), and the gemm_k_tail harness must find its defect.
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DBUILD_FUZZERS=ON -DBUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_builtin fuzz_cmd
+cmake --build build-fuzz -j"$jobs" --target fuzz_builtin fuzz_cmd fuzz_onednn
 fuzzdir=$(mktemp -d)
 cp corpus/libfuzzer/builtin/* "$fuzzdir"/
 build-fuzz/fuzz_builtin -runs=2000 -seed=1 "$fuzzdir" >"$fuzzdir/clean.log" 2>&1 || {
@@ -49,5 +49,16 @@ if (cd "$fuzzdir" && PARITY_FUZZ_DEFECTS=gemm_k_tail PARITY_FUZZ_OPS=matmul,line
   status=1
 fi
 grep -q "parity finding: " "$fuzzdir/defect.log" || { echo "run-tests: no parity finding in the libFuzzer log" >&2; status=1; }
+# The oneDNN harness against the real library: oneDNN 2.6.3 has findings in most ops (README,
+# "Findings in oneDNN 2.6.3"; relu and maximum of NaN among them), so it must stop on one
+# within a minute, be it while replaying the seed corpus or once mutating.
+onednn="$PWD/build-fuzz/fuzz_onednn"
+if (cd "$fuzzdir" && PARITY_FUZZ_OPS=relu,maximum "$onednn" -max_total_time=60 -seed=1 . \
+      >onednn.log 2>&1); then
+  echo "run-tests: fuzz_onednn found nothing in 60 s" >&2
+  status=1
+fi
+grep -q "parity finding: " "$fuzzdir/onednn.log" || {
+  tail -20 "$fuzzdir/onednn.log"; echo "run-tests: fuzz_onednn reported no parity finding" >&2; status=1; }
 rm -rf "$fuzzdir"
 exit $status

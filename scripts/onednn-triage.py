@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""onednn-triage.py - sorts the repros of the oneDNN campaigns by what went wrong.
+
+Signatures split one bug by shape features (a NaN at rank 1 and at rank 3 are two
+signatures); the README's findings are root causes. For each repro folder under the given
+roots this runs paritydiff --json on it, takes /out's worst element and names its kind:
+
+  drops-nan       eager (the reference) is NaN, compiled is a number
+  makes-nonfinite compiled is NaN or infinite where eager is finite
+  loses-inf       eager is infinite, compiled finite (e.g. an init value of -FLT_MAX)
+  flush-subnormal eager is a nonzero subnormal of float32, compiled is zero
+  flush-normal    eager is a nonzero normal number, compiled is zero
+  accuracy        both finite and nonzero: an error beyond the bound, in ulps of the output
+
+    scripts/onednn-triage.py build/paritydiff /var/tmp/onednn-repros [--json FILE]
+
+Prints one line per (op, dtype, kind) with the count and the smallest repro (fewest
+elements) as the representative. Tooling only: no tool of parity needs Python.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+TINY = 2.0 ** -126   # smallest normal float32 (and bfloat16)
+
+
+def load(f, name):
+    d = f[name]
+    a = np.atleast_1d(d[()])
+    if a.dtype == np.uint16:          # bfloat16 stored as its bits
+        a = (a.astype(np.uint32) << 16).view(np.float32)
+    return np.asarray(a, dtype=np.float64).ravel()
+
+
+def kind_of(e, c):
+    if math.isnan(e) and not math.isnan(c):
+        return "drops-nan"
+    if math.isfinite(e) and not math.isfinite(c):
+        return "makes-nonfinite"
+    if math.isinf(e) and math.isfinite(c):
+        return "loses-inf"
+    if c == 0 and e != 0:
+        return "flush-subnormal" if abs(e) < TINY else "flush-normal"
+    return "accuracy"
+
+
+def triage(paritydiff, repro):
+    p = subprocess.run([paritydiff, "--json", "-", f"{repro}/eager.h5", f"{repro}/compiled.h5"],
+                       capture_output=True, text=True)
+    if p.returncode != 1:
+        return {"repro": repro, "kind": f"paritydiff-exit-{p.returncode}"}
+    rep = json.loads(p.stdout)
+    out = [t for t in rep["tensors"] if t["name"] == "/out"][0]
+    with h5py.File(f"{repro}/eager.h5", "r") as fe, h5py.File(f"{repro}/compiled.h5", "r") as fc:
+        oe, oc = load(fe, "out"), load(fc, "out")
+        op = fe.attrs["op"]
+        op = op.decode() if isinstance(op, bytes) else str(op)
+        dtype = fe.attrs["case_dtype"]
+        dtype = dtype.decode() if isinstance(dtype, bytes) else str(dtype)
+        shape = list(out["shape"])
+        idx = out.get("worst_index") or []
+        flat = int(np.ravel_multi_index(idx, shape)) if shape and idx else 0
+        inputs = {k: load(fe, k) for k in fe.keys() if k != "out"}
+    e, c = float(oe[flat]), float(oc[flat])
+    x = None
+    if len(inputs) == 1:
+        only = next(iter(inputs.values()))
+        if only.size == oe.size:
+            x = float(only[flat])
+    j = out.get("judgement") or {}
+    return {"repro": repro, "op": op, "dtype": dtype, "kind": kind_of(e, c), "eager": e,
+            "compiled": c, "x": x, "elements": int(sum(v.size for v in inputs.values())),
+            "compiled_ulp": j.get("compiled_max_ulp"), "score": out.get("worst_score"),
+            "cause": out.get("cause"), "status": out.get("status")}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("paritydiff")
+    ap.add_argument("roots", nargs="+")
+    ap.add_argument("--json", help="write every repro's triage here")
+    args = ap.parse_args()
+    rows = []
+    for root in args.roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            if "eager.h5" in filenames and "compiled.h5" in filenames:
+                rows.append(triage(args.paritydiff, dirpath))
+    groups = {}
+    for r in rows:
+        groups.setdefault((r.get("op", "?"), r.get("dtype", "?"), r["kind"]), []).append(r)
+    for key in sorted(groups):
+        g = sorted(groups[key], key=lambda r: r.get("elements", 0))
+        best = g[0]
+        detail = ""
+        if "eager" in best:
+            detail = (f"eager {best['eager']:.9g} compiled {best['compiled']:.9g}"
+                      + (f" x {best['x']:.9g}" if best["x"] is not None else "")
+                      + (f" ulp {best['compiled_ulp']:.3g}" if best.get("compiled_ulp") else ""))
+        print(f"{key[0]:12s} {key[1]:9s} {key[2]:16s} {len(g):4d}  {best['repro']}  {detail}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
