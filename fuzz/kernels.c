@@ -21,7 +21,8 @@ static const kern_entry aElementwise[] = {
     { "sigmoid", kern_unary }, { "tanh", kern_unary }, { "exp", kern_unary },
     { "log", kern_unary }, { "sqrt", kern_unary }, { "rsqrt", kern_unary },
     { "reciprocal", kern_unary }, { "erf", kern_unary }, { "neg", kern_unary },
-    { "abs", kern_unary },
+    { "abs", kern_unary }, { "softplus", kern_unary }, { "elu", kern_unary },
+    { "mish", kern_unary },
     { "add", kern_binary }, { "sub", kern_binary }, { "mul", kern_binary },
     { "div", kern_binary }, { "maximum", kern_binary }, { "minimum", kern_binary },
     { "transpose", kern_layout }, { "permute", kern_layout }, { "reshape", kern_layout },
@@ -103,6 +104,11 @@ static double kern_erf(const kern_ctx *pK, double x)
     return pK->f32 ? (double)erff((float)x) : erf(x);
 }
 
+static double kern_log1p(const kern_ctx *pK, double x)
+{
+    return pK->f32 ? (double)log1pf((float)x) : log1p(x);
+}
+
 /* Strides of an operand (its dims right-aligned against nBatch batch dims, each equal or
  * 1) over those dims, 0 where it broadcasts; the operand's trailing nMatrix elements form
  * one matrix (1 for elementwise ops). -1 when a dim neither matches nor is 1. */
@@ -146,18 +152,27 @@ static int out_count_check(const parity_case *pCase, uint64_t nWant, char *zErr,
 
 typedef enum {
     U_RELU, U_GELU, U_GELU_TANH, U_SILU, U_SIGMOID, U_TANH, U_EXP, U_LOG, U_SQRT, U_RSQRT,
-    U_RECIPROCAL, U_ERF, U_NEG, U_ABS
+    U_RECIPROCAL, U_ERF, U_NEG, U_ABS, U_SOFTPLUS, U_ELU, U_MISH
 } unary_kind;
 
 static const struct { const char *zName; unary_kind kind; } aUnaryName[] = {
     { "relu", U_RELU }, { "gelu", U_GELU }, { "silu", U_SILU }, { "sigmoid", U_SIGMOID },
     { "tanh", U_TANH }, { "exp", U_EXP }, { "log", U_LOG }, { "sqrt", U_SQRT },
     { "rsqrt", U_RSQRT }, { "reciprocal", U_RECIPROCAL }, { "erf", U_ERF },
-    { "neg", U_NEG }, { "abs", U_ABS },
+    { "neg", U_NEG }, { "abs", U_ABS }, { "softplus", U_SOFTPLUS }, { "elu", U_ELU },
+    { "mish", U_MISH },
 };
 
-/* torch's CPU formulas, one rounding per operation (at::native's gelu, silu, sigmoid). */
-static double unary_one(const kern_ctx *pK, unary_kind kind, int fastNan, double x)
+/* The attributes of softplus (beta, threshold) and elu (alpha), rounded to the compute
+ * precision as torch casts them (at::native's softplus_kernel, elu_kernel). */
+typedef struct {
+    double beta, threshold, alpha;
+} unary_attrs;
+
+/* torch's CPU formulas, one rounding per operation (at::native's gelu, silu, sigmoid,
+ * softplus, elu, mish). */
+static double unary_one(const kern_ctx *pK, unary_kind kind, const unary_attrs *pA,
+                        int fastNan, double x)
 {
     switch (kind) {
     case U_RELU:
@@ -190,6 +205,15 @@ static double unary_one(const kern_ctx *pK, unary_kind kind, int fastNan, double
     case U_ERF: return kern_erf(pK, x);
     case U_NEG: return -x;
     case U_ABS: return fabs(x);
+    case U_SOFTPLUS: {  /* x * beta > threshold ? x : log1p(exp(x * beta)) / beta */
+        double z = kern_acc(pK, x * pA->beta);
+        if (z > pA->threshold) return x;
+        return kern_acc(pK, kern_log1p(pK, kern_exp(pK, z)) / pA->beta);
+    }
+    case U_ELU:         /* x <= 0 ? (exp(x) - 1) * alpha : x */
+        return x <= 0.0 ? kern_acc(pK, kern_acc(pK, kern_exp(pK, x) - 1.0) * pA->alpha) : x;
+    case U_MISH:        /* x * tanh(log1p(exp(x))) */
+        return kern_acc(pK, x * kern_tanh(pK, kern_log1p(pK, kern_exp(pK, x))));
     }
     return NAN;
 }
@@ -201,6 +225,7 @@ int kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, d
     const char *zOp = pCase->spec.zOp;
     int fastNan = (defects & PARITY_DEFECT_FASTMATH_NAN) != 0;
     unary_kind kind = U_RELU;
+    unary_attrs attrs = { 1.0, 20.0, 1.0 };
     size_t i;
     uint64_t k;
     int found = 0;
@@ -222,9 +247,18 @@ int kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, d
             return -1;
         }
     }
+    if (parity_param_float(pCase->aParam, pCase->nParam, "beta", &attrs.beta, zErr, nErr) < 0
+        || parity_param_float(pCase->aParam, pCase->nParam, "threshold", &attrs.threshold, zErr,
+                              nErr) < 0
+        || parity_param_float(pCase->aParam, pCase->nParam, "alpha", &attrs.alpha, zErr, nErr) < 0)
+        return -1;
+    attrs.beta = kern_acc(pK, attrs.beta);
+    attrs.threshold = kern_acc(pK, attrs.threshold);
+    attrs.alpha = kern_acc(pK, attrs.alpha);
     if (out_count_check(pCase, pX->nElem, zErr, nErr) != 0) return -1;
     for (k = 0; k < pX->nElem; k++)
-        aOut[k] = kern_out(pK, unary_one(pK, kind, fastNan, kern_acc(pK, pX->aValue[k])));
+        aOut[k] = kern_out(pK, unary_one(pK, kind, &attrs, fastNan,
+                                         kern_acc(pK, pX->aValue[k])));
     return 0;
 }
 

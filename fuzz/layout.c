@@ -413,6 +413,7 @@ static const parity_layout_info aLayout[] = {
     UNARY("gelu", 16), UNARY("silu", 6), UNARY("sigmoid", 6), UNARY("tanh", 6),
     UNARY("exp", 6), UNARY("log", 6), UNARY("sqrt", 6), UNARY("rsqrt", 6),
     UNARY("reciprocal", 6), UNARY("erf", 6), UNARY("neg", 6), UNARY("abs", 6),
+    UNARY("softplus", 6), UNARY("elu", 6), UNARY("mish", 6),
     { "matmul", MATMUL_DIMS, 5, lay_matmul },
     { "linear", MATMUL_DIMS, 4, lay_linear },
     { "bmm", MATMUL_DIMS, 1, lay_bmm },

@@ -1,9 +1,11 @@
 /*
- * test_op_unary.c - the unary elementwise ops of tolerance/op_unary.c, through the
- * registry (parity_op_find, parity_op_begin) and the element judge (parity_judge).
+ * test_op_unary.c - the unary elementwise ops of tolerance/op_unary.c and op_unary_param.c,
+ * through the registry (parity_op_find, parity_op_begin) and the element judge
+ * (parity_judge).
  *
  * 1. glibc's float functions (expf, logf, tanhf, erff, sqrtf, 1.0f/sqrtf, ...) and torch's
- *    float formulas for the composites, over a vector of specials (+-0, +-Inf, NaN,
+ *    float formulas for the composites (and oneDNN's for softplus and mish, and the exp(x) - 1
+ *    and log(1 + exp(x)) forms), over a vector of specials (+-0, +-Inf, NaN,
  *    subnormals, huge and tiny values, exp's overflow and underflow thresholds) and a dense
  *    sweep, all judge `within`: glibc is inside the allowance.
  * 2. An error of 3x the bound at one element fails exactly that element.
@@ -13,6 +15,8 @@
  * 6. Reference guard: the 128-bit references against independent 2048-bit evaluations of the
  *    textbook formulas (exp, erf, and the composites whose reference uses rewritten forms)
  *    agree to 2^-120 relative.
+ * 7. softplus, elu and mish beyond the sweeps: oneDNN's formulas (emulated step by step in
+ *    float) pass, the attributes change the function, and wrong results fail.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -50,6 +54,42 @@ static float k_reciprocal(float x) { return 1.0f / x; }
 static float k_erf(float x) { return erff(x); }
 static float k_neg(float x) { return -x; }
 static float k_abs(float x) { return fabsf(x); }
+/* torch's softplus, elu and mish kernels (beta 1, threshold 20, alpha 1) */
+static float k_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+static float k_elu(float x) { return x <= 0.0f ? (expf(x) - 1.0f) * 1.0f : x; }
+static float k_mish(float x) { return x * tanhf(log1pf(expf(x))); }
+/* oneDNN 2.6's soft_relu JIT, step by step (expf and log1pf stand in for its polynomials):
+ * x = n ln2 + r, softplus(x) = n ln2 + log(2^-n + exp(r)) with the log taken as
+ * E ln2 + log1p(m - 1) of y = m 2^E; no threshold, x past log(FLT_MAX) passes through. */
+static float k_softplus_onednn(float x)
+{
+    const float kLn2 = 0.693147182f, kLog2e = 1.44269502f;
+    const float kMax = 88.7228394f, kMin = -87.3365479f;   /* logf(FLT_MAX), logf(FLT_MIN) */
+    float xc = fminf(fmaxf(x, kMin), kMax), fx, r, y, m, lg;
+    int e;
+    if (x != x) return x;
+    fx = floorf(xc * kLog2e + 0.5f);
+    r = xc - fx * kLn2;
+    y = expf(r) + ldexpf(1.0f, -(int)fx);
+    m = frexpf(y, &e);
+    lg = (float)e * kLn2 + log1pf(m - 1.0f);
+    return x > kMax ? x : lg + fx * kLn2;
+}
+/* torch's softplus with log(1 + .) for log1p */
+static float k_softplus_plain(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
+static float k_elu_expm1(float x) { return x > 0.0f ? x : 1.0f * expm1f(x); }
+/* oneDNN's mish JIT: x ((1 + e)^2 - 1) / ((1 + e)^2 + 1), e = exp(min(x, 22.18)) (x64),
+ * and x (1 - 2 / ((1 + e)^2 + 1)) (its other ports) */
+static float k_mish_onednn(float x)
+{
+    float w = expf(fminf(x, 22.1807f)) + 1.0f, q = w * w;
+    return x * ((q - 1.0f) / (q + 1.0f));
+}
+static float k_mish_onednn_rsub(float x)
+{
+    float w = expf(x) + 1.0f, q = w * w;
+    return x * (1.0f - 2.0f / (q + 1.0f));
+}
 
 typedef struct {
     const char *zOp;
@@ -65,7 +105,11 @@ static const op_case kCases[] = {
     { "log", NULL, k_log },         { "sqrt", NULL, k_sqrt },
     { "rsqrt", NULL, k_rsqrt },     { "reciprocal", NULL, k_reciprocal },
     { "erf", NULL, k_erf },         { "neg", NULL, k_neg },
-    { "abs", NULL, k_abs },
+    { "abs", NULL, k_abs },         { "softplus", NULL, k_softplus },
+    { "elu", NULL, k_elu },         { "mish", NULL, k_mish },
+    { "softplus", NULL, k_softplus_onednn }, { "softplus", NULL, k_softplus_plain },
+    { "elu", NULL, k_elu_expm1 },   { "mish", NULL, k_mish_onednn },
+    { "mish", NULL, k_mish_onednn_rsub },
 };
 #define N_CASES (sizeof kCases / sizeof kCases[0])
 
@@ -129,12 +173,10 @@ static parity_operand make_operand(const double *aValue, uint64_t n)
     return op;
 }
 
-static void begin(parity_op_call *pCall, parity_operand *pIn, const char *zOp,
-                  const char *zApprox, parity_dtype outDt)
+static void begin_attrs(parity_op_call *pCall, parity_operand *pIn, const char *zOp,
+                        const parity_attr *aAttr, size_t nAttr, parity_dtype outDt)
 {
     char zErr[PARITY_ERR_LEN];
-    size_t nAttr;
-    const parity_attr *aAttr = approx_attr(zApprox, &nAttr);
     const parity_op_def *pDef = parity_op_find(zOp);
     uint64_t dim = pIn->nElem;
     cr_assert(pDef, "%s is not registered", zOp);
@@ -142,27 +184,38 @@ static void begin(parity_op_call *pCall, parity_operand *pIn, const char *zOp,
                               nAttr, zErr, sizeof zErr) == 0, "%s: %s", zOp, zErr);
 }
 
-/* Judges compiled against op(x) for n elements; output dtype outDt. */
-static void judge(const char *zOp, const char *zApprox, parity_dtype outDt, const double *x,
-                  const double *c, uint64_t n, parity_judgement *pJ)
+/* Judges compiled against op(x) for n elements under the attributes; output dtype outDt. */
+static void judge_attrs(const char *zOp, const parity_attr *aAttr, size_t nAttr,
+                        parity_dtype outDt, const double *x, const double *c, uint64_t n,
+                        parity_judgement *pJ)
 {
     parity_operand in = make_operand(x, n);
     parity_op_call call;
     char zErr[PARITY_ERR_LEN];
-    begin(&call, &in, zOp, zApprox, outDt);
+    begin_attrs(&call, &in, zOp, aAttr, nAttr, outDt);
     cr_assert(parity_judge(&call, NULL, c, pJ, zErr, sizeof zErr) == 0, "%s", zErr);
     parity_op_end(&call);
     cr_assert_eq(pJ->nChecked, n);
 }
 
-/* Reference (rounded to binary64) and bound of op at x, float32 output. */
-static void ref_bound(const char *zOp, const char *zApprox, parity_dtype outDt, double x,
-                      double *pRef, double *pBound, mpfr_t refOut)
+/* The same with gelu's approximate (NULL: none). */
+static void judge(const char *zOp, const char *zApprox, parity_dtype outDt, const double *x,
+                  const double *c, uint64_t n, parity_judgement *pJ)
+{
+    size_t nAttr;
+    const parity_attr *aAttr = approx_attr(zApprox, &nAttr);
+    judge_attrs(zOp, aAttr, nAttr, outDt, x, c, n, pJ);
+}
+
+/* Reference (rounded to binary64) and bound of op at x under the attributes. */
+static void ref_bound_attrs(const char *zOp, const parity_attr *aAttr, size_t nAttr,
+                            parity_dtype outDt, double x, double *pRef, double *pBound,
+                            mpfr_t refOut)
 {
     parity_operand in = make_operand(&x, 1);
     parity_op_call call;
     mpfr_t ref;
-    begin(&call, &in, zOp, zApprox, outDt);
+    begin_attrs(&call, &in, zOp, aAttr, nAttr, outDt);
     mpfr_init2(ref, PARITY_REF_PREC);
     cr_assert(call.pDef->xElement(&call, 0, ref, pBound) == 0);
     *pRef = mpfr_get_d(ref, MPFR_RNDN);
@@ -171,12 +224,48 @@ static void ref_bound(const char *zOp, const char *zApprox, parity_dtype outDt, 
     parity_op_end(&call);
 }
 
+/* The same with gelu's approximate (NULL: none). */
+static void ref_bound(const char *zOp, const char *zApprox, parity_dtype outDt, double x,
+                      double *pRef, double *pBound, mpfr_t refOut)
+{
+    size_t nAttr;
+    const parity_attr *aAttr = approx_attr(zApprox, &nAttr);
+    ref_bound_attrs(zOp, aAttr, nAttr, outDt, x, pRef, pBound, refOut);
+}
+
 /* nFail of one element: op(x) judged against compiled value c, float32 output. */
 static uint64_t fails_one(const char *zOp, double x, double c)
 {
     parity_judgement j;
     judge(zOp, NULL, PARITY_DT_F32, &x, &c, 1, &j);
     return j.nFail;
+}
+
+/* The same under float attributes (softplus's beta and threshold, elu's alpha). */
+static uint64_t fails_attrs(const char *zOp, const parity_attr *aAttr, size_t nAttr, double x,
+                            double c)
+{
+    parity_judgement j;
+    judge_attrs(zOp, aAttr, nAttr, PARITY_DT_F32, &x, &c, 1, &j);
+    return j.nFail;
+}
+
+/* Up to two float attributes (zB NULL: one) in aAttr, their values stored in aVal; returns
+ * the count. */
+static size_t float_attrs(parity_attr *aAttr, double *aVal, const char *zA, double a,
+                          const char *zB, double b)
+{
+    size_t n = zB ? 2 : 1, i;
+    memset(aAttr, 0, n * sizeof *aAttr);
+    aVal[0] = a;
+    aVal[1] = b;
+    for (i = 0; i < n; i++) {
+        aAttr[i].zName = (char *)(i == 0 ? zA : zB);
+        aAttr[i].kind = PARITY_ATTR_FLOAT;
+        aAttr[i].n = 1;
+        aAttr[i].aFloat = &aVal[i];
+    }
+    return n;
 }
 
 /* ---- 1. glibc within the allowance -------------------------------------------------- */
@@ -208,7 +297,7 @@ Test(op_unary, glibc_float_kernels_within)
 Test(op_unary, glibc_uses_part_of_the_allowance)
 {
     static const char *azOp[] = { "exp", "log", "tanh", "erf", "sqrt", "rsqrt", "reciprocal",
-                                  "sigmoid", "silu", "gelu" };
+                                  "sigmoid", "silu", "gelu", "softplus", "elu", "mish" };
     size_t n, i, k;
     float *xf = make_inputs(&n);
     double *x = malloc(sizeof(double) * n), *c = malloc(sizeof(double) * n);
@@ -290,7 +379,7 @@ Test(op_unary, bound_sizes)
 Test(op_unary, special_values)
 {
     const char *azAll[] = { "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt",
-                            "reciprocal", "erf", "neg", "abs" };
+                            "reciprocal", "erf", "neg", "abs", "softplus", "elu", "mish" };
     double ref, b;
     mpfr_t r;
     size_t k;
@@ -339,6 +428,36 @@ Test(op_unary, special_values)
     cr_expect_eq(fails_one("neg", INFINITY, -INFINITY), 0);
     cr_expect_eq(fails_one("abs", -INFINITY, INFINITY), 0);
     cr_expect_eq(fails_one("abs", -INFINITY, -INFINITY), 1);
+    /* softplus, elu, mish: torch's values (torch 1.13, float32 and float64 alike) */
+    cr_expect_eq(fails_one("softplus", -INFINITY, 0.0), 0);
+    cr_expect_eq(fails_one("softplus", -INFINITY, NAN), 1);
+    cr_expect_eq(fails_one("softplus", INFINITY, INFINITY), 0);
+    cr_expect_eq(fails_one("softplus", INFINITY, NAN), 1);
+    cr_expect_eq(fails_one("softplus", 0.0, 0.6931471824645996), 0);   /* log 2 */
+    cr_expect_eq(fails_one("softplus", -0.0, 0.6931471824645996), 0);
+    cr_expect_eq(fails_one("softplus", -0.0, 0.0), 1);
+    cr_expect_eq(fails_one("elu", -INFINITY, -1.0), 0);
+    cr_expect_eq(fails_one("elu", -INFINITY, NAN), 1);
+    cr_expect_eq(fails_one("elu", -INFINITY, 0.0), 1);
+    cr_expect_eq(fails_one("elu", INFINITY, INFINITY), 0);
+    cr_expect_eq(fails_one("elu", -0.0, 0.0), 0);
+    cr_expect_eq(fails_one("mish", -INFINITY, NAN), 0);          /* torch: -Inf * tanh(0) */
+    cr_expect_eq(fails_one("mish", -INFINITY, 0.0), 1);
+    cr_expect_eq(fails_one("mish", INFINITY, INFINITY), 0);
+    cr_expect_eq(fails_one("mish", INFINITY, NAN), 1);
+    {
+        parity_attr aA[2];
+        double aV[2];
+        size_t n = float_attrs(aA, aV, "alpha", 2.0, NULL, 0);
+        cr_expect_eq(fails_attrs("elu", aA, n, -INFINITY, -2.0), 0);
+        cr_expect_eq(fails_attrs("elu", aA, n, -INFINITY, -1.0), 1);
+        /* beta < 0 mirrors softplus: beta x > threshold at -Inf, 0 / beta = -0 at +Inf */
+        n = float_attrs(aA, aV, "beta", -1.0, NULL, 0);
+        cr_expect_eq(fails_attrs("softplus", aA, n, -INFINITY, -INFINITY), 0);
+        cr_expect_eq(fails_attrs("softplus", aA, n, INFINITY, 0.0), 0);
+        cr_expect_eq(fails_attrs("softplus", aA, n, 0.0, -0.6931471824645996), 0);
+        cr_expect_eq(fails_attrs("softplus", aA, n, 0.0, 0.6931471824645996), 1);
+    }
 
     /* Signed zeros of the reference (the judge compares finite values by magnitude). */
     mpfr_init2(r, PARITY_REF_PREC);
@@ -352,6 +471,21 @@ Test(op_unary, special_values)
     cr_expect(mpfr_zero_p(r) && !mpfr_signbit(r));
     ref_bound("gelu", NULL, PARITY_DT_F32, -0.0, &ref, &b, r);
     cr_expect(mpfr_zero_p(r) && mpfr_signbit(r), "gelu(-0) = -0");
+    ref_bound("mish", NULL, PARITY_DT_F32, -0.0, &ref, &b, r);
+    cr_expect(mpfr_zero_p(r) && mpfr_signbit(r), "mish(-0) = -0");
+    /* torch's elu is (exp(x) - 1) alpha at x <= 0: +0 alpha at -0, not expm1's -0 */
+    ref_bound("elu", NULL, PARITY_DT_F32, -0.0, &ref, &b, r);
+    cr_expect(mpfr_zero_p(r) && !mpfr_signbit(r), "elu(-0) = +0");
+    {
+        parity_attr aA[2];
+        double aV[2];
+        size_t n = float_attrs(aA, aV, "alpha", -1.0, NULL, 0);
+        ref_bound_attrs("elu", aA, n, PARITY_DT_F32, 0.0, &ref, &b, r);
+        cr_expect(mpfr_zero_p(r) && mpfr_signbit(r), "elu(+0; alpha -1) = -0");
+        n = float_attrs(aA, aV, "beta", -2.0, NULL, 0);
+        ref_bound_attrs("softplus", aA, n, PARITY_DT_F32, INFINITY, &ref, &b, r);
+        cr_expect(mpfr_zero_p(r) && mpfr_signbit(r) && b == 0.0, "softplus(+Inf; beta -2) = -0");
+    }
     mpfr_clear(r);
 }
 
@@ -432,11 +566,58 @@ Test(op_unary, bad_parameters_and_shapes)
         cr_expect(fabs(refE - refT) > 1e-4);
         cr_expect_eq(fails_one("gelu", xs, k_gelu_tanh((float)xs)), 1);
     }
+
+    /* softplus's beta must be finite and nonzero, its threshold finite; elu's alpha finite;
+     * elu's scale and input_scale (selu's) other than 1 are refused */
+    {
+        static const struct { const char *zOp, *zAttr; double v; const char *zWant; } aBad[] = {
+            { "softplus", "beta", 0.0, "softplus: attribute 'beta' must be finite and nonzero" },
+            { "softplus", "beta", NAN, "beta" },
+            { "softplus", "threshold", INFINITY, "softplus: attribute 'threshold' must be finite" },
+            { "elu", "alpha", -INFINITY, "elu: attribute 'alpha' must be finite" },
+            { "elu", "scale", 1.0507, "elu: attribute 'scale' is 1.0507" },
+            { "elu", "input_scale", 2.0, "input_scale" },
+        };
+        parity_attr aA[2];
+        double aV[2];
+        size_t k;
+        for (k = 0; k < sizeof aBad / sizeof aBad[0]; k++) {
+            size_t n = float_attrs(aA, aV, aBad[k].zAttr, aBad[k].v, NULL, 0);
+            zErr[0] = 0;
+            cr_expect_eq(parity_op_begin(&call, parity_op_find(aBad[k].zOp), &in, 1,
+                                         PARITY_DT_F32, 1, &dim3, PARITY_DT_INVALID, aA, n,
+                                         zErr, sizeof zErr), -1, "%s %s", aBad[k].zOp,
+                         aBad[k].zAttr);
+            cr_expect(strstr(zErr, aBad[k].zWant) != NULL, "message: %s", zErr);
+        }
+        /* scale 1 is torch's elu; a string alpha is not a number */
+        float_attrs(aA, aV, "scale", 1.0, "input_scale", 1.0);
+        cr_expect_eq(parity_op_begin(&call, parity_op_find("elu"), &in, 1, PARITY_DT_F32, 1,
+                                     &dim3, PARITY_DT_INVALID, aA, 2, zErr, sizeof zErr), 0,
+                     "%s", zErr);
+        parity_op_end(&call);
+        size_t nOne;
+        aA[0] = *approx_attr("bogus", &nOne);
+        aA[0].zName = (char *)"alpha";
+        zErr[0] = 0;
+        cr_expect_eq(parity_op_begin(&call, parity_op_find("elu"), &in, 1, PARITY_DT_F32, 1,
+                                     &dim3, PARITY_DT_INVALID, aA, 1, zErr, sizeof zErr), -1);
+        cr_expect(strstr(zErr, "elu: attribute 'alpha' must be one number") != NULL,
+                  "message: %s", zErr);
+        cr_expect_eq(parity_op_begin(&call, parity_op_find("mish"), &in, 1, PARITY_DT_F32, 1,
+                                     &dim4, PARITY_DT_INVALID, NULL, 0, zErr, sizeof zErr), -1);
+        cr_expect(strstr(zErr, "mish: input shape [3] differs from output shape [4]") != NULL,
+                  "message: %s", zErr);
+        cr_expect_eq(parity_op_begin(&call, parity_op_find("softplus"), &in, 1, PARITY_DT_F32,
+                                     1, &dim4, PARITY_DT_INVALID, NULL, 0, zErr, sizeof zErr), -1);
+        cr_expect(strstr(zErr, "softplus: input shape [3] differs") != NULL, "message: %s", zErr);
+    }
 }
 
 /* ---- 6. reference guard ----------------------------------------------------------------- */
 
-/* The textbook formula at 2048 bits (enough for the cancellation in 1 + erf, 1 + tanh), independently of op_unary.c's rewritten forms. */
+/* The textbook formula at 2048 bits (enough for the cancellation in 1 + erf, 1 + tanh,
+ * 1 + exp, exp - 1), independently of op_unary.c's rewritten forms. */
 static void independent(const char *zOp, const char *zApprox, double xd, mpfr_t y)
 {
     mpfr_t x, t, u;
@@ -445,6 +626,21 @@ static void independent(const char *zOp, const char *zApprox, double xd, mpfr_t 
     mpfr_set_d(x, xd, MPFR_RNDN);
     if (strcmp(zOp, "exp") == 0) {
         mpfr_exp(y, x, MPFR_RNDN);
+    } else if (strcmp(zOp, "softplus") == 0 || strcmp(zOp, "mish") == 0) {
+        /* log(1 + exp(x)) (softplus: x past the threshold 20); mish: x tanh of it */
+        mpfr_exp(t, x, MPFR_RNDN);
+        mpfr_add_ui(t, t, 1, MPFR_RNDN);
+        mpfr_log(t, t, MPFR_RNDN);
+        if (zOp[0] == 'm') {
+            mpfr_tanh(t, t, MPFR_RNDN);
+            mpfr_mul(y, t, x, MPFR_RNDN);
+        } else {
+            mpfr_set(y, xd > 20.0 ? x : t, MPFR_RNDN);
+        }
+    } else if (strcmp(zOp, "elu") == 0) {        /* x > 0 ? x : exp(x) - 1 */
+        mpfr_exp(t, x, MPFR_RNDN);
+        mpfr_sub_ui(t, t, 1, MPFR_RNDN);
+        mpfr_set(y, xd > 0.0 ? x : t, MPFR_RNDN);
     } else if (strcmp(zOp, "erf") == 0) {
         mpfr_erf(y, x, MPFR_RNDN);
     } else if (strcmp(zOp, "sigmoid") == 0 || strcmp(zOp, "silu") == 0) {
@@ -482,7 +678,8 @@ Test(op_unary, reference_agrees_with_2048_bits)
 {
     static const struct { const char *zOp, *zApprox; } aOp[] = {
         { "exp", NULL }, { "erf", NULL }, { "sigmoid", NULL }, { "silu", NULL },
-        { "gelu", NULL }, { "gelu", "tanh" },
+        { "gelu", NULL }, { "gelu", "tanh" }, { "softplus", NULL }, { "elu", NULL },
+        { "mish", NULL },
     };
     static const double ax[] = { 0.1, 1.0, -3.5, 10.0, 1e-5, -7.25, 0.625, -20.0, 40.5 };
     size_t k, i;
@@ -503,4 +700,102 @@ Test(op_unary, reference_agrees_with_2048_bits)
         }
     mpfr_clear(r);
     mpfr_clears(hi, d, (mpfr_ptr)0);
+}
+
+/* ---- 7. softplus, elu, mish --------------------------------------------------------- */
+
+/* What the absolute terms accept and what still fails (op_unary_param.c, op_unary.c). */
+Test(op_unary, softplus_elu_mish_decisions)
+{
+    double ref, b, ulpRef;
+    /* softplus(-20) = 2.06e-9. log(1 + exp(x)) without log1p returns 0 in float, oneDNN 2.6's
+     * soft_relu JIT -2^-19 (its n ln2 + log(2^-n + e^r) cancels): both pass, as the model
+     * allows (c_f + 2) ulp(|x|) for x < 0; a value outside that fails, as does relu's 0 at
+     * x = -2 and a missing log1p(e^-x) at x = 5 (the threshold is 20). */
+    cr_expect_eq(k_softplus_plain(-20.0f), 0.0f);
+    cr_expect_eq(fails_one("softplus", -20.0, 0.0), 0);
+    cr_expect_eq(fails_one("softplus", -20.0, -0x1p-19), 0);
+    cr_expect_eq(fails_one("softplus", -20.0, 1e-4), 1);
+    cr_expect_eq(fails_one("softplus", -2.0, 0.0), 1);
+    cr_expect_eq(fails_one("softplus", 5.0, 5.0), 1);
+    ref_bound("softplus", NULL, PARITY_DT_F32, 1.0, &ref, &b, NULL);
+    cr_expect(b == 12.0 * 0x1p-23, "softplus(1) bound %a: 3 c_f ulps", b);
+
+    /* elu: torch's exp(x) - 1 is off by 19% at x = -1e-7 (-1.19e-7), and passes; an elu
+     * that uses alpha 1 where alpha is 0.5 fails; x > 0 is exact. */
+    ulpRef = parity_ulp_at(PARITY_DT_F32, 1e-7);
+    ref_bound("elu", NULL, PARITY_DT_F32, -1e-7, &ref, &b, NULL);
+    cr_expect(fabs(k_elu(-1e-7f) - ref) > 1000.0 * ulpRef, "exp(x) - 1 cancels");
+    cr_expect_eq(fails_one("elu", -1e-7, k_elu(-1e-7f)), 0);
+    cr_expect_eq(fails_one("elu", 1.5, nextafter(1.5, 2.0)), 1);
+    ref_bound("elu", NULL, PARITY_DT_F32, -1.0, &ref, &b, NULL);
+    cr_expect(b == 8.0 * 0x1p-24, "elu(-1) bound %a: 6 ulp(0.63) + 4 ulp(0.37)", b);
+    {
+        parity_attr aA[2];
+        double aV[2];
+        size_t n = float_attrs(aA, aV, "alpha", 0.5, NULL, 0);
+        cr_expect_eq(fails_attrs("elu", aA, n, -1.0, (expf(-1.0f) - 1.0f) * 0.5f), 0);
+        cr_expect_eq(fails_attrs("elu", aA, n, -1.0, k_elu(-1.0f)), 1);
+        cr_expect_eq(fails_attrs("elu", aA, n, 2.0, 2.0), 0);
+    }
+
+    /* mish: oneDNN's (q - 1)/(q + 1) returns -0 at x = -20 (-4.1e-8): passes (|x| 4 ulp(1/2)
+     * for x < 0); 1e-4 there fails. */
+    cr_expect_eq(k_mish_onednn(-20.0f), 0.0f);
+    cr_expect_eq(fails_one("mish", -20.0, 0.0), 0);
+    cr_expect_eq(fails_one("mish", -20.0, -1e-4), 1);
+    ref_bound("mish", NULL, PARITY_DT_F32, 1.0, &ref, &b, NULL);
+    cr_expect(b == 25.0 * 0x1p-24, "mish(1) bound %a: 1 ulp + 24 ulp(0.76)", b);
+}
+
+/* beta and threshold change the function; beta rounded to float is within the model. */
+Test(op_unary, softplus_beta_and_threshold)
+{
+    parity_attr aA[2];
+    double aV[2], ref, b;
+    size_t n = float_attrs(aA, aV, "beta", 2.0, "threshold", 5.0), i;
+    enum { N = 4001 };
+    double *x = malloc(N * sizeof(double)), *c = malloc(N * sizeof(double));
+    parity_judgement j;
+    cr_assert(x && c);
+
+    /* beta x = 6 > 5: x exactly, and the formula without threshold fails; beta x = 4 < 5 */
+    ref_bound_attrs("softplus", aA, n, PARITY_DT_F32, 3.0, &ref, &b, NULL);
+    cr_expect(ref == 3.0);
+    cr_expect_eq(fails_attrs("softplus", aA, n, 3.0, 3.0), 0);
+    cr_expect_eq(fails_attrs("softplus", aA, n, 3.0, log1pf(expf(6.0f)) / 2.0f), 1);
+    cr_expect_eq(fails_attrs("softplus", aA, n, 2.0, log1pf(expf(4.0f)) / 2.0f), 0);
+    cr_expect_eq(fails_attrs("softplus", aA, n, 2.0, 2.0), 1);
+
+    /* torch's float kernels with beta 0.1 (rounded to float, the products rounded) and
+     * with beta 3, threshold 1 (products rounded where the branches meet) pass */
+    for (i = 0; i < 2; i++) {
+        const float bf = i == 0 ? 0.1f : 3.0f, tf = i == 0 ? 20.0f : 1.0f;
+        size_t k;
+        n = float_attrs(aA, aV, "beta", i == 0 ? 0.1 : 3.0, "threshold", i == 0 ? 20.0 : 1.0);
+        for (k = 0; k < N; k++) {
+            float xf = i == 0 ? (float)(-1000.0 + 0.5 * (double)k)
+                              : nextafterf(1.0f / 3.0f, 0.0f) + (float)((double)k - N / 2) * 1e-7f;
+            float z = xf * bf;
+            x[k] = xf;
+            c[k] = z > tf ? xf : log1pf(expf(z)) / bf;
+        }
+        judge_attrs("softplus", aA, n, PARITY_DT_F32, x, c, N, &j);
+        cr_expect_eq(j.nFail, 0, "beta %g: %llu fail, worst ratio %g at x = %a", (double)bf,
+                     (unsigned long long)j.nFail, j.worstRatio, x[j.worstLinear]);
+    }
+
+    /* oneDNN's soft_relu has no threshold: past 20 it differs by log1p(e^-x) < 2.1e-9, far
+     * below float32's ulp (2^-19 at 21), so it passes in float32; in float64 (ulp 3.6e-15)
+     * the threshold is visible and it fails. */
+    cr_expect_eq(fails_one("softplus", 21.0, k_softplus_onednn(21.0f)), 0);
+    cr_expect_eq(fails_one("softplus", 21.0, log1pf(expf(21.0f))), 0);
+    {
+        double x21 = 21.0, c21 = log1p(exp(21.0));
+        cr_expect(c21 != 21.0);
+        judge_attrs("softplus", NULL, 0, PARITY_DT_F64, &x21, &c21, 1, &j);
+        cr_expect_eq(j.nFail, 1, "float64: the threshold is visible");
+    }
+    free(x);
+    free(c);
 }

@@ -53,7 +53,8 @@ typedef struct {
     int dim;                       /* softmax, log_softmax, cumsum */
     unsigned char aRed[8];         /* reductions, var, logsumexp */
     int keepdim;
-    double alpha, correction, eps, scale;
+    double alpha, correction, eps, scale;   /* alpha: add, sub, elu */
+    double beta, threshold;        /* softplus */
     int approx;                    /* gelu: 0 none, 1 tanh */
     int causal;
     int aPerm[8];                  /* transpose, permute */
@@ -68,6 +69,8 @@ static void gcase_init(gcase *pC, const char *zOp)
     pC->outDt = PARITY_DT_F32;
     pC->dim = -1;
     pC->alpha = 1.0;
+    pC->beta = 1.0;
+    pC->threshold = 20.0;
     pC->correction = 1.0;
     pC->eps = 1e-5;
     pC->groups = 1;
@@ -213,6 +216,10 @@ static void ev_unary_one(const gcase *pC, double x, mpfr_t r)
         double z = sqrt(2.0 / acos(-1.0)) * (x + 0.044715 * x * x * x);
         if (z < 0) prec += (mpfr_prec_t)(3.0 * -z) + 16;
     }
+    /* 1 + e^z for z < 0 (softplus, mish) and e^x - 1 for x near 0 (elu, down to 2^-149) */
+    if ((is_op(pC, "softplus") || is_op(pC, "mish")) && pC->beta * x < 0)
+        prec += (mpfr_prec_t)(1.5 * fabs(pC->beta * x)) + 16;
+    if (is_op(pC, "elu")) prec += 160;
     mpfr_inits2(prec, xm, t, s, (mpfr_ptr)0);
     mpfr_set_d(xm, x, MPFR_RNDN);
     if (is_op(pC, "exp")) mpfr_exp(t, xm, MPFR_RNDN);
@@ -226,6 +233,27 @@ static void ev_unary_one(const gcase *pC, double x, mpfr_t r)
     else if (is_op(pC, "tanh")) mpfr_tanh(t, xm, MPFR_RNDN);
     else if (is_op(pC, "neg")) mpfr_neg(t, xm, MPFR_RNDN);
     else if (is_op(pC, "abs")) mpfr_abs(t, xm, MPFR_RNDN);
+    else if (is_op(pC, "softplus") || is_op(pC, "mish")) {
+        /* softplus: x where beta x > threshold, else log(1 + e^(beta x)) / beta;
+         * mish: x tanh(log(1 + e^x)) */
+        mpfr_mul_d(s, xm, pC->beta, MPFR_RNDN);
+        mpfr_exp(s, s, MPFR_RNDN);
+        mpfr_add_ui(s, s, 1, MPFR_RNDN);
+        mpfr_log(s, s, MPFR_RNDN);
+        if (is_op(pC, "mish")) {
+            mpfr_tanh(s, s, MPFR_RNDN);
+            mpfr_mul(t, s, xm, MPFR_RNDN);
+        } else if (pC->beta * x > pC->threshold) {
+            mpfr_set(t, xm, MPFR_RNDN);
+        } else {
+            mpfr_div_d(t, s, pC->beta, MPFR_RNDN);
+        }
+    } else if (is_op(pC, "elu")) {     /* x > 0 ? x : alpha (e^x - 1) */
+        mpfr_exp(s, xm, MPFR_RNDN);
+        mpfr_sub_ui(s, s, 1, MPFR_RNDN);
+        mpfr_mul_d(s, s, pC->alpha, MPFR_RNDN);
+        mpfr_set(t, x > 0 ? xm : s, MPFR_RNDN);
+    }
     else if (is_op(pC, "sigmoid") || is_op(pC, "silu")) {   /* x^? / (1 + e^-x) */
         mpfr_neg(s, xm, MPFR_RNDN);
         mpfr_exp(s, s, MPFR_RNDN);
@@ -675,7 +703,8 @@ static void evaluate(const gcase *pC, mpfr_t *aM)
 {
     static const char *const azElem[] = {
         "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "reciprocal",
-        "erf", "neg", "abs", "add", "sub", "mul", "div", "maximum", "minimum", NULL };
+        "erf", "neg", "abs", "softplus", "elu", "mish", "add", "sub", "mul", "div", "maximum",
+        "minimum", NULL };
     int i;
     for (i = 0; azElem[i]; i++)
         if (is_op(pC, azElem[i])) { ev_elementwise(pC, aM); return; }
@@ -705,7 +734,7 @@ static int in_list(const char *z, const char *const *az)
 
 static const char *const kUnaryOps[] = {
     "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "reciprocal",
-    "erf", "neg", "abs", NULL };
+    "erf", "neg", "abs", "softplus", "elu", "mish", NULL };
 static const char *const kBinaryOps[] = { "add", "sub", "mul", "div", "maximum", "minimum", NULL };
 static const char *const kReduceOps[] = { "sum", "mean", "amax", "amin", NULL };
 
@@ -732,11 +761,26 @@ static int build_guard(gcase *pC, const char *zOp, int v)
 {
     gcase_init(pC, zOp);
     if (in_list(zOp, kUnaryOps)) {
-        if (v > (strcmp(zOp, "gelu") == 0 ? 2 : 0)) return 0;
+        int isGelu = strcmp(zOp, "gelu") == 0, isSoftplus = strcmp(zOp, "softplus") == 0;
+        int isElu = strcmp(zOp, "elu") == 0;
+        if (v > (isGelu || isSoftplus ? 2 : isElu ? 1 : 0)) return 0;
         IN(pC, 11 + v, -6.0, 6.0, 1, 5, 9);
         OUT(pC, 5, 9);
-        if (v == 1) gc_attr_str(pC, "approximate", "none");
-        if (v == 2) { gc_attr_str(pC, "approximate", "tanh"); pC->approx = 1; }
+        if (isGelu && v == 1) gc_attr_str(pC, "approximate", "none");
+        if (isGelu && v == 2) { gc_attr_str(pC, "approximate", "tanh"); pC->approx = 1; }
+        if (isSoftplus && v == 1) {      /* the threshold inside [-6, 6]: x > 2.5 is x */
+            pC->beta = 2.0;
+            pC->threshold = 5.0;
+            gc_attr_float(pC, "beta", 2.0);
+            gc_attr_int(pC, "threshold", 5);
+        }
+        if (isSoftplus && v == 2) {      /* beta < 0: the threshold on the left */
+            pC->beta = -0.5;
+            pC->threshold = 1.0;
+            gc_attr_float(pC, "beta", -0.5);
+            gc_attr_float(pC, "threshold", 1.0);
+        }
+        if (isElu && v == 1) { pC->alpha = 0.3; gc_attr_float(pC, "alpha", 0.3); }
         return 1;
     }
     if (in_list(zOp, kBinaryOps)) {

@@ -20,7 +20,9 @@
  * Kernels (the "compiled" side), all in float32 with glibc's float functions, the result
  * rounded once to the output dtype (bfloat16/float16 via parity_encode/parity_decode):
  *  - elementwise: expf, logf, tanhf, erff, sqrtf, ... with one or two textbook
- *    formulations each (sigmoid as 1/(1+e^-x) or e^x/(1+e^x), gelu via erf or erfc, ...);
+ *    formulations each (sigmoid as 1/(1+e^-x) or e^x/(1+e^x), gelu via erf or erfc,
+ *    softplus with log1p or log(1 + .), elu with exp(x) - 1 or expm1, mish as torch's or
+ *    oneDNN's (1+e^x)^2 forms, ...) and random beta, threshold, alpha;
  *    binary ops as one IEEE operation (alpha by product or FMA);
  *  - sums and dot products (sum, mean, cumsum, matmul, linear, bmm, and the sums inside
  *    var, softmax, logsumexp, norms): sequential, pairwise, split-K (chunks summed, then
@@ -452,9 +454,24 @@ static int reduced_shape(int rank, const uint64_t *aDim, const unsigned char *aR
 
 /* ---- builders: operands, attributes, output shape and the kernel ------------------ */
 
-static float unary_kernel(const char *zOp, int variant, float x)
+/* aP: softplus's beta and threshold, elu's alpha, as float (torch casts them). */
+static float unary_kernel(const char *zOp, int variant, const float *aP, float x)
 {
     if (!strcmp(zOp, "relu")) return x != x ? x : (x > 0.0f ? x : 0.0f);
+    if (!strcmp(zOp, "softplus")) {                  /* torch; log(1 + .) for log1p */
+        float z = x * aP[0];
+        if (z > aP[1]) return x;
+        return (variant == 0 ? log1pf(expf(z)) : logf(1.0f + expf(z))) / aP[0];
+    }
+    if (!strcmp(zOp, "elu")) {                       /* torch's exp(x) - 1, or expm1 */
+        if (x > 0.0f || x != x) return x;
+        return variant == 0 ? (expf(x) - 1.0f) * aP[2] : aP[2] * expm1f(x);
+    }
+    if (!strcmp(zOp, "mish")) {                      /* torch, oneDNN's (q-1)/(q+1), 1-2/(q+1) */
+        float w = expf(fminf(x, 22.1807f)) + 1.0f, q = w * w;
+        if (variant == 0) return x * tanhf(log1pf(expf(x)));
+        return x * (variant == 1 ? (q - 1.0f) / (q + 1.0f) : 1.0f - 2.0f / (q + 1.0f));
+    }
     if (!strcmp(zOp, "gelu") && variant == 0)        /* approximate none, torch's form */
         return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
     if (!strcmp(zOp, "gelu") && variant == 1)        /* none, through erfc */
@@ -487,6 +504,10 @@ static int build_unary(vcase *pC, uint64_t *s, const char *zOp)
     int rank = rnd_shape(s, 1, 4, 2048, aDim), variant = 0;
     int kind = (!strcmp(zOp, "log") || !strcmp(zOp, "sqrt") || !strcmp(zOp, "rsqrt")) ? 1 : 0;
     static const char *const azVar[] = { "erf", "erfc", "tanh", "tanh-as-exp" };
+    static const double aBeta[] = { 2.0, 0.5, 0.1, 3.0, -1.5, 1.0 };
+    static const double aThreshold[] = { 20.0, 10.0, 5.0, 1.0, -2.0, 30.0 };
+    static const double aAlpha[] = { 0.5, 2.0, -1.0, 0.0, 1.0, 0.3 };
+    float aP[3] = { 1.0f, 20.0f, 1.0f };
     add_operand(pC, s, rank, aDim, pC->inDt, rnd_int(s, 0, 1) ? 120 : 30, kind);
     set_out(pC, rank, aDim);
     if (!strcmp(zOp, "gelu")) {
@@ -500,10 +521,35 @@ static int build_unary(vcase *pC, uint64_t *s, const char *zOp)
         snprintf(pC->zStrategy, sizeof pC->zStrategy, "%s",
                  variant == 0 ? "1/(1+exp(-x))" : (!strcmp(zOp, "silu") ? "x*sigmoid"
                                                                         : "exp(x)/(1+exp(x))"));
+    } else if (!strcmp(zOp, "softplus")) {
+        variant = rnd_int(s, 0, 1);
+        if (rnd_int(s, 0, 1)) {
+            double b = aBeta[rnd(s) % 6], t = aThreshold[rnd(s) % 6];
+            vc_attr_float(pC, "beta", b);
+            vc_attr_float(pC, "threshold", t);
+            aP[0] = (float)b;
+            aP[1] = (float)t;
+        }
+        snprintf(pC->zStrategy, sizeof pC->zStrategy, "%s",
+                 variant == 0 ? "log1p(exp(bx))/b" : "log(1+exp(bx))/b");
+    } else if (!strcmp(zOp, "elu")) {
+        variant = rnd_int(s, 0, 1);
+        if (rnd_int(s, 0, 1)) {
+            double a = aAlpha[rnd(s) % 6];
+            vc_attr_float(pC, "alpha", a);
+            aP[2] = (float)a;
+        }
+        snprintf(pC->zStrategy, sizeof pC->zStrategy, "%s",
+                 variant == 0 ? "(exp(x)-1)*a" : "a*expm1(x)");
+    } else if (!strcmp(zOp, "mish")) {
+        static const char *const azMish[] = { "x*tanh(log1p(exp(x)))", "x*((1+e)^2-1)/((1+e)^2+1)",
+                                              "x*(1-2/((1+e)^2+1))" };
+        variant = rnd_int(s, 0, 2);
+        snprintf(pC->zStrategy, sizeof pC->zStrategy, "%s", azMish[variant]);
     } else {
         snprintf(pC->zStrategy, sizeof pC->zStrategy, "libm");
     }
-    for (i = 0; i < pC->nOut; i++) pC->aY[i] = unary_kernel(zOp, variant, pC->apInF[0][i]);
+    for (i = 0; i < pC->nOut; i++) pC->aY[i] = unary_kernel(zOp, variant, aP, pC->apInF[0][i]);
     return 0;
 }
 
@@ -1116,7 +1162,7 @@ static int build_cast(vcase *pC, uint64_t *s)
 }
 
 static const char *const azUnary[] = { "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log",
-    "sqrt", "rsqrt", "reciprocal", "erf", "neg", "abs", NULL };
+    "sqrt", "rsqrt", "reciprocal", "erf", "neg", "abs", "softplus", "elu", "mish", NULL };
 static const char *const azBinary[] = { "add", "sub", "mul", "div", "maximum", "minimum", NULL };
 static const char *const azReduce[] = { "sum", "mean", "amax", "amin", "var", "logsumexp", NULL };
 static const char *const azRowwise[] = { "softmax", "log_softmax", "cumsum", NULL };

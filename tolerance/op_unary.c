@@ -1,8 +1,11 @@
 /*
- * op_unary.c - the unary elementwise ops: gelu (approximate "none" or "tanh"), silu,
- * sigmoid, tanh, exp, log, sqrt, rsqrt, reciprocal, erf, neg, abs. One table (kUnary below)
- * drives them all: name, MPFR reference, allowance, special values. One prepare (shapes
- * equal; gelu's `approximate`) and one element function serve every row.
+ * op_unary.c - the unary elementwise ops without attributes (besides gelu's): gelu
+ * (approximate "none" or "tanh"), silu, sigmoid, mish, tanh, exp, log, sqrt, rsqrt,
+ * reciprocal, erf, neg, abs. One table (kUnary below) drives them all: name, MPFR
+ * reference, allowance, special values. One prepare (shapes equal; gelu's `approximate`)
+ * and one element function serve every row. softplus and elu, whose attributes change
+ * their special values and allowance, live in op_unary_param.c and share this file's
+ * element machinery (op_unary_internal.h).
  *
  * Reference. Finite nonzero x: the row's MPFR function (mpfr_exp, mpfr_log, mpfr_sqrt,
  * mpfr_rec_sqrt, mpfr_ui_div, mpfr_erf, mpfr_tanh, mpfr_neg, mpfr_abs; correctly rounded to
@@ -13,20 +16,27 @@
  *   gelu(x)      = x/2 (1 + erf(x/sqrt 2))        evaluated as  x/2 erfc(-x/sqrt 2)
  *   gelu_tanh(x) = x/2 (1 + tanh(z)), z = sqrt(2/pi)(x + 0.044715 x^3)
  *                                                  evaluated as  x / (1 + exp(-2z))
+ *   mish(x)      = x tanh(log(1 + exp(x)))         evaluated as  x tanh(max(x, 0) +
+ *                                                                log1p(exp(-|x|)))
  * (the identities 1 + erf(t) = erfc(-t) and (1 + tanh z)/2 = 1/(1 + exp(-2z)) are exact; the
  * plain forms lose up to all 128 bits to cancellation for negative x). "tanh" gelu is its own
  * function (torch's approximate="tanh"), referenced by its own formula, not judged against
  * erf-gelu. The extra 64 bits cover the conditioning of the chains: erfc(t) amplifies the
  * relative error of t by 2t^2 <= 2^11 wherever the result is representable even in binary64
  * (t < 27), 1/(1 + exp(-2z)) by 2|z| <= 2^11 likewise, so the result stays within 2^-120 of
- * exact, the precision rule of mpref.h.
+ * exact, the precision rule of mpref.h; mish's chain amplifies no relative error (log1p by
+ * e / ((1 + e) log1p(e)) <= 1, tanh by 2s / sinh(2s) <= 1).
+ * mish is torch's kernel's function, x tanh(log1p(exp(x))) with no threshold (CPU and CUDA;
+ * inductor decomposes it into x tanh(softplus(x)) with softplus's threshold 20, which moves
+ * tanh by less than 4 e^-60 past it, below every float format's resolution).
  * Special inputs come from the table, not from MPFR: NaN gives NaN; -Inf, -0, +0, +Inf give
  * the row's aSpecial values, which are C99 Annex F / IEEE 754-2019 9.2.1 values evaluated
  * through torch's formulas: log(+-0) = -Inf, sqrt(-0) = -0, rsqrt(+0) = +Inf and
  * rsqrt(-0) = -Inf (IEEE rSqrt and torch's 1/sqrt; mpfr_rec_sqrt gives +Inf there, which is
- * why the table decides), reciprocal(-0) = -Inf, exp(-Inf) = 0, sigmoid(-Inf) = 0, and
- * silu(-Inf) = gelu(-Inf) = NaN (torch computes -Inf * 0 there). In-domain NaNs (log, sqrt,
- * rsqrt of negative x) come from MPFR, which returns NaN exactly there.
+ * why the table decides), reciprocal(-0) = -Inf, exp(-Inf) = 0, sigmoid(-Inf) = 0,
+ * mish(-0) = -0, and silu(-Inf) = gelu(-Inf) = mish(-Inf) = NaN (torch computes -Inf * 0
+ * there). In-domain NaNs (log, sqrt, rsqrt of negative x) come from MPFR, which returns NaN
+ * exactly there.
  *
  * Bound. The math functions of C are not required to be correctly rounded, and glibc's are
  * not: the glibc manual ("Errors in Math Functions") lists their known errors in ulps (up to
@@ -59,13 +69,29 @@
  *   gelu_tanh = 0.5 * x * (1 + tanh(z)): z carries 7 roundings (x^3, the two constants, the
  *     products and the sum), which move tanh by at most 7 u max(z sech^2 z) < 3.2 u; tanh adds
  *     c_f u, the sum u: c = 2 plus |x| (c_f + 5)/2 ulp(1/2).
+ *   mish = x * tanh(log1p(exp(x))) (torch): exp(x) carries 2 c_f u relative; log1p amplifies
+ *     its argument's relative error by at most 1 and adds c_f ulps (2 c_f u): s =
+ *     softplus(x) is off by 4 c_f u; tanh amplifies by 2s / sinh(2s) <= 1 and adds 2 c_f u:
+ *     g = tanh(s) is off by 6 c_f u <= 6 c_f ulp(g), then one rounding: c = 1 plus |x| 6 c_f
+ *     ulp(g) (g's ulps at g's size, which covers a subnormal g for x < -87.3 in float32: each
+ *     step's error is then absolute in the subnormal spacing, and the chain's derivatives are
+ *     at most 1). oneDNN's JIT instead evaluates g = ((1 + e)^2 - 1) / ((1 + e)^2 + 1), or
+ *     1 - 2 / ((1 + e)^2 + 1), e = exp(x), which cancels for x < 0: w = 1 + e rounds by u,
+ *     q = w^2 carries 2w u + 0.5 ulp(q) <= 6u (w < 2), and g = (q - 1)/(q + 1) moves by
+ *     2 / (q + 1)^2 <= 1/2 times that, 3u, plus u/2 for rounding 2 / (q + 1): an absolute
+ *     error of g, so for x < 0 the row adds |x| 4 ulp(1/2) (ulp_acc(1/2) = u), which lets a
+ *     float kernel return 0 for x < -17 as gelu's does for x < -4 (for x >= 0, q >= 4 and the
+ *     same errors stay below 2u relative to g >= 0.6, inside the 6 c_f). oneDNN 2.6.3's mish
+ *     JIT over 300,000 float32 inputs (as for softplus, op_unary_param.c) stays within 0.4 of
+ *     the bound; without this term 27% of them fail.
  *   sigmoid and silu also cover a kernel whose exp(-x) overflows the acc dtype (x < -ln of
  *     its largest finite value, -88.7 in float32) and returns 0: the bound then adds |ref|.
  * In these rows the allowance covers all internal roundings of the kernel; c_f applies only
  * to the primitive function inside.
  * Then the rounding of the acc value to the output dtype: a value within A of ref rounds to
  * within 0.5 ulp_out(|ref| + A) of itself. So, per element,
- *   A = c ulp_acc(|ref|) + |x| c_g ulp_acc(g scale) + [exp(-x) overflows acc] |ref|
+ *   A = c ulp_acc(|ref|) + |x| c_g ulp_acc(g scale) + [x < 0] |x| c_neg ulp_acc(1/2)
+ *       + [exp(-x) overflows acc] |ref|
  *   bound = A + 0.5 ulp_out(|ref| + A)
  * where the second term is dropped when every acc value is an output value (output dtype
  * equal to acc or wider: the acc rounding is then the last one, and counting a second half
@@ -81,9 +107,10 @@
 #include <string.h>
 #include "ops.h"
 #include "mpref.h"
+#include "op_unary_internal.h"
 
-#define C_FN 4.0              /* ulps of acc allowed to a primitive exp/log/tanh/erf */
-#define WORK_EXTRA 64         /* extra bits for the composite chains */
+#define C_FN PARITY_UNARY_C_FN
+#define WORK_EXTRA PARITY_UNARY_WORK_EXTRA
 
 typedef int (*unary_mpfr_fn)(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd);
 
@@ -93,7 +120,9 @@ typedef struct {
     unary_mpfr_fn xRef;       /* reference, at y's precision, for finite nonzero x */
     double c;                 /* ulps of acc at |ref| */
     double cG;                /* composite x g(x): ulps of acc at gScale, times |x| */
-    int gScale;               /* 0 none, 1 g = sigmoid(x), 2 g's ulps at 1/2 */
+    int gScale;               /* 0 none, 1 g = sigmoid(x), 2 g's ulps at 1/2,
+                               * 3 g = tanh(softplus(x)) */
+    double cNeg;              /* x < 0: ulps of acc at 1/2, times |x| (g cancels there) */
     int expOverflow;          /* the kernel's exp(-x) may overflow acc (sigmoid, silu) */
     double aSpecial[4];       /* result at -Inf, -0, +0, +Inf (NaN -> NaN always) */
 } unary_fn;
@@ -167,32 +196,67 @@ static int ref_gelu_tanh(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd)
     return rc;
 }
 
+/* softplus(z) = max(z, 0) + log1p(exp(-|z|)) at prec(y) + WORK_EXTRA, rounded once into y;
+ * also softplus's reference (op_unary_internal.h). */
+int parity_unary_softplus(mpfr_ptr y, mpfr_srcptr z, mpfr_rnd_t rnd)
+{
+    mpfr_t t;
+    int rc;
+    mpfr_init2(t, mpfr_get_prec(y) + WORK_EXTRA);
+    mpfr_abs(t, z, MPFR_RNDN);
+    mpfr_neg(t, t, MPFR_RNDN);
+    mpfr_exp(t, t, MPFR_RNDN);
+    mpfr_log1p(t, t, MPFR_RNDN);
+    rc = mpfr_sgn(z) > 0 ? mpfr_add(y, t, z, rnd) : mpfr_set(y, t, rnd);
+    mpfr_clear(t);
+    return rc;
+}
+
+double parity_unary_softplus_d(double z)
+{
+    return fmax(z, 0.0) + log1p(exp(-fabs(z)));
+}
+
+/* x tanh(softplus(x)) */
+static int ref_mish(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd)
+{
+    mpfr_t t;
+    int rc;
+    mpfr_init2(t, mpfr_get_prec(y) + WORK_EXTRA);
+    parity_unary_softplus(t, x, MPFR_RNDN);
+    mpfr_tanh(t, t, MPFR_RNDN);
+    rc = mpfr_mul(y, t, x, rnd);
+    mpfr_clear(t);
+    return rc;
+}
+
 /* ---- the table -------------------------------------------------------------------- */
 
 #define NaN_ NAN
 #define INF_ INFINITY
 
 static const unary_fn kUnary[] = {
-    /* name         approx  reference       c             cG                gS ovf  -Inf   -0    +0    +Inf */
-    { "gelu",       "none", ref_gelu,       2.0,          (C_FN + 2) / 2,   2, 0, { NaN_, -0.0, 0.0, INF_ } },
-    { "gelu",       "tanh", ref_gelu_tanh,  2.0,          (C_FN + 5) / 2,   2, 0, { NaN_, -0.0, 0.0, INF_ } },
-    { "silu",       NULL,   ref_silu,       1.0,          2 * C_FN + 2,     1, 1, { NaN_, -0.0, 0.0, INF_ } },
-    { "sigmoid",    NULL,   ref_sigmoid,    2 * C_FN + 2, 0,                0, 1, { 0.0,  0.5,  0.5, 1.0 } },
-    { "tanh",       NULL,   mpfr_tanh,      C_FN,         0,                0, 0, { -1.0, -0.0, 0.0, 1.0 } },
-    { "exp",        NULL,   mpfr_exp,       C_FN,         0,                0, 0, { 0.0,  1.0,  1.0, INF_ } },
-    { "log",        NULL,   mpfr_log,       C_FN,         0,                0, 0, { NaN_, -INF_, -INF_, INF_ } },
-    { "sqrt",       NULL,   mpfr_sqrt,      0.5,          0,                0, 0, { NaN_, -0.0, 0.0, INF_ } },
-    { "rsqrt",      NULL,   mpfr_rec_sqrt,  2.0,          0,                0, 0, { NaN_, -INF_, INF_, 0.0 } },
-    { "reciprocal", NULL,   ref_reciprocal, 0.5,          0,                0, 0, { -0.0, -INF_, INF_, 0.0 } },
-    { "erf",        NULL,   mpfr_erf,       C_FN,         0,                0, 0, { -1.0, -0.0, 0.0, 1.0 } },
-    { "neg",        NULL,   mpfr_neg,       0.0,          0,                0, 0, { INF_, 0.0,  -0.0, -INF_ } },
-    { "abs",        NULL,   mpfr_abs,       0.0,          0,                0, 0, { INF_, 0.0,  0.0, INF_ } },
+    /* name         approx  reference       c             cG              gS cNeg ovf  -Inf  -0     +0     +Inf */
+    { "gelu",       "none", ref_gelu,       2.0,          (C_FN + 2) / 2, 2, 0, 0, { NaN_, -0.0,  0.0,   INF_ } },
+    { "gelu",       "tanh", ref_gelu_tanh,  2.0,          (C_FN + 5) / 2, 2, 0, 0, { NaN_, -0.0,  0.0,   INF_ } },
+    { "silu",       NULL,   ref_silu,       1.0,          2 * C_FN + 2,   1, 0, 1, { NaN_, -0.0,  0.0,   INF_ } },
+    { "sigmoid",    NULL,   ref_sigmoid,    2 * C_FN + 2, 0,              0, 0, 1, { 0.0,  0.5,   0.5,   1.0 } },
+    { "mish",       NULL,   ref_mish,       1.0,          6 * C_FN,       3, 4, 0, { NaN_, -0.0,  0.0,   INF_ } },
+    { "tanh",       NULL,   mpfr_tanh,      C_FN,         0,              0, 0, 0, { -1.0, -0.0,  0.0,   1.0 } },
+    { "exp",        NULL,   mpfr_exp,       C_FN,         0,              0, 0, 0, { 0.0,  1.0,   1.0,   INF_ } },
+    { "log",        NULL,   mpfr_log,       C_FN,         0,              0, 0, 0, { NaN_, -INF_, -INF_, INF_ } },
+    { "sqrt",       NULL,   mpfr_sqrt,      0.5,          0,              0, 0, 0, { NaN_, -0.0,  0.0,   INF_ } },
+    { "rsqrt",      NULL,   mpfr_rec_sqrt,  2.0,          0,              0, 0, 0, { NaN_, -INF_, INF_,  0.0 } },
+    { "reciprocal", NULL,   ref_reciprocal, 0.5,          0,              0, 0, 0, { -0.0, -INF_, INF_,  0.0 } },
+    { "erf",        NULL,   mpfr_erf,       C_FN,         0,              0, 0, 0, { -1.0, -0.0,  0.0,   1.0 } },
+    { "neg",        NULL,   mpfr_neg,       0.0,          0,              0, 0, 0, { INF_, 0.0,   -0.0,  -INF_ } },
+    { "abs",        NULL,   mpfr_abs,       0.0,          0,              0, 0, 0, { INF_, 0.0,   0.0,   INF_ } },
 };
 
 /* ---- prepare and element ---------------------------------------------------------- */
 
-/* Shape equality of input 0 and the output, for any elementwise op. */
-static int elementwise_shape_check(const parity_op_call *pCall, char *zErr, size_t nErr)
+/* Shape equality of input 0 and the output, for any elementwise op (op_unary_internal.h). */
+int parity_unary_shape_check(const parity_op_call *pCall, char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0];
     char zA[128], zB[128];
@@ -208,7 +272,7 @@ static int unary_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t
 {
     const char *zName = pCall->pDef->zName, *zApprox = NULL;
     size_t i;
-    if (elementwise_shape_check(pCall, zErr, nErr) != 0) return -1;
+    if (parity_unary_shape_check(pCall, zErr, nErr) != 0) return -1;
     if (strcmp(zName, "gelu") == 0) {
         const parity_attr *p = parity_attr_find(aAttr, nAttr, "approximate");
         zApprox = "none";
@@ -243,6 +307,15 @@ static int acc_fits_out(parity_dtype acc, parity_dtype out)
     return out == PARITY_DT_F32 && (acc == PARITY_DT_F16 || acc == PARITY_DT_BF16);
 }
 
+/* A plus the rounding to the output dtype (op_unary_internal.h). */
+double parity_unary_bound(const parity_op_call *pCall, mpfr_srcptr ref, double absRef,
+                          double a)
+{
+    const parity_dtype out = pCall->outDtype;
+    if (a == 0.0 && parity_round_to_dtype(ref, out) == mpfr_get_d(ref, MPFR_RNDN)) return 0.0;
+    return a + (acc_fits_out(pCall->accDtype, out) ? 0.0 : 0.5 * parity_ulp_at(out, absRef + a));
+}
+
 /* The largest finite value of a float dtype: (2^p - 1) ulp(max). */
 static double dtype_max(parity_dtype dt)
 {
@@ -252,7 +325,7 @@ static double dtype_max(parity_dtype dt)
 static int unary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
     const unary_fn *pF = pCall->pParams;
-    const parity_dtype acc = pCall->accDtype, out = pCall->outDtype;
+    const parity_dtype acc = pCall->accDtype;
     double x = pCall->aIn[0].aValue[linear], y, a;
 
     *pBound = 0.0;
@@ -276,17 +349,14 @@ static int unary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, dou
         y = fabs(mpfr_get_d(ref, MPFR_RNDU));
         a = pF->c * parity_ulp_at(acc, y);
         if (pF->gScale) {
-            double g = pF->gScale == 1 ? 1.0 / (1.0 + exp(-x)) : 0.5;
+            double g = pF->gScale == 1 ? 1.0 / (1.0 + exp(-x))
+                     : pF->gScale == 3 ? tanh(parity_unary_softplus_d(x)) : 0.5;
             a += fabs(x) * pF->cG * parity_ulp_at(acc, g);
         }
+        if (x < 0.0) a += fabs(x) * pF->cNeg * parity_ulp_at(acc, 0.5);
         if (pF->expOverflow && -x > log(dtype_max(acc)) * (1.0 - 1e-6)) a += y;
     }
-    y = fabs(y);
-    if (a == 0.0 && parity_round_to_dtype(ref, out) == mpfr_get_d(ref, MPFR_RNDN)) {
-        *pBound = 0.0;
-        return 0;
-    }
-    *pBound = a + (acc_fits_out(acc, out) ? 0.0 : 0.5 * parity_ulp_at(out, y + a));
+    *pBound = parity_unary_bound(pCall, ref, fabs(y), a);
     return 0;
 }
 
@@ -298,6 +368,9 @@ UNARY_OP(parity_op_gelu, "gelu",
          "ulp(1/2) (erf/tanh within c_f = 4 ulps, 1 + erf cancels), then 0.5 ulp_out")
 UNARY_OP(parity_op_silu, "silu",
          "1 ulp + |x| (2 c_f + 2) ulp(sigmoid(x)), exp within c_f = 4 ulps; 0.5 ulp_out")
+UNARY_OP(parity_op_mish, "mish",
+         "1 ulp + |x| 6 c_f ulp(tanh(softplus(x))) (exp, log1p, tanh within c_f = 4 ulps) "
+         "+ for x < 0 |x| 4 ulp(1/2) (oneDNN's (1+e^x)^2 form cancels); 0.5 ulp_out")
 UNARY_OP(parity_op_sigmoid, "sigmoid",
          "2 c_f + 2 = 10 ulps of acc (exp within c_f = 4 ulps, glibc manual); 0.5 ulp_out")
 UNARY_OP(parity_op_tanh, "tanh", "4 ulps of acc (glibc manual, Errors in Math Functions); 0.5 ulp_out")

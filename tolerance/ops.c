@@ -16,7 +16,8 @@ extern const parity_op_def parity_op_transpose, parity_op_permute, parity_op_res
     parity_op_cast;
 extern const parity_op_def parity_op_gelu, parity_op_silu, parity_op_sigmoid, parity_op_tanh,
     parity_op_exp, parity_op_log, parity_op_sqrt, parity_op_rsqrt, parity_op_reciprocal,
-    parity_op_erf, parity_op_neg, parity_op_abs;
+    parity_op_erf, parity_op_neg, parity_op_abs, parity_op_mish, parity_op_softplus,
+    parity_op_elu;
 extern const parity_op_def parity_op_add, parity_op_sub, parity_op_mul, parity_op_div,
     parity_op_maximum, parity_op_minimum, parity_op_sum, parity_op_mean, parity_op_amax,
     parity_op_amin;
@@ -26,7 +27,7 @@ const parity_op_def *const parity_op_registry[] = {
     &parity_op_relu,
     &parity_op_gelu, &parity_op_silu, &parity_op_sigmoid, &parity_op_tanh, &parity_op_exp,
     &parity_op_log, &parity_op_sqrt, &parity_op_rsqrt, &parity_op_reciprocal, &parity_op_erf,
-    &parity_op_neg, &parity_op_abs,
+    &parity_op_neg, &parity_op_abs, &parity_op_softplus, &parity_op_elu, &parity_op_mish,
     &parity_op_matmul,
     &parity_op_linear,
     &parity_op_bmm,

@@ -1,0 +1,236 @@
+/*
+ * op_unary_param.c - the unary elementwise ops with float attributes: softplus(x; beta = 1,
+ * threshold = 20) and elu(x; alpha = 1), with torch.nn.functional's semantics. The element
+ * machinery (shape check, rounding to the output dtype, the softplus reference) is
+ * op_unary.c's (op_unary_internal.h); what the attributes change, the special values and
+ * the allowance, is here.
+ *
+ * Semantics (torch's CPU and CUDA kernels, at::native softplus_kernel and elu_kernel):
+ *   softplus(x) = x                           if beta x > threshold
+ *               = log1p(exp(beta x)) / beta   otherwise
+ *   elu(x)      = x                           if x > 0
+ *               = alpha (exp(x) - 1)          otherwise
+ * beta must be finite and nonzero (torch also takes a negative beta), threshold and alpha
+ * finite. elu's `scale` and `input_scale` (selu's parameters) are not modelled: either
+ * attribute with a value other than 1 is refused.
+ * The threshold belongs to softplus's definition here: the reference switches to x exactly
+ * where torch does. oneDNN 2.6's eltwise_soft_relu has no beta and no threshold: it computes
+ * log(1 + exp(x)) for every x up to log(FLT_MAX). Past the threshold the two differ by
+ * log1p(exp(-x)) < exp(-20) = 2.1e-9, while one ulp of x > 20 is 2^-19 = 1.9e-6 in float32
+ * and 2^-3 = 0.125 in bfloat16, and the allowance below (the same on both branches) exceeds
+ * that formula's own error there by more than c_f ulps of x: the same op judges both. In
+ * float64 (one ulp of 20 is 3.6e-15) the threshold is visible, and the reference follows
+ * torch.
+ *
+ * Reference. softplus: z = beta x exactly (106 bits), compared with threshold exactly; then
+ * x, or parity_unary_softplus(z) (max(z, 0) + log1p(exp(-|z|)), free of cancellation and of
+ * overflow) carried at PARITY_REF_PREC + 64 bits and divided by beta with one rounding.
+ * elu: x, or alpha expm1(x) (mpfr_expm1 at +64 bits, no cancellation, then one rounding).
+ * Special inputs, as torch computes them: NaN gives NaN (the comparisons are false and
+ * exp(NaN) is NaN). softplus(+-Inf) is x where beta x > threshold, else log1p(exp(-Inf))/beta
+ * = 0/beta: with beta > 0, softplus(-Inf) = +0 and softplus(+Inf) = +Inf; softplus(+-0) =
+ * log(2)/beta like any finite input. elu(+Inf) = +Inf, elu(-Inf) = -alpha, and elu(+-0) =
+ * (exp(0) - 1) alpha = +0 alpha, +0 for alpha > 0 (torch 1.13 and 2.x return +0 for -0 too;
+ * an expm1 kernel returns -0 there, which only --signed-zeros tells apart).
+ *
+ * Bound. u, ulp and c_f = 4 as in op_unary.c (a primitive exp, expm1, log, log1p or tanh is
+ * allowed c_f ulps of acc; a relative error of r u is at most r ulps); first order in u.
+ *   softplus, torch's kernel z = fl(x beta'), log1p(exp(z)) / beta' (beta' is beta rounded
+ *     to acc, as torch casts it): exp(z) has relative error 2 c_f u; log1p amplifies the
+ *     relative error of its argument e by e / ((1 + e) log1p(e)) <= 1 and adds c_f ulps:
+ *     s = softplus(z) is within 3 c_f ulps, counted at s's own size and divided by |beta|
+ *     (ulp(s)/|beta|, not ulp(s/beta): with |beta| < 1 a subnormal s becomes a normal result
+ *     that keeps s's absolute error).
+ *     With beta != 1: dividing by beta' instead of beta (relative u) and rounding the
+ *     quotient (u/2) add 2 ulps of the result, and z's own error e_z = |x| |beta - beta'| +
+ *     0.5 ulp(|x beta'|) (without the second term where x beta' is exact, as for beta a
+ *     power of two) moves s by at most sigmoid(z + e_z) e_z (softplus' = sigmoid, which
+ *     increases), divided by |beta|.
+ *     Near the threshold the kernel's comparison fl(x beta') > fl(threshold) may go the
+ *     other way: where |z - threshold| <= e_z + |threshold - fl(threshold)| the distance
+ *     between the branches, |x - s/beta| = log1p(exp(-z))/|beta|, is added.
+ *     For z < 0 two formulas of real kernels lose the relative accuracy of the tiny result:
+ *     oneDNN's soft_relu JIT reduces z = n ln2 + r and returns n ln2 + log(2^-n + exp(r)),
+ *     two terms of size |z| that cancel (oneDNN 2.6.3 returns -2^-19 = -1.9e-6 for
+ *     softplus(-20) = 2.1e-9), and log(1 + exp(z)) rounds 1 + exp(z) (to 1 for z < -16.6).
+ *     Their error is absolute at the size of z: c_f ulps for the log of 2^-n + exp(r)
+ *     (about |z|), 1 for n ln2 (the rounded constant and the product), 1 for the reduction
+ *     and the final sum: (c_f + 2) ulp(|z|)/|beta| is added for z < 0. With oneDNN 2.6.3's
+ *     JIT (avx512_core, avx2, sse41) over 300,000 float32 inputs in [-120, 120] and 2^-149 ..
+ *     2^127 the worst error is 0.35 of the bound; without this term 28% of them fail.
+ *     An exp(z) that overflows acc (z > 88.7 in float32, possible only with a threshold
+ *     above that) returns Inf where the reference is finite: outside the model, a failure.
+ *   elu, torch's kernel (exp(x) - 1) alpha' (alpha' = alpha rounded to acc) or alpha'
+ *     expm1(x) (oneDNN's reference kernel): for x <= 0, expm1 within c_f ulps, alpha'
+ *     relative u, the product u/2: (c_f + 2) ulps of the result. exp(x) - 1 cancels near 0:
+ *     exp's c_f ulps are absolute at exp(x)'s size, |alpha| c_f ulp(exp(x)), up to |alpha|
+ *     c_f ulp(1) where the result is tiny (torch's own float32 kernel returns elu(-1e-7) =
+ *     -1.19e-7, and 0 for -3e-8 < x < 0); the subtraction is exact (Sterbenz) for x >= -ln 2
+ *     and costs half an ulp of the result below, inside the 2. So for x <= 0
+ *       A = (c_f + 2) ulp(|ref|) + |alpha| c_f ulp(exp(x)),
+ *     and for x > 0, A = 0 (torch returns x times scale = 1: exact).
+ * Then the rounding to the output dtype (parity_unary_bound): bound = A + 0.5 ulp_out(|ref|
+ * + A), the second term dropped when every acc value is an output value.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ops.h"
+#include "mpref.h"
+#include "op_unary_internal.h"
+
+#define C_FN PARITY_UNARY_C_FN
+
+typedef struct {
+    double beta, threshold;   /* softplus */
+    double alpha;             /* elu */
+} unary_param;
+
+/* Reads float attribute zName of op zOp into *pValue (dflt when absent); it must be finite,
+ * and nonzero when nonZero. 0, or -1 with zErr. */
+static int param_finite(const parity_attr *aAttr, size_t nAttr, const char *zOp,
+                        const char *zName, double dflt, int nonZero, double *pValue,
+                        char *zErr, size_t nErr)
+{
+    char zWhy[PARITY_ERR_LEN];
+    int rc = parity_param_float(aAttr, nAttr, zName, pValue, zWhy, sizeof zWhy);
+    if (rc < 0) {
+        snprintf(zErr, nErr, "%s: %s", zOp, zWhy);
+        return -1;
+    }
+    if (rc == 0) *pValue = dflt;
+    if (!isfinite(*pValue) || (nonZero && *pValue == 0.0)) {
+        snprintf(zErr, nErr, "%s: attribute '%s' must be finite%s, got %g", zOp, zName,
+                 nonZero ? " and nonzero" : "", *pValue);
+        return -1;
+    }
+    return 0;
+}
+
+static int param_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                         char *zErr, size_t nErr)
+{
+    static const char *const azScale[] = { "scale", "input_scale" };
+    const char *zOp = pCall->pDef->zName;
+    unary_param *pP;
+    size_t i;
+    if (parity_unary_shape_check(pCall, zErr, nErr) != 0) return -1;
+    pP = calloc(1, sizeof *pP);
+    if (!pP) {
+        snprintf(zErr, nErr, "%s: out of memory", zOp);
+        return -1;
+    }
+    pCall->pParams = pP;      /* freed by parity_op_end, also when this fails */
+    if (strcmp(zOp, "softplus") == 0)
+        return param_finite(aAttr, nAttr, zOp, "beta", 1.0, 1, &pP->beta, zErr, nErr) != 0
+            || param_finite(aAttr, nAttr, zOp, "threshold", 20.0, 0, &pP->threshold, zErr,
+                            nErr) != 0 ? -1 : 0;
+    if (param_finite(aAttr, nAttr, zOp, "alpha", 1.0, 0, &pP->alpha, zErr, nErr) != 0)
+        return -1;
+    for (i = 0; i < sizeof azScale / sizeof azScale[0]; i++) {
+        double v;
+        if (param_finite(aAttr, nAttr, zOp, azScale[i], 1.0, 0, &v, zErr, nErr) != 0) return -1;
+        if (v != 1.0) {
+            snprintf(zErr, nErr, "elu: attribute '%s' is %g; only 1 is modelled (torch.nn."
+                     "functional.elu)", azScale[i], v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int softplus_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref,
+                            double *pBound)
+{
+    const unary_param *pP = pCall->pParams;
+    const parity_dtype acc = pCall->accDtype;
+    const double beta = pP->beta, t = pP->threshold, absBeta = fabs(beta);
+    double x = pCall->aIn[0].aValue[linear], z = beta * x, y, a, eZ = 0.0, eT;
+    mpfr_t zm;
+
+    *pBound = 0.0;
+    if (x != x) {
+        mpfr_set_nan(ref);
+        return 0;
+    }
+    if (isinf(x)) {           /* x, or log1p(exp(-Inf)) / beta = 0 / beta: exact */
+        mpfr_set_d(ref, z > t ? x : 0.0 / beta, MPFR_RNDN);
+        return 0;
+    }
+    mpfr_init2(zm, 2 * 53);
+    mpfr_set_d(zm, x, MPFR_RNDN);
+    mpfr_mul_d(zm, zm, beta, MPFR_RNDN);          /* exact */
+    if (mpfr_cmp_d(zm, t) > 0) {
+        mpfr_set_d(ref, x, MPFR_RNDN);
+    } else {
+        mpfr_t s;
+        mpfr_init2(s, PARITY_REF_PREC + PARITY_UNARY_WORK_EXTRA);
+        parity_unary_softplus(s, zm, MPFR_RNDN);
+        mpfr_div_d(ref, s, beta, MPFR_RNDN);
+        mpfr_clear(s);
+    }
+    mpfr_clear(zm);
+    y = fabs(mpfr_get_d(ref, MPFR_RNDA));
+
+    a = 3.0 * C_FN * parity_ulp_at(acc, absBeta * y) / absBeta;
+    if (z < 0.0) a += (C_FN + 2.0) * parity_ulp_at(acc, z) / absBeta;
+    if (beta != 1.0) {
+        double b1 = parity_round_double_to_dtype(beta, acc), p = x * b1;
+        int exact = fma(x, b1, -p) == 0.0 && parity_round_double_to_dtype(p, acc) == p;
+        eZ = fabs(x) * fabs(beta - b1) + (exact ? 0.0 : 0.5 * parity_ulp_at(acc, p));
+        a += 2.0 * parity_ulp_at(acc, y) + eZ / (1.0 + exp(-(z + eZ))) / absBeta;
+    }
+    eT = fabs(t - parity_round_double_to_dtype(t, acc));
+    if (fabs(z - t) <= eZ + eT + 0x1p-50 * (fabs(z) + fabs(t)))   /* the other branch */
+        a += parity_unary_softplus_d(-z) / absBeta;
+    *pBound = parity_unary_bound(pCall, ref, y, a);
+    return 0;
+}
+
+static int elu_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    const double alpha = ((const unary_param *)pCall->pParams)->alpha;
+    const parity_dtype acc = pCall->accDtype;
+    double x = pCall->aIn[0].aValue[linear], y, a;
+
+    *pBound = 0.0;
+    if (x != x) {
+        mpfr_set_nan(ref);
+        return 0;
+    }
+    if (x > 0.0) {            /* x times scale 1: exact */
+        mpfr_set_d(ref, x, MPFR_RNDN);
+        if (!isinf(x)) *pBound = parity_unary_bound(pCall, ref, x, 0.0);
+        return 0;
+    }
+    if (x == 0.0 || isinf(x)) {   /* (exp(x) - 1) alpha: +0 alpha at +-0, -alpha at -Inf */
+        mpfr_set_d(ref, x == 0.0 ? 0.0 * alpha : -alpha, MPFR_RNDN);
+    } else {
+        mpfr_t m;
+        mpfr_init2(m, PARITY_REF_PREC + PARITY_UNARY_WORK_EXTRA);
+        mpfr_set_d(m, x, MPFR_RNDN);
+        mpfr_expm1(m, m, MPFR_RNDN);
+        mpfr_mul_d(ref, m, alpha, MPFR_RNDN);
+        mpfr_clear(m);
+    }
+    y = fabs(mpfr_get_d(ref, MPFR_RNDA));
+    a = (C_FN + 2.0) * parity_ulp_at(acc, y) + fabs(alpha) * C_FN * parity_ulp_at(acc, exp(x));
+    *pBound = parity_unary_bound(pCall, ref, y, a);
+    return 0;
+}
+
+const parity_op_def parity_op_softplus = {
+    "softplus",
+    "3 c_f ulp(softplus(beta x))/|beta| (exp, log1p within c_f = 4 ulps), + (c_f + 2) "
+    "ulp(beta x)/|beta| for beta x < 0 (oneDNN's reduced form cancels), + beta's rounding; "
+    "0.5 ulp_out",
+    1, 1, param_prepare, softplus_element, free, NULL, NULL, 0
+};
+
+const parity_op_def parity_op_elu = {
+    "elu",
+    "x <= 0: (c_f + 2) ulps + |alpha| c_f ulp(exp(x)) (exp within c_f = 4 ulps; exp(x) - 1 "
+    "cancels near 0), x > 0: exact; 0.5 ulp_out",
+    1, 1, param_prepare, elu_element, free, NULL, NULL, 0
+};
