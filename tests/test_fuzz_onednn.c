@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz/minimize.h"
 #include "fuzz/mutate.h"
 #include "fuzz/oracle.h"
 #include "fuzz/replay.h"
@@ -284,4 +285,57 @@ Test(onednn, a_short_campaign_runs_and_its_repros_fail_in_paritydiff)
         run_free(&r);
     }
     json_decref(pJ);
+}
+
+/* The stored findings (corpus/onednn/repros, README "Findings in oneDNN 2.6.3"): each is a
+ * pair paritydiff fails at /out with a local cause, its compiled side names oneDNN 2.6,
+ * and the failing elements are of the kind its signature says (non-finite or beyond the
+ * bound). Replaying them on the library is ctest's corpus_onednn_still_diverge. */
+Test(onednn, stored_findings_fail_in_paritydiff_at_out_with_their_kind)
+{
+    char zDir[4200], zErr[PARITY_ERR_LEN];
+    char **azRepro = NULL;
+    long n, i;
+    snprintf(zDir, sizeof zDir, "%s/../corpus/onednn/repros", TEST_SOURCE_DIR);
+    n = parity_replay_list(zDir, &azRepro, zErr, sizeof zErr);
+    cr_assert(n > 0, "no stored oneDNN finding under %s: %s", zDir, n < 0 ? zErr : "empty");
+    for (i = 0; i < n; i++) {
+        char zE[4400], zC[4400], zSig[512];
+        run_result r;
+        json_t *pDoc, *pOut = NULL, *pJ, *pClasses, *pId;
+        size_t k;
+        snprintf(zE, sizeof zE, "%s/eager.h5", azRepro[i]);
+        snprintf(zC, sizeof zC, "%s/compiled.h5", azRepro[i]);
+        cr_assert_eq(parity_repro_signature(azRepro[i], zSig, sizeof zSig, zErr, sizeof zErr), 0,
+                     "%s", zErr);
+        run_paritydiff(&r, "--json", "-", zE, zC, NULL);
+        cr_expect_eq(r.code, 1, "%s: exit %d: %s", azRepro[i], r.code, r.zErr);
+        pDoc = parse_json(r.zOut);
+        cr_assert_not_null(pDoc, "%s", azRepro[i]);
+        cr_expect_str_eq(json_string_value(json_object_get(pDoc, "first_divergence")), "/out",
+                         "%s", azRepro[i]);
+        for (k = 0; k < json_array_size(json_object_get(pDoc, "tensors")); k++) {
+            json_t *pT = json_array_get(json_object_get(pDoc, "tensors"), k);
+            if (!strcmp(json_string_value(json_object_get(pT, "name")), "/out")) pOut = pT;
+        }
+        cr_assert_not_null(pOut, "%s", azRepro[i]);
+        cr_expect_str_eq(json_string_value(json_object_get(pOut, "status")), "fail");
+        cr_expect_str_eq(json_string_value(json_object_get(pOut, "cause")), "local");
+        pJ = json_object_get(pOut, "judgement");
+        pClasses = json_object_get(pJ, "classes");
+        if (strstr(zSig, "diverges/nonfinite"))
+            cr_expect(json_integer_value(json_object_get(pClasses, "nonfinite_divergence")) > 0,
+                      "%s: %s", azRepro[i], zSig);
+        else
+            cr_expect(json_integer_value(json_object_get(pClasses, "compiled_worse")) > 0,
+                      "%s: %s", azRepro[i], zSig);
+        pId = json_object_get(json_object_get(pDoc, "identity"), "compiled");
+        cr_expect_str_eq(json_string_value(json_object_get(pId, "compiler")), "oneDNN");
+        cr_expect(strncmp(json_string_value(json_object_get(pId, "compiler_version")), "2.6.", 4)
+                  == 0, "%s", azRepro[i]);
+        cr_expect_not_null(json_object_get(pId, "implementation"), "%s", azRepro[i]);
+        json_decref(pDoc);
+        run_free(&r);
+    }
+    parity_replay_list_free(azRepro, n);
 }
