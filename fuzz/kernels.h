@@ -75,7 +75,8 @@ double kern_sqrt(const kern_ctx *pK, double x);
 
 /* ---- elementwise ops (one copy for both sides) --------------------------------------- */
 
-/* relu, gelu, silu, sigmoid, tanh, exp, log, sqrt, rsqrt, reciprocal, erf, neg, abs.
+/* relu, gelu, silu, sigmoid, tanh, exp, log, sqrt, rsqrt, reciprocal, erf, neg, abs,
+ * softplus, elu, mish.
  * PARITY_DEFECT_FASTMATH_NAN in defects makes relu drop NaN (builtin_compiled.c). */
 int kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
                char *zErr, size_t nErr);

@@ -52,7 +52,7 @@ PROTOCOL_VERSION = 1
 
 # Every op of the registry (tolerance/ops.c), in its order.
 REGISTRY_OPS = (
-    "relu gelu silu sigmoid tanh exp log sqrt rsqrt reciprocal erf neg abs "
+    "relu gelu silu sigmoid tanh exp log sqrt rsqrt reciprocal erf neg abs softplus elu mish "
     "matmul linear bmm scaled_dot_product_attention conv2d transpose permute reshape cast "
     "softmax log_softmax logsumexp var cumsum rms_norm layer_norm "
     "add sub mul div maximum minimum sum mean amax amin"
@@ -256,11 +256,18 @@ def write_output(path, case, t):
 class Unary(nn.Module):
     name: str
     approximate: str
+    beta: float
+    threshold: float
+    alpha: float
 
-    def __init__(self, name: str, approximate: str = "none"):
+    def __init__(self, name: str, approximate: str = "none", beta: float = 1.0,
+                 threshold: float = 20.0, alpha: float = 1.0):
         super().__init__()
         self.name = name
         self.approximate = approximate
+        self.beta = beta
+        self.threshold = threshold
+        self.alpha = alpha
 
     def forward(self, x: Tensor) -> Tensor:
         if self.name == "relu":
@@ -289,6 +296,12 @@ class Unary(nn.Module):
             return torch.neg(x)
         if self.name == "abs":
             return torch.abs(x)
+        if self.name == "softplus":
+            return F.softplus(x, beta=self.beta, threshold=self.threshold)
+        if self.name == "elu":
+            return F.elu(x, alpha=self.alpha)
+        if self.name == "mish":
+            return F.mish(x)
         raise RuntimeError("unknown unary op")
 
 
@@ -516,7 +529,8 @@ class Cast(nn.Module):
 
 # ---- from a case to a module -----------------------------------------------------------
 
-UNARY = "relu gelu silu sigmoid tanh exp log sqrt rsqrt reciprocal erf neg abs".split()
+UNARY = ("relu gelu silu sigmoid tanh exp log sqrt rsqrt reciprocal erf neg abs softplus elu "
+         "mish").split()
 BINARY = "add sub mul div maximum minimum".split()
 REDUCE = "sum mean amax amin".split()
 
@@ -571,7 +585,8 @@ def make_module(op, p, inputs):
     rank = x.dim()
     if op in UNARY:
         approximate = str(p.get("approximate", "none")) if op == "gelu" else "none"
-        return Unary(op, approximate)
+        return Unary(op, approximate, _float(p, "beta", 1.0), _float(p, "threshold", 20.0),
+                     _float(p, "alpha", 1.0))
     if op in BINARY:
         return Binary(op, _float(p, "alpha", 1.0))
     if op in REDUCE or op == "logsumexp":
