@@ -284,7 +284,15 @@ static int run_loop(const parity_campaign_options *pOpt, uint64_t seed, uint64_t
     for (i = 0; i < PARITY_DT_COUNT; i++)
         if ((dtypes & (1u << i)) && parity_spec_dtype_drawable((parity_dtype)i)) break;
     if (i == PARITY_DT_COUNT) {
-        snprintf(zErr, nErr, "--dtypes: target %s runs none of them", pOpt->zTarget);
+        char zRuns[128] = "";
+        size_t len = 0;
+        for (i = 0; i < PARITY_DT_COUNT; i++)
+            if (parity_target_runs_dtype(pT, (parity_dtype)i) &&
+                parity_spec_dtype_drawable((parity_dtype)i) && len < sizeof zRuns)
+                len += (size_t)snprintf(zRuns + len, sizeof zRuns - len, "%s%s", len ? ", " : "",
+                                        parity_dtype_name((parity_dtype)i));
+        snprintf(zErr, nErr, "--dtypes: target %s runs none of them (it runs %s)",
+                 pOpt->zTarget, zRuns);
         set_free(&ops);
         parity_target_close(pT);
         return -1;

@@ -160,7 +160,11 @@ def main():
             detail = (f"eager {best['eager']:.9g} compiled {best['compiled']:.9g}"
                       + (f" x {best['x']:.9g}" if best["x"] is not None else "")
                       + (f" ulp {best['compiled_ulp']:.3g}" if best.get("compiled_ulp") else ""))
-        print(f"{key[0]:12s} {key[1]:9s} {key[2]:16s} {len(g):4d}  {best['repro']}  {detail}")
+        ulps = [r["compiled_ulp"] for r in g if r.get("compiled_ulp") is not None]
+        scores = [r["score"] for r in g if r.get("score") is not None]
+        worst = (f" | worst of group: {max(ulps):.3g} ulp" if ulps else "") + \
+                (f", {max(scores):.3g}x bound" if scores else "")
+        print(f"{key[0]:12s} {key[1]:9s} {key[2]:16s} {len(g):4d}  {best['repro']}  {detail}{worst}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
