@@ -17,7 +17,7 @@ roots this runs paritydiff --json on it, takes /out's worst element and names it
         --state corpus/onednn/campaigns --into corpus/onednn/repros
 
 Prints one line per (op, dtype, kind) with the count and the smallest repro (fewest
-elements) as the representative. --curate copies chosen repros into the corpus under a
+elements) as the representative; only repros that a finished slice's summary lists count. --curate copies chosen repros into the corpus under a
 name that says what they show, with their signature file's paths rewritten and a
 "found by:" line naming the campaign slice (from the state folder) whose summary lists it.
 Tooling only: no tool of parity needs Python.
@@ -143,11 +143,22 @@ def main():
     args = ap.parse_args()
     if args.curate:
         return curate(args)
+    # only repros a finished campaign slice lists: a slice cut short (a killed run) leaves
+    # repros nobody can say how to reproduce
+    listed = set()
+    for dirpath, _, filenames in os.walk(args.state):
+        for name in filenames:
+            if name.startswith("slice-") and name.endswith(".json"):
+                with open(os.path.join(dirpath, name)) as f:
+                    for finding in json.load(f).get("findings", []):
+                        if finding.get("repro"):
+                            listed.add(os.path.realpath(finding["repro"]))
     rows = []
     for root in args.roots:
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            if "eager.h5" in filenames and "compiled.h5" in filenames:
+            if "eager.h5" in filenames and "compiled.h5" in filenames and \
+                    os.path.realpath(dirpath) in listed:
                 rows.append(triage(args.paritydiff, dirpath))
     groups = {}
     for r in rows:
