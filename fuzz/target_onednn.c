@@ -122,11 +122,15 @@ static const parity_attr *case_param(const parity_case *pCase, const char *zName
     return parity_attr_find(pCase->aParam, pCase->nParam, zName);
 }
 
+/* A float attribute of the case, or dflt when absent (the layout wrote it, so its type is
+ * right; parity_param_float is the registry's reader). */
 static double case_float(const parity_case *pCase, const char *zName, double dflt)
 {
-    const parity_attr *pA = case_param(pCase, zName);
-    if (!pA) return dflt;
-    return pA->kind == PARITY_ATTR_FLOAT ? pA->aFloat[0] : (double)pA->aInt[0];
+    double v = dflt;
+    char zErr[PARITY_ERR_LEN];
+    if (parity_param_float(pCase->aParam, pCase->nParam, zName, &v, zErr, sizeof zErr) != 1)
+        v = dflt;
+    return v;
 }
 
 static int op_is(const parity_case *pCase, const char *zOp)
@@ -509,34 +513,17 @@ static onednn_entry *entry_for(onednn_target *p, const parity_case *pCase, dnnl_
 
 /* ---- running -------------------------------------------------------------------------- */
 
-static uint16_t to_bf16(double v)
-{
-    float f = (float)v;       /* exact: v is a bfloat16 value */
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return (uint16_t)(u >> 16);
-}
-
-static double from_bf16(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 /* A buffer for md filled from aValue (n values), or zeroed when aValue is NULL. */
 static void *make_buffer(const dnnl_memory_desc_t *pMd, const double *aValue, uint64_t n)
 {
     size_t size = dnnl_memory_desc_get_size(pMd), i;
     void *pBuf = calloc(1, size ? size : 1);
     if (!pBuf || !aValue) return pBuf;
-    if (pMd->data_type == dnnl_bf16) {
-        uint16_t *a = pBuf;
-        for (i = 0; i < n && i < size / 2; i++) a[i] = to_bf16(aValue[i]);
-    } else {
-        float *a = pBuf;
-        for (i = 0; i < n && i < size / 4; i++) a[i] = (float)aValue[i];
+    {
+        parity_dtype dt = pMd->data_type == dnnl_bf16 ? PARITY_DT_BF16 : PARITY_DT_F32;
+        size_t width = parity_dtype_size(dt);
+        for (i = 0; i < n && i < size / width; i++)
+            parity_encode(dt, aValue[i], (unsigned char *)pBuf + i * width);
     }
     return pBuf;
 }
@@ -553,7 +540,6 @@ static parity_run_status onednn_run(parity_target *pT, parity_side side,
     dnnl_status_t st = dnnl_success;
     parity_run_status rs = PARITY_RUN_OK;
     int i, iOut = -1;
-    uint64_t k;
 
     if (!onednn_runs(pCase->spec.zOp) || !parity_builtin_supports(pCase->spec.zOp)) {
         snprintf(zErr, nErr, "onednn: no primitive for %s", pCase->spec.zOp);
@@ -600,13 +586,7 @@ static parity_run_status onednn_run(parity_target *pT, parity_side side,
         rs = PARITY_RUN_ERROR;
         goto done;
     }
-    if (pE->aArg[iOut].md.data_type == dnnl_bf16) {
-        const uint16_t *a = aBuf[iOut];
-        for (k = 0; k < pCase->nOut; k++) aOut[k] = from_bf16(a[k]);
-    } else {
-        const float *a = aBuf[iOut];
-        for (k = 0; k < pCase->nOut; k++) aOut[k] = a[k];
-    }
+    parity_decode(pCase->outDtype, aBuf[iOut], aOut, pCase->nOut);
 done:
     for (i = 0; i < pE->nArg; i++) {
         if (aMem[i]) dnnl_memory_destroy(aMem[i]);
