@@ -271,6 +271,8 @@ Test(onednn, a_short_campaign_runs_and_its_repros_fail_in_paritydiff)
         cr_expect(json_integer_value(json_object_get(pPerOp, azMapped[i])) > 0, "%s got no case",
                   azMapped[i]);
     pF = json_object_get(pJ, "findings");
+    /* oneDNN 2.6.3 drops NaN in relu, exp, maximum, ... (README): 1500 cases meet one */
+    cr_expect(json_array_size(pF) > 0, "no finding in 1500 cases of oneDNN 2.6");
     cr_log_info("%zu findings in 1500 cases", json_array_size(pF));
     for (i = 0; i < json_array_size(pF) && i < 6; i++) {
         const char *zRepro = json_string_value(json_object_get(json_array_get(pF, i), "repro"));
