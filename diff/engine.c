@@ -360,6 +360,20 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         if (is_failing_status(pRes->aTensor[k].status, pOpt->strict))
             pRes->zFirstDivergence = strdup(pRes->aTensor[k].zName);
     if (!pRes->inputsMatch) anyFail = 1;
+    /* run_failure (FORMAT.md): that side's run crashed, hung or errored, so the tensors it
+     * lacks were lost, not fused away; the pair fails whatever its tensors say. */
+    for (k = 0; k < 2; k++) {
+        const parity_attr *pA = parity_attr_find(k ? pRes->aCompiledRoot : pRes->aEagerRoot,
+                                                 k ? pRes->nCompiledRoot : pRes->nEagerRoot,
+                                                 "run_failure");
+        char zLine[1200];
+        if (!pA) continue;
+        anyFail = 1;
+        snprintf(zLine, sizeof zLine, "%s: its run failed: %.1000s", k ? "compiled" : "eager",
+                 pA->kind == PARITY_ATTR_STRING && pA->n == 1 ? pA->azStr[0]
+                                                               : "(run_failure is not a string)");
+        if (push_string(&pRes->azWarning, &pRes->nWarning, zLine) != 0) goto oom;
+    }
     pRes->verdict = anyError ? PARITY_VERDICT_ERROR
                   : anyFail ? PARITY_VERDICT_FAIL : PARITY_VERDICT_PASS;
     rc = 0;

@@ -6,6 +6,15 @@
  * fresh draws for an op picked uniformly. A case that the oracle flags is deduplicated by
  * its raw signature, minimized, deduplicated again by the signature of the minimized case
  * (canonical dims), and stored.
+ *
+ * Supervision: a target that runs foreign code in this process (onednn's JIT) can fault
+ * and take the campaign with it. Its campaigns always run as jobs (one or more child
+ * processes), and each job mirrors into shared memory its counters and the spec of the
+ * case in flight. When a job dies of a signal, the parent keeps its counts and starts it
+ * again with a new seed and the time left; the new job first re-runs the fatal case in a
+ * forked child (parity_target_isolate), minimizes it there and stores it as a finding of
+ * class crash, then searches on. A fault that does not recur when its case runs alone
+ * (it depends on what ran before) is said on stderr and not stored.
  */
 #include <errno.h>
 #include <poll.h>
@@ -13,12 +22,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "campaign.h"
 
 #define SIG_LEN 512
+#define SLOT_MAX_OPS 64
+#define MAX_RESTARTS 256
+
+/* What a supervised job shows its parent (shared memory; the job writes, the parent
+ * reads after the job has died). */
+enum { SLOT_IDLE, SLOT_RUNNING, SLOT_MINIMIZING };
+typedef struct {
+    volatile int state;
+    parity_case_spec spec;            /* the case in flight while SLOT_RUNNING */
+    uint64_t nExecs, nMinimizeExecs, nSkipped, nBitIdentical, nRawFindings;
+    size_t nOp;
+    char azOp[SLOT_MAX_OPS][PARITY_CASE_OP_LEN];
+    uint64_t anOpExecs[SLOT_MAX_OPS];
+} job_slot;
 
 volatile sig_atomic_t parity_campaign_interrupted = 0;
 
@@ -260,8 +284,69 @@ done:
     if (haveMin) parity_minimized_free(&min);
 }
 
+/* Mirrors the job's counters into its slot, so that they outlive a fault. */
+static void slot_mirror(job_slot *pSlot, const parity_campaign_result *pRes)
+{
+    size_t i;
+    if (!pSlot) return;
+    pSlot->nExecs = pRes->nExecs;
+    pSlot->nMinimizeExecs = pRes->nMinimizeExecs;
+    pSlot->nSkipped = pRes->nSkipped;
+    pSlot->nBitIdentical = pRes->nBitIdentical;
+    pSlot->nRawFindings = pRes->nRawFindings;
+    for (i = 0; i < pRes->nOp && i < SLOT_MAX_OPS; i++) {
+        if (i >= pSlot->nOp) snprintf(pSlot->azOp[i], sizeof pSlot->azOp[i], "%s", pRes->azOp[i]);
+        pSlot->anOpExecs[i] = pRes->anOpExecs[i];
+    }
+    pSlot->nOp = i;
+}
+
+/* The case the previous job died on, run again with its compiled side in a forked child:
+ * a crash there is stored (minimized in forked children too) like any finding. */
+static void rerun_fatal_case(const parity_campaign_options *pOpt, parity_target *pT,
+                             const parity_case_spec *pSpec, str_set *pRawSeen,
+                             str_set *pFinalSeen, parity_campaign_result *pRes, double t0,
+                             int fdParent)
+{
+    char zErr[PARITY_ERR_LEN], zDesc[1024];
+    parity_target *pIso = parity_target_isolate(pT, 0, zErr, sizeof zErr);
+    parity_case c;
+    parity_oracle_result r;
+    double *aE = NULL, *aC = NULL;
+
+    if (!pIso) {
+        fprintf(stderr, "parityfuzz: re-running the fatal case: %s\n", zErr);
+        return;
+    }
+    if (parity_case_expand(pSpec, &c, zErr, sizeof zErr) != 0) {
+        fprintf(stderr, "parityfuzz: re-running the fatal case: %s\n", zErr);
+        parity_target_close(pIso);
+        return;
+    }
+    aE = malloc((c.nOut ? c.nOut : 1) * sizeof *aE);
+    aC = malloc((c.nOut ? c.nOut : 1) * sizeof *aC);
+    if (aE && aC && parity_oracle_run(pIso, &c, aE, aC, &r) == 0) {
+        size_t iOp = op_slot(pRes, c.spec.zOp);     /* may grow anOpExecs: index after */
+        pRes->nExecs++;
+        pRes->anOpExecs[iOp]++;
+        if (r.cls == PARITY_FINDING_CRASH)
+            handle_finding(pOpt, pIso, &c, aE, aC, &r, pRawSeen, pFinalSeen, pRes, t0,
+                           fdParent);
+        else
+            fprintf(stderr, "parityfuzz: the target's process died during %s, but that case "
+                    "alone does not crash (%s): the fault depends on what ran before it\n",
+                    parity_case_describe(&c, zDesc, sizeof zDesc),
+                    parity_finding_class_name(r.cls));
+    }
+    free(aE);
+    free(aC);
+    parity_case_free(&c);
+    parity_target_close(pIso);
+}
+
 static int run_loop(const parity_campaign_options *pOpt, uint64_t seed, uint64_t maxExecs,
-                    int fdParent, parity_campaign_result *pRes, char *zErr, size_t nErr)
+                    int fdParent, job_slot *pSlot, const parity_case_spec *pFatal,
+                    parity_campaign_result *pRes, char *zErr, size_t nErr)
 {
     parity_target *pT;
     str_set ops = { 0 }, rawSeen = { 0 }, finalSeen = { 0 };
@@ -299,6 +384,10 @@ static int run_loop(const parity_campaign_options *pOpt, uint64_t seed, uint64_t
     }
     parity_rng_seed(&rng, seed);
     pRes->firstFinding = -1;
+    if (pFatal) {
+        rerun_fatal_case(pOpt, pT, pFatal, &rawSeen, &finalSeen, pRes, t0, fdParent);
+        slot_mirror(pSlot, pRes);
+    }
 
     for (;;) {
         parity_case_spec spec;
@@ -347,10 +436,15 @@ static int run_loop(const parity_campaign_options *pOpt, uint64_t seed, uint64_t
                 break;
             }
         }
+        if (pSlot) {
+            pSlot->spec = spec;
+            pSlot->state = SLOT_RUNNING;
+        }
         if (parity_oracle_run(pT, &c, aEager, aCompiled, &r) != 0) {
             /* the judge refused a case the layout made: our bug, say it and go on */
             fprintf(stderr, "parityfuzz: internal: %s\n", r.zDetail);
             parity_case_free(&c);
+            if (pSlot) pSlot->state = SLOT_IDLE;
             continue;
         }
         pRes->nExecs++;
@@ -360,9 +454,12 @@ static int run_loop(const parity_campaign_options *pOpt, uint64_t seed, uint64_t
         }
         if (r.cls == PARITY_FINDING_SKIPPED) pRes->nSkipped++;
         else if (r.bitIdentical) pRes->nBitIdentical++;
+        if (pSlot) pSlot->state = SLOT_MINIMIZING;
         if (r.cls != PARITY_FINDING_NONE && r.cls != PARITY_FINDING_SKIPPED)
             handle_finding(pOpt, pT, &c, aEager, aCompiled, &r, &rawSeen, &finalSeen, pRes, t0,
                            fdParent);
+        if (pSlot) pSlot->state = SLOT_IDLE;
+        slot_mirror(pSlot, pRes);
         parity_case_free(&c);
         prev = spec;
         havePrev = 1;
@@ -380,15 +477,18 @@ static int run_loop(const parity_campaign_options *pOpt, uint64_t seed, uint64_t
 
 /* ---- jobs ----------------------------------------------------------------------------- */
 
-/* Child side: runs its share and reports; never returns. */
-static void run_child(const parity_campaign_options *pOpt, int job, uint64_t maxExecs, int fd)
+/* Child side: runs its share and reports; never returns. A restarted job (restart > 0)
+ * draws from another seed, and re-runs pFatal first. */
+static void run_child(const parity_campaign_options *pOpt, int job, int restart,
+                      uint64_t maxExecs, int fd, job_slot *pSlot, const parity_case_spec *pFatal)
 {
     parity_campaign_result res;
     char zErr[PARITY_ERR_LEN], zMsg[PARITY_ERR_LEN + 200];
-    uint64_t seed = pOpt->seed + (uint64_t)job * 0x9E3779B97F4A7C15ull;
+    uint64_t seed = pOpt->seed + (uint64_t)job * 0x9E3779B97F4A7C15ull
+                  + (uint64_t)restart * 0xD1B54A32D192ED03ull;
     size_t i;
     memset(&res, 0, sizeof res);
-    if (run_loop(pOpt, seed, maxExecs, fd, &res, zErr, sizeof zErr) != 0) {
+    if (run_loop(pOpt, seed, maxExecs, fd, pSlot, pFatal, &res, zErr, sizeof zErr) != 0) {
         flatten(zErr);
         snprintf(zMsg, sizeof zMsg, "X %s\n", zErr);
         tell_parent(fd, zMsg);
@@ -414,6 +514,9 @@ typedef struct {
     size_t nBuf;
     uint64_t nExecs, nRaw, nSkipped;     /* from its latest status */
     int done;
+    uint64_t share;                      /* its max-execs (0: none) */
+    int restarts;                        /* times it died and was started again */
+    double tOffset;                      /* when its current process started (campaign s) */
 } job_state;
 
 /* Parses one line from a child into the aggregate. */
@@ -426,6 +529,7 @@ static void parent_line(job_state *pJob, char *zLine, parity_campaign_result *pR
     if (zLine[0] == 'S' && sscanf(zLine + 2, "%llu %llu %llu", &a, &b, &c) == 3) {
         pJob->nExecs = a; pJob->nRaw = b; pJob->nSkipped = c;
     } else if (zLine[0] == 'F' && sscanf(zLine + 2, "%lf\t%d\t", &t, &minimal) == 2) {
+        t += pJob->tOffset;
         char *azField[7], *z = zLine + 2;
         int k;
         for (k = 0; k < 7; k++) {
@@ -471,31 +575,127 @@ static int cmp_finding(const void *a, const void *b)
     return strcmp(((const parity_finding *)a)->zSignature, ((const parity_finding *)b)->zSignature);
 }
 
+/* Starts (or restarts) job j: its share of execs and time, counted from the campaign's
+ * start t0. Returns -1 with zErr when no process could be made. */
+static int start_job(const parity_campaign_options *pOpt, job_state *pJob, int j,
+                     uint64_t maxExecs, job_slot *pSlot, const parity_case_spec *pFatal,
+                     double t0, char *zErr, size_t nErr)
+{
+    parity_campaign_options opt = *pOpt;
+    int aPipe[2];
+    pJob->tOffset = now_s() - t0;
+    if (opt.timeLimit > 0) opt.timeLimit -= pJob->tOffset;
+    if (pSlot) memset(pSlot, 0, sizeof *pSlot);
+    if (pipe(aPipe) != 0) {
+        snprintf(zErr, nErr, "pipe: %s", strerror(errno));
+        pJob->done = 1;
+        pJob->fd = -1;
+        return -1;
+    }
+    fflush(NULL);
+    pJob->pid = fork();
+    if (pJob->pid == 0) {
+        close(aPipe[0]);
+        if (pOpt->maxExecs && maxExecs == 0) _exit(0);
+        run_child(&opt, j, pJob->restarts, maxExecs, aPipe[1], pSlot, pFatal);
+    }
+    close(aPipe[1]);
+    pJob->fd = aPipe[0];
+    if (pJob->pid < 0) {
+        snprintf(zErr, nErr, "fork: %s", strerror(errno));
+        close(aPipe[0]);
+        pJob->done = 1;
+        pJob->fd = -1;
+        return -1;
+    }
+    return 0;
+}
+
+/* A supervised job's pipe closed before its summary: if it died of a signal, keep what it
+ * counted and start it again on the rest of its time and execs, with the case it died on
+ * (when it died running one) to re-run first. */
+static void job_died(const parity_campaign_options *pOpt, job_state *pJob, int j,
+                     job_slot *pSlot, parity_campaign_result *pRes, double t0)
+{
+    int status = 0;
+    uint64_t left = 0;
+    parity_case_spec fatal;
+    int haveFatal = pSlot->state == SLOT_RUNNING;
+    size_t i;
+    char zErr[PARITY_ERR_LEN];
+
+    while (waitpid(pJob->pid, &status, 0) < 0 && errno == EINTR) {}
+    pJob->pid = 0;
+    if (!WIFSIGNALED(status)) {
+        if (!pRes->trouble) {
+            pRes->trouble = 1;
+            snprintf(pRes->zTrouble, sizeof pRes->zTrouble, "job %d ended without a summary", j);
+        }
+        return;
+    }
+    pJob->done = 1;
+    pRes->nExecs += pSlot->nExecs;
+    pRes->nMinimizeExecs += pSlot->nMinimizeExecs;
+    pRes->nSkipped += pSlot->nSkipped;
+    pRes->nBitIdentical += pSlot->nBitIdentical;
+    pRes->nRawFindings += pSlot->nRawFindings + (haveFatal ? 0 : 1);
+    for (i = 0; i < pSlot->nOp; i++) {
+        size_t iOp = op_slot(pRes, pSlot->azOp[i]);  /* may grow anOpExecs: index after */
+        pRes->anOpExecs[iOp] += pSlot->anOpExecs[i];
+    }
+    pJob->nExecs = pJob->nRaw = pJob->nSkipped = 0;
+    fatal = pSlot->spec;
+    fprintf(stderr, "parityfuzz: job %d: the target's process died of signal %d (%s)%s\n", j,
+            WTERMSIG(status), strsignal(WTERMSIG(status)),
+            haveFatal ? "; re-running that case alone, then going on"
+                      : " while minimizing a finding; going on (nothing to store)");
+    if (pOpt->maxExecs) {
+        if (pSlot->nExecs >= pJob->share) return;
+        left = pJob->share - pSlot->nExecs;
+    }
+    if (pOpt->timeLimit > 0 && now_s() - t0 >= pOpt->timeLimit) return;
+    if (parity_campaign_interrupted || (pOpt->stopAfterFirst && pRes->nFinding > 0)) return;
+    if (pJob->restarts >= MAX_RESTARTS) {
+        pRes->trouble = 1;
+        snprintf(pRes->zTrouble, sizeof pRes->zTrouble, "job %d died %d times: not restarted",
+                 j, pJob->restarts + 1);
+        return;
+    }
+    pJob->restarts++;
+    pJob->done = 0;
+    if (start_job(pOpt, pJob, j, left, pSlot, haveFatal ? &fatal : NULL, t0, zErr,
+                  sizeof zErr) != 0) {
+        pRes->trouble = 1;
+        snprintf(pRes->zTrouble, sizeof pRes->zTrouble, "restarting job %d: %s", j, zErr);
+    }
+}
+
 static int run_jobs(const parity_campaign_options *pOpt, parity_campaign_result *pRes,
                     char *zErr, size_t nErr)
 {
     int nJob = pOpt->jobs, j, nOpen;
     job_state *aJob = calloc((size_t)nJob, sizeof *aJob);
+    job_slot *aSlot = NULL;
+    size_t nSlotBytes = (size_t)nJob * sizeof *aSlot;
     str_set seen = { 0 };
     double t0 = now_s(), tStatus = t0;
     if (!aJob) { snprintf(zErr, nErr, "out of memory"); return -1; }
-    pRes->firstFinding = -1;
-    fflush(NULL);
-    for (j = 0; j < nJob; j++) {
-        int aPipe[2];
-        uint64_t share = 0;
-        if (pOpt->maxExecs)
-            share = pOpt->maxExecs / (uint64_t)nJob + ((uint64_t)j < pOpt->maxExecs % (uint64_t)nJob);
-        if (pipe(aPipe) != 0) { snprintf(zErr, nErr, "pipe: %s", strerror(errno)); break; }
-        aJob[j].pid = fork();
-        if (aJob[j].pid == 0) {
-            close(aPipe[0]);
-            if (pOpt->maxExecs && share == 0) _exit(0);
-            run_child(pOpt, j, share, aPipe[1]);
+    if (parity_target_spec_in_process(pOpt->zTarget)) {
+        aSlot = mmap(NULL, nSlotBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (aSlot == MAP_FAILED) {
+            snprintf(zErr, nErr, "mmap: %s", strerror(errno));
+            free(aJob);
+            return -1;
         }
-        close(aPipe[1]);
-        aJob[j].fd = aPipe[0];
-        if (aJob[j].pid < 0) { close(aPipe[0]); aJob[j].done = 1; aJob[j].fd = -1; }
+    }
+    pRes->firstFinding = -1;
+    for (j = 0; j < nJob; j++) {
+        if (pOpt->maxExecs)
+            aJob[j].share = pOpt->maxExecs / (uint64_t)nJob
+                          + ((uint64_t)j < pOpt->maxExecs % (uint64_t)nJob);
+        if (start_job(pOpt, &aJob[j], j, aJob[j].share, aSlot ? &aSlot[j] : NULL, NULL, t0,
+                      zErr, nErr) != 0)
+            break;
     }
     for (;;) {
         struct pollfd aPfd[256];
@@ -517,7 +717,14 @@ static int run_jobs(const parity_campaign_options *pOpt, parity_campaign_result 
             char *pNl;
             if (!(aPfd[j].revents & (POLLIN | POLLHUP | POLLERR))) continue;
             n = read(pJob->fd, pJob->aBuf + pJob->nBuf, sizeof pJob->aBuf - 1 - pJob->nBuf);
-            if (n <= 0) { close(pJob->fd); pJob->fd = -1; continue; }
+            if (n <= 0) {
+                close(pJob->fd);
+                pJob->fd = -1;
+                pJob->nBuf = 0;
+                if (aSlot && !pJob->done && pJob->pid > 0)
+                    job_died(pOpt, pJob, aMap[j], &aSlot[aMap[j]], pRes, t0);
+                continue;
+            }
             pJob->nBuf += (size_t)n;
             pJob->aBuf[pJob->nBuf] = '\0';
             while ((pNl = strchr(pJob->aBuf, '\n')) != NULL) {
@@ -562,6 +769,7 @@ static int run_jobs(const parity_campaign_options *pOpt, parity_campaign_result 
     if (pOpt->progress) print_status(pRes, pRes->elapsed, 1);
     set_free(&seen);
     free(aJob);
+    if (aSlot) munmap(aSlot, nSlotBytes);
     if (pRes->trouble && pRes->nExecs == 0 && zErr[0]) return -1;
     return 0;
 }
@@ -571,6 +779,7 @@ int parity_campaign_run(const parity_campaign_options *pOpt, parity_campaign_res
 {
     memset(pRes, 0, sizeof *pRes);
     zErr[0] = '\0';
-    if (pOpt->jobs > 1) return run_jobs(pOpt, pRes, zErr, nErr);
-    return run_loop(pOpt, pOpt->seed, pOpt->maxExecs, -1, pRes, zErr, nErr);
+    if (pOpt->jobs > 1 || parity_target_spec_in_process(pOpt->zTarget))
+        return run_jobs(pOpt, pRes, zErr, nErr);
+    return run_loop(pOpt, pOpt->seed, pOpt->maxExecs, -1, NULL, NULL, pRes, zErr, nErr);
 }

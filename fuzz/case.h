@@ -164,10 +164,12 @@ typedef struct {
  * spec (FORMAT.md, "Fuzz cases"). When aOut is given the output is written as "/out" with
  * the op, inputs and parameters as its attributes, and zSide ("eager", "compiled") and
  * zTarget go to the root, which makes the file one side of a diffable pair; pId (may be
- * NULL) adds compiler, compiler_version, isa and implementation there. Atomic. */
+ * NULL) adds compiler, compiler_version, isa and implementation there, and zRunFailure (may
+ * be NULL) the root attribute run_failure: the side's run crashed, hung or failed, which
+ * makes paritydiff fail the pair whatever its tensors say. Atomic. */
 int parity_case_write(const parity_case *pCase, const double *aOut, const char *zSide,
-                      const char *zTarget, const parity_case_identity *pId, const char *zFile,
-                      char *zErr, size_t nErr);
+                      const char *zTarget, const parity_case_identity *pId,
+                      const char *zRunFailure, const char *zFile, char *zErr, size_t nErr);
 /* Reads a case file (or a repro's eager.h5/compiled.h5) back: the spec from the root
  * attributes and the stored input values. Checks the version and that the layout of the
  * stored spec reproduces the stored shapes. */

@@ -43,8 +43,8 @@ static int write_param(parity_writer *pW, const char *zPath, const char *zName,
 }
 
 int parity_case_write(const parity_case *pCase, const double *aOut, const char *zSide,
-                      const char *zTarget, const parity_case_identity *pId, const char *zFile,
-                      char *zErr, size_t nErr)
+                      const char *zTarget, const parity_case_identity *pId,
+                      const char *zRunFailure, const char *zFile, char *zErr, size_t nErr)
 {
     const parity_case_spec *pS = &pCase->spec;
     parity_writer *pW = NULL;
@@ -87,6 +87,7 @@ int parity_case_write(const parity_case *pCase, const double *aOut, const char *
         for (i = 0; i < sizeof azKey / sizeof azKey[0]; i++)
             if (azValue[i][0]) W_CHECK(parity_writer_attr_string(pW, "/", azKey[i], azValue[i]));
     }
+    if (zRunFailure) W_CHECK(parity_writer_attr_string(pW, "/", "run_failure", zRunFailure));
     for (i = 0; i < pCase->nIn; i++) {
         const parity_operand *pIn = &pCase->aIn[i];
         snprintf(zName, sizeof zName, "/%s", pIn->zName);

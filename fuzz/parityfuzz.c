@@ -261,6 +261,8 @@ static int run_replay(const cli_options *pCli)
         return 2;
     }
     pT = parity_target_open(pO->zTarget, pO->defects, pO->caseTimeout, zErr, sizeof zErr);
+    /* a repro may be a crash of an in-process JIT: replay must outlive it */
+    if (pT && pT->inProcess) pT = parity_target_isolate(pT, 1, zErr, sizeof zErr);
     if (!pT) {
         parity_replay_list_free(azRepro, n);
         fprintf(stderr, "parityfuzz: %s\n", zErr);

@@ -77,8 +77,13 @@ int parity_repro_write(const char *zOutDir, const parity_case *pCase, const doub
                        const parity_case_identity *pId, char *zPath, size_t nPath, char *zErr,
                        size_t nErr)
 {
-    char zTmp[4200], zFinal[4200], zFile[4300], zHash[17];
+    char zTmp[4200], zFinal[4200], zFile[4300], zHash[17], zFailure[PARITY_ERR_LEN + 160];
     const double *aCompiledOut = pR->compiledStatus == PARITY_RUN_OK ? aCompiled : NULL;
+    /* a compiled side that crashed, hung or errored wrote no /out: say why in its file,
+     * so paritydiff fails the pair instead of passing what is there */
+    if (!aCompiledOut)
+        snprintf(zFailure, sizeof zFailure, "%s: %s", parity_finding_class_name(pR->cls),
+                 pR->zDetail);
 
     if (make_dirs(zOutDir, zErr, nErr) != 0) return -1;
     parity_signature_hash(zSignature, zHash);
@@ -90,9 +95,11 @@ int parity_repro_write(const char *zOutDir, const parity_case *pCase, const doub
         return -1;
     }
     snprintf(zFile, sizeof zFile, "%s/eager.h5", zTmp);
-    if (parity_case_write(pCase, aEager, "eager", zTarget, NULL, zFile, zErr, nErr) != 0) goto fail;
+    if (parity_case_write(pCase, aEager, "eager", zTarget, NULL, NULL, zFile, zErr, nErr) != 0)
+        goto fail;
     snprintf(zFile, sizeof zFile, "%s/compiled.h5", zTmp);
-    if (parity_case_write(pCase, aCompiledOut, "compiled", zTarget, pId, zFile, zErr, nErr) != 0)
+    if (parity_case_write(pCase, aCompiledOut, "compiled", zTarget, pId,
+                          aCompiledOut ? NULL : zFailure, zFile, zErr, nErr) != 0)
         goto fail;
     snprintf(zFile, sizeof zFile, "%s/signature", zTmp);
     if (write_signature_file(zFile, pCase, pR, zSignature, zTarget, defects, pId, zFinal) != 0) {

@@ -81,6 +81,11 @@ parity_target *parity_target_open(const char *zSpec, uint32_t defects, double ca
     return NULL;
 }
 
+int parity_target_spec_in_process(const char *zSpec)
+{
+    return strcmp(zSpec, "onednn") == 0 || strncmp(zSpec, "onednn:", 7) == 0;
+}
+
 int parity_target_runs_dtype(const parity_target *pT, parity_dtype dt)
 {
     return pT->dtypes == 0 || (pT->dtypes & (1u << dt)) != 0;

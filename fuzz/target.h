@@ -45,6 +45,9 @@ struct parity_target {
     int (*xIdentity)(parity_target *pT, const parity_case *pCase, parity_case_identity *pId);
     uint32_t defects;         /* builtin: the defect bits switched on */
     uint32_t dtypes;          /* bit (1 << dtype) per case dtype it runs; 0: every dtype */
+    int inProcess;            /* runs foreign code (a JIT) in this process: a fault there
+                               * would end parityfuzz (campaigns supervise it, replay
+                               * isolates it: parity_target_isolate) */
 };
 
 /* Opens a target by name ("builtin" or "cmd:COMMAND"); defects only for builtin.
@@ -58,6 +61,14 @@ parity_target *parity_target_cmd_open(const char *zCommand, double caseTimeout, 
 /* The onednn target (target_onednn.c), JIT capped at zIsa when given; present when the
  * build found oneDNN (PARITY_HAVE_ONEDNN). */
 parity_target *parity_target_onednn_open(const char *zIsa, char *zErr, size_t nErr);
+/* 1 when the target named zSpec runs foreign code in this process (onednn): campaigns
+ * then run under a supervisor that survives the target's faults (campaign.c). */
+int parity_target_spec_in_process(const char *zSpec);
+/* A target whose compiled side runs pInner's in a forked child (target_isolate.c): a fault
+ * there is PARITY_RUN_CRASH, "died of signal N (name)". The eager side runs in this
+ * process. With ownInner, closing it closes pInner. NULL with zErr on failure. */
+parity_target *parity_target_isolate(parity_target *pInner, int ownInner, char *zErr,
+                                     size_t nErr);
 /* 1 when the target accepts case dtype dt. */
 int parity_target_runs_dtype(const parity_target *pT, parity_dtype dt);
 

@@ -247,7 +247,7 @@ static parity_run_status cmd_run(parity_target *pT, parity_side side, const pari
     snprintf(zCase, sizeof zCase, "%s/case.h5", p->zDir);
     snprintf(zOutFile, sizeof zOutFile, "%s/out-%s.h5", p->zDir, zSide);
     unlink(zOutFile);
-    if (parity_case_write(pCase, NULL, NULL, NULL, NULL, zCase, zErr, nErr) != 0) return PARITY_RUN_ERROR;
+    if (parity_case_write(pCase, NULL, NULL, NULL, NULL, NULL, zCase, zErr, nErr) != 0) return PARITY_RUN_ERROR;
     len = (size_t)snprintf(zReq, sizeof zReq, "RUN %s %s %s\n", zSide, zCase, zOutFile);
     if (write(p->fdIn, zReq, len) != (ssize_t)len) {
         int status = worker_stop(p, 1);

@@ -545,7 +545,7 @@ static parity_run_status onednn_run(parity_target *pT, parity_side side,
         snprintf(zErr, nErr, "onednn: no primitive for %s", pCase->spec.zOp);
         return PARITY_RUN_SKIP;
     }
-    if (!(pT->dtypes & (1u << pCase->spec.dtype))) {
+    if (!parity_target_runs_dtype(pT, pCase->spec.dtype)) {
         snprintf(zErr, nErr, "onednn: %s cases are not run (float32%s only)",
                  parity_dtype_name(pCase->spec.dtype),
                  (pT->dtypes & (1u << PARITY_DT_BF16)) ? " and bfloat16" : "");
@@ -709,6 +709,7 @@ parity_target *parity_target_onednn_open(const char *zIsa, char *zErr, size_t nE
              zIsa && *zIsa ? zIsa : "");
     p->base.zName = p->zName;
     p->base.xRun = onednn_run;
+    p->base.inProcess = 1;
     p->base.xSupports = onednn_supports;
     p->base.xIdentity = onednn_identity;
     p->base.xClose = onednn_close;

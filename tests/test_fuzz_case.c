@@ -285,7 +285,7 @@ Test(fuzz_case, case_files_round_trip_with_special_values)
         c.aIn[0].aValue[0] = -0.0;
         c.aIn[0].aValue[1] = parity_dtype_smallest_normal(aDt[i]) / 4;
         cr_assert_eq(c.nIn, 3);
-        cr_assert_eq(parity_case_write(&c, NULL, NULL, NULL, NULL, zFile, zErr, sizeof zErr), 0, "%s", zErr);
+        cr_assert_eq(parity_case_write(&c, NULL, NULL, NULL, NULL, NULL, zFile, zErr, sizeof zErr), 0, "%s", zErr);
         cr_assert_eq(parity_case_read(zFile, &back, zErr, sizeof zErr), 0, "%s", zErr);
         cr_assert(back.fromStore);
         cr_assert_str_eq(back.spec.zOp, "layer_norm");

@@ -1,14 +1,20 @@
 /*
  * test_fuzz_worker.c - the cmd: target: a worker that runs fine, diverges, crashes, hangs,
  * errors, breaks the protocol or never starts (tests/fixtures/fake_worker.py), and the
- * example PyTorch worker (fuzz/workers/torch_worker.py) where python3-torch is installed.
+ * example PyTorch worker (fuzz/workers/torch_worker.py) where python3-torch is installed;
+ * and the isolation of in-process targets (target_isolate.c) with a fake target that
+ * faults, exits, errors or answers.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "fuzz/oracle.h"
 #include "support.h"
 
 static void make_dir(void)
@@ -85,8 +91,105 @@ Test(fuzz_worker, crashes_are_recorded_and_the_worker_restarted)
               json_string_value(json_object_get(pF, "detail")));
     /* every case ran: the worker came back after each crash */
     cr_assert_eq(json_integer_value(json_object_get(pDoc, "execs")), 12);
+    /* the repro's compiled side has no /out: it says why, and paritydiff fails the pair
+     * instead of passing the inputs that are there */
+    {
+        const char *zRepro = json_string_value(json_object_get(pF, "repro"));
+        char zE[4400], zC[4400];
+        run_result d;
+        cr_assert_not_null(zRepro);
+        snprintf(zE, sizeof zE, "%s/eager.h5", zRepro);
+        snprintf(zC, sizeof zC, "%s/compiled.h5", zRepro);
+        run_paritydiff(&d, zE, zC, NULL);
+        cr_assert_eq(d.code, 1, "paritydiff on a crash repro: exit %d\n%s%s", d.code, d.zOut,
+                     d.zErr);
+        cr_assert(strstr(d.zOut, "compiled: its run failed: crash: ") &&
+                  strstr(d.zOut, "signal 11"), "%s", d.zOut);
+        run_free(&d);
+    }
     json_decref(pDoc);
     run_free(&r);
+}
+
+/* ---- in-process targets in a forked child (target_isolate.c) ---------------------------- */
+
+/* A fake in-process target: its compiled side answers x + 1, except on a case whose first
+ * input starts with 13 (it faults), 14 (it exits), 15 (it reports an error). */
+static parity_run_status fake_run(parity_target *pT, parity_side side, const parity_case *pC,
+                                  double *aOut, char *zErr, size_t nErr)
+{
+    uint64_t i;
+    double first = pC->aIn[0].aValue[0];
+    (void)pT;
+    if (side == PARITY_SIDE_COMPILED && first == 13.0) raise(SIGSEGV);
+    if (side == PARITY_SIDE_COMPILED && first == 14.0) _exit(7);
+    if (side == PARITY_SIDE_COMPILED && first == 15.0) {
+        snprintf(zErr, nErr, "fake: refused");
+        return PARITY_RUN_ERROR;
+    }
+    for (i = 0; i < pC->nOut; i++) aOut[i] = pC->aIn[0].aValue[i] + (side == PARITY_SIDE_COMPILED);
+    return PARITY_RUN_OK;
+}
+
+static int fake_supports(parity_target *pT, const char *zOp) { (void)pT; (void)zOp; return 1; }
+static void fake_close(parity_target *pT) { (void)pT; }
+
+static parity_run_status run_isolated(parity_target *pIso, parity_case *pC, double first,
+                                      double *aOut, char *zErr, size_t nErr)
+{
+    pC->aIn[0].aValue[0] = first;
+    return pIso->xRun(pIso, PARITY_SIDE_COMPILED, pC, aOut, zErr, nErr);
+}
+
+Test(fuzz_worker, an_isolated_in_process_target_turns_faults_into_crashes)
+{
+    parity_target fake = { "fake", fake_run, fake_supports, fake_close, NULL, 0, 0, 1 };
+    parity_case_spec s;
+    parity_case c;
+    char zErr[PARITY_ERR_LEN];
+    parity_target *pIso;
+    double *aOut;
+    uint64_t i;
+
+    memset(&s, 0, sizeof s);
+    snprintf(s.zOp, sizeof s.zOp, "relu");
+    s.dtype = PARITY_DT_F32;
+    s.variant = 3;                /* rank 3 */
+    s.nDim = 5;
+    for (i = 0; i < 5; i++) s.aDim[i] = 24;   /* an output of many pages passes the pipe whole */
+    s.seed = 3;
+    cr_assert_eq(parity_case_expand(&s, &c, zErr, sizeof zErr), 0, "%s", zErr);
+    cr_assert_gt(c.nOut, 10000);
+    aOut = calloc(c.nOut, sizeof *aOut);
+    pIso = parity_target_isolate(&fake, 0, zErr, sizeof zErr);
+    cr_assert_not_null(pIso, "%s", zErr);
+    cr_assert_eq(pIso->inProcess, 0, "the wrapper is safe to run in a campaign's process");
+
+    /* an answer comes back bit for bit, NaN and -0 included */
+    c.aIn[0].aValue[1] = NAN;
+    c.aIn[0].aValue[2] = -1.0;
+    cr_assert_eq(run_isolated(pIso, &c, 2.0, aOut, zErr, sizeof zErr), PARITY_RUN_OK, "%s", zErr);
+    for (i = 0; i < c.nOut; i++) {
+        double want = c.aIn[0].aValue[i] + 1.0;
+        cr_assert(aOut[i] == want || (isnan(want) && isnan(aOut[i])), "element %llu",
+                  (unsigned long long)i);
+    }
+    cr_assert(aOut[2] == 0.0 && !signbit(aOut[2]));
+    /* a fault is a crash named by its signal, and this process lives on */
+    cr_assert_eq(run_isolated(pIso, &c, 13.0, aOut, zErr, sizeof zErr), PARITY_RUN_CRASH);
+    cr_assert(strstr(zErr, "died of signal 11"), "%s", zErr);
+    /* an exit without an answer is a crash too */
+    cr_assert_eq(run_isolated(pIso, &c, 14.0, aOut, zErr, sizeof zErr), PARITY_RUN_CRASH);
+    cr_assert(strstr(zErr, "without a result (exit 7)"), "%s", zErr);
+    /* an error passes through with its message */
+    cr_assert_eq(run_isolated(pIso, &c, 15.0, aOut, zErr, sizeof zErr), PARITY_RUN_ERROR);
+    cr_assert_str_eq(zErr, "fake: refused");
+    /* the eager side runs here, unchanged */
+    cr_assert_eq(pIso->xRun(pIso, PARITY_SIDE_EAGER, &c, aOut, zErr, sizeof zErr), PARITY_RUN_OK);
+    cr_assert_eq(aOut[0], 15.0);
+    parity_target_close(pIso);
+    free(aOut);
+    parity_case_free(&c);
 }
 
 Test(fuzz_worker, hangs_are_killed_and_recorded)
