@@ -11,6 +11,7 @@ roots this runs paritydiff --json on it, takes /out's worst element and names it
   flush-subnormal eager is a nonzero subnormal of float32, compiled is zero
   flush-normal    eager is a nonzero normal number, compiled is zero
   accuracy        both finite and nonzero: an error beyond the bound, in ulps of the output
+  crash, hang, error  the compiled side gave no output (the signature's class)
 
     scripts/onednn-triage.py build/paritydiff /var/tmp/onednn-repros [--json FILE]
     scripts/onednn-triage.py build/paritydiff --curate NAME=REPRO ... \
@@ -26,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,7 +58,28 @@ def kind_of(e, c):
     return "accuracy"
 
 
+def signature_fields(repro):
+    """The signature file's "key: value" lines (class, case, detail, ...)."""
+    fields = {}
+    with open(os.path.join(repro, "signature")) as f:
+        for line in f:
+            key, sep, value = line.partition(": ")
+            if sep:
+                fields.setdefault(key, value.strip())
+    return fields
+
+
 def triage(paritydiff, repro):
+    sig = signature_fields(repro)
+    if sig.get("class") in ("crash", "hang", "error"):
+        # no compiled output to compare: the kind is the class, the case says the rest
+        case = sig.get("case", "? ?").split()
+        elements = 1
+        for dims in re.findall(r"\[([0-9, ]*)\]", sig.get("case", "")):
+            for d in dims.split(","):
+                elements *= int(d) if d.strip() else 1
+        return {"repro": repro, "op": case[0], "dtype": case[1], "kind": sig["class"],
+                "elements": elements, "detail": f"{sig.get('case')}: {sig.get('detail')}"}
     p = subprocess.run([paritydiff, "--json", "-", f"{repro}/eager.h5", f"{repro}/compiled.h5"],
                        capture_output=True, text=True)
     if p.returncode != 1:
@@ -166,7 +189,7 @@ def main():
     for key in sorted(groups):
         g = sorted(groups[key], key=lambda r: r.get("elements", 0))
         best = g[0]
-        detail = ""
+        detail = best.get("detail", "")
         if "eager" in best:
             detail = (f"eager {best['eager']:.9g} compiled {best['compiled']:.9g}"
                       + (f" x {best['x']:.9g}" if best["x"] is not None else "")
