@@ -182,6 +182,13 @@ static int is_failing_status(parity_status st, int strict)
            (strict && (st == PARITY_ST_MISSING_IN_COMPILED || st == PARITY_ST_MISSING_IN_EAGER));
 }
 
+/* A tensor missing from a side whose run failed (aLost[0] eager, aLost[1] compiled). */
+static int is_lost(parity_status st, const int *aLost)
+{
+    return (aLost[1] && st == PARITY_ST_MISSING_IN_COMPILED) ||
+           (aLost[0] && st == PARITY_ST_MISSING_IN_EAGER);
+}
+
 /* Did any input of pT fail earlier in execution order (or differ, for graph inputs)? */
 static int upstream_failed(const parity_diff_result *pRes, const parity_tensor_info *pT)
 {
@@ -239,7 +246,7 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     char **azWarn = NULL, *aIsInput = NULL, *aMatched = NULL;
     const parity_attr *aRoot;
     size_t nRoot;
-    int rc = -1, anyError = 0, anyFail = 0;
+    int rc = -1, anyError = 0, anyFail = 0, aLost[2] = { 0, 0 };
 
     memset(pRes, 0, sizeof *pRes);
     pRes->inputsMatch = 1;
@@ -344,24 +351,9 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         }
     }
 
-    /* First divergence: the earliest failing tensor in execution order that is not an echo
-     * of an earlier failure (cause "propagated" means its own kernel was right for the
-     * inputs it got). Without op models this is simply the earliest failing tensor. */
-    for (k = 0; k < pRes->nTensor; k++) {
-        const parity_tensor_result *pR = &pRes->aTensor[k];
-        if (pR->status == PARITY_ST_ERROR) anyError = 1;
-        if (is_failing_status(pR->status, pOpt->strict)) {
-            anyFail = 1;
-            if (!pRes->zFirstDivergence && !(pR->zCause && strcmp(pR->zCause, "propagated") == 0))
-                pRes->zFirstDivergence = strdup(pR->zName);
-        }
-    }
-    for (k = 0; k < pRes->nTensor && !pRes->zFirstDivergence; k++)
-        if (is_failing_status(pRes->aTensor[k].status, pOpt->strict))
-            pRes->zFirstDivergence = strdup(pRes->aTensor[k].zName);
-    if (!pRes->inputsMatch) anyFail = 1;
     /* run_failure (FORMAT.md): that side's run crashed, hung or errored, so the tensors it
-     * lacks were lost, not fused away; the pair fails whatever its tensors say. */
+     * lacks were lost, not fused away: they fail, and the pair fails whatever the tensors
+     * that are there say. */
     for (k = 0; k < 2; k++) {
         const parity_attr *pA = parity_attr_find(k ? pRes->aCompiledRoot : pRes->aEagerRoot,
                                                  k ? pRes->nCompiledRoot : pRes->nEagerRoot,
@@ -369,11 +361,30 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         char zLine[1200];
         if (!pA) continue;
         anyFail = 1;
+        aLost[k] = 1;
         snprintf(zLine, sizeof zLine, "%s: its run failed: %.1000s", k ? "compiled" : "eager",
                  pA->kind == PARITY_ATTR_STRING && pA->n == 1 ? pA->azStr[0]
                                                                : "(run_failure is not a string)");
         if (push_string(&pRes->azWarning, &pRes->nWarning, zLine) != 0) goto oom;
     }
+    /* First divergence: the earliest failing tensor in execution order that is not an echo
+     * of an earlier failure (cause "propagated" means its own kernel was right for the
+     * inputs it got). Without op models this is simply the earliest failing tensor. */
+    for (k = 0; k < pRes->nTensor; k++) {
+        const parity_tensor_result *pR = &pRes->aTensor[k];
+        if (pR->status == PARITY_ST_ERROR) anyError = 1;
+        if (is_failing_status(pR->status, pOpt->strict) ||
+            is_lost(pR->status, aLost)) {
+            anyFail = 1;
+            if (!pRes->zFirstDivergence && !(pR->zCause && strcmp(pR->zCause, "propagated") == 0))
+                pRes->zFirstDivergence = strdup(pR->zName);
+        }
+    }
+    for (k = 0; k < pRes->nTensor && !pRes->zFirstDivergence; k++)
+        if (is_failing_status(pRes->aTensor[k].status, pOpt->strict) ||
+            is_lost(pRes->aTensor[k].status, aLost))
+            pRes->zFirstDivergence = strdup(pRes->aTensor[k].zName);
+    if (!pRes->inputsMatch) anyFail = 1;
     pRes->verdict = anyError ? PARITY_VERDICT_ERROR
                   : anyFail ? PARITY_VERDICT_FAIL : PARITY_VERDICT_PASS;
     rc = 0;

@@ -105,6 +105,8 @@ Test(fuzz_worker, crashes_are_recorded_and_the_worker_restarted)
                      d.zErr);
         cr_assert(strstr(d.zOut, "compiled: its run failed: crash: ") &&
                   strstr(d.zOut, "signal 11"), "%s", d.zOut);
+        /* the output the crash lost is where the pair diverges first */
+        cr_assert(strstr(d.zOut, "first divergence: /out"), "%s", d.zOut);
         run_free(&d);
     }
     json_decref(pDoc);
