@@ -242,7 +242,15 @@ static void handle_finding(const parity_campaign_options *pOpt, parity_target *p
          * get a small budget (their dims shrink less far; "minimal" says so). */
         uint64_t budget = pR->cls == PARITY_FINDING_DIVERGES ? PARITY_MINIMIZE_BUDGET
                         : pR->cls == PARITY_FINDING_HANG ? 6 : 16;
-        if (parity_minimize(pT, &pCase->spec, pR, budget, &min, zErr, sizeof zErr) == 0) {
+        /* --time bounds the campaign: a minimization still running at its end gets a
+         * grace of a tenth of it (at most 30 s), then stores what it has (not minimal) */
+        double deadline = 0;
+        if (pOpt->timeLimit > 0) {
+            double grace = pOpt->timeLimit / 10 < 30 ? pOpt->timeLimit / 10 : 30;
+            deadline = t0 + pOpt->timeLimit + grace;
+        }
+        if (parity_minimize(pT, &pCase->spec, pR, budget, deadline, &min, zErr,
+                            sizeof zErr) == 0) {
             haveMin = 1;
             pRes->nMinimizeExecs += min.nExecs;
             pStore = &min.minimized;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "minimize.h"
 
 /* Same class, and for divergences the same kind: a NaN finding must not turn into a
@@ -27,7 +28,24 @@ typedef struct {
     parity_target *pT;
     const parity_oracle_result *pWant;
     uint64_t budget, nExecs;
+    double deadline;          /* CLOCK_MONOTONIC seconds; 0: none */
 } min_ctx;
+
+/* Spent: the exec budget is used up, or the deadline passed (which then also ends the
+ * budget, so every later check agrees and "minimal" comes out 0). */
+static int spent(min_ctx *pCtx)
+{
+    if (pCtx->nExecs >= pCtx->budget) return 1;
+    if (pCtx->deadline > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if ((double)ts.tv_sec + ts.tv_nsec * 1e-9 >= pCtx->deadline) {
+            pCtx->budget = pCtx->nExecs;
+            return 1;
+        }
+    }
+    return 0;
+}
 
 /* Expands pSpec and checks it; on success *pCase holds it (caller frees). */
 static int try_spec(min_ctx *pCtx, const parity_case_spec *pSpec, parity_case *pCase)
@@ -36,7 +54,7 @@ static int try_spec(min_ctx *pCtx, const parity_case_spec *pSpec, parity_case *p
     double *aE, *aC;
     parity_oracle_result r;
     int ok;
-    if (pCtx->nExecs >= pCtx->budget) return 0;
+    if (spent(pCtx)) return 0;
     if (parity_case_expand(pSpec, pCase, zErr, sizeof zErr) != 0) return 0;
     aE = malloc((pCase->nOut ? pCase->nOut : 1) * sizeof *aE);
     aC = malloc((pCase->nOut ? pCase->nOut : 1) * sizeof *aC);
@@ -86,7 +104,7 @@ static int shrink_dim(min_ctx *pCtx, parity_case_spec *pSpec, int d)
 {
     int moved = 0;
     uint64_t step = pSpec->aDim[d] / 2;
-    while (pSpec->aDim[d] > 1 && pCtx->nExecs < pCtx->budget) {
+    while (pSpec->aDim[d] > 1 && !spent(pCtx)) {
         parity_case_spec next = *pSpec;
         if (step == 0) step = 1;
         next.aDim[d] = pSpec->aDim[d] - step;
@@ -114,8 +132,8 @@ static void simplify_values(min_ctx *pCtx, parity_case *pCase)
         uint64_t block, start, k;
         double *aSaved = malloc((pIn->nElem ? pIn->nElem : 1) * sizeof *aSaved);
         if (!aSaved) break;
-        for (block = pIn->nElem / 2; block >= 1 && pCtx->nExecs < pCtx->budget; block /= 2) {
-            for (start = 0; start < pIn->nElem && pCtx->nExecs < pCtx->budget; start += block) {
+        for (block = pIn->nElem / 2; block >= 1 && !spent(pCtx); block /= 2) {
+            for (start = 0; start < pIn->nElem && !spent(pCtx); start += block) {
                 uint64_t end = start + block < pIn->nElem ? start + block : pIn->nElem;
                 int any = 0;
                 parity_oracle_result r;
@@ -141,10 +159,10 @@ done:
 }
 
 int parity_minimize(parity_target *pT, const parity_case_spec *pSpec,
-                    const parity_oracle_result *pFirst, uint64_t budget,
+                    const parity_oracle_result *pFirst, uint64_t budget, double deadline,
                     parity_minimized *pMin, char *zErr, size_t nErr)
 {
-    min_ctx ctx = { pT, pFirst, budget, 0 };
+    min_ctx ctx = { pT, pFirst, budget, 0, deadline };
     parity_case_spec spec = *pSpec;
     parity_case probe;
     int round, d, changed;
@@ -154,10 +172,12 @@ int parity_minimize(parity_target *pT, const parity_case_spec *pSpec,
     if (parity_case_layout(&spec, &probe, zErr, nErr) != 0) return -1;
     n = probe.nIn;
     parity_case_free(&probe);
+    ctx.deadline = 0;             /* the first check runs whatever the time */
     if (!try_spec_only(&ctx, &spec)) {
         snprintf(zErr, nErr, "the finding does not reproduce from its spec (flaky target?)");
         return -1;
     }
+    ctx.deadline = deadline;
     for (round = 0; round < 4; round++) {
         changed = simplify_recipes(&ctx, &spec, (size_t)n);
         for (;;) {
@@ -171,11 +191,12 @@ int parity_minimize(parity_target *pT, const parity_case_spec *pSpec,
             if (!moved) break;
             changed = 1;
         }
-        if (!changed || ctx.nExecs >= budget) break;
+        if (!changed || spent(&ctx)) break;
     }
-    pMin->minimal = ctx.nExecs < budget;
+    pMin->minimal = !spent(&ctx);
     if (!try_spec(&ctx, &spec, &pMin->minimized)) {
-        ctx.budget = ctx.nExecs + 1;
+        ctx.budget = ctx.nExecs + 1;     /* one more, whatever the budget and the time */
+        ctx.deadline = 0;
         if (!try_spec(&ctx, &spec, &pMin->minimized)) {
             snprintf(zErr, nErr, "the minimized case stopped reproducing (flaky target?)");
             return -1;

@@ -28,11 +28,12 @@ typedef struct {
 
 #define PARITY_MINIMIZE_BUDGET 1500    /* cases per finding */
 
-/* Minimizes the finding made by pSpec (whose oracle result is pFirst). Returns 0 with *pMin
- * filled, or -1 with zErr when the finding did not even reproduce from its spec (a flaky
- * target). */
+/* Minimizes the finding made by pSpec (whose oracle result is pFirst), within budget cases
+ * and until deadline (CLOCK_MONOTONIC seconds, 0: none); past either it keeps what it has
+ * (minimal 0). Returns 0 with *pMin filled, or -1 with zErr when the finding did not even
+ * reproduce from its spec (a flaky target). */
 int parity_minimize(parity_target *pT, const parity_case_spec *pSpec,
-                    const parity_oracle_result *pFirst, uint64_t budget,
+                    const parity_oracle_result *pFirst, uint64_t budget, double deadline,
                     parity_minimized *pMin, char *zErr, size_t nErr);
 void parity_minimized_free(parity_minimized *pMin);
 

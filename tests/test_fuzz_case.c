@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fuzz/case.h"
+#include "fuzz/minimize.h"
 #include "fuzz/mutate.h"
 #include "fuzz/oracle.h"
 #include "support.h"
@@ -447,4 +448,48 @@ Test(fuzz_case, every_defect_fires_on_its_trigger_and_only_there)
                          "%s fires beside its trigger", pD->zName);
         }
     }
+}
+
+/* The minimizer's deadline (a campaign's --time): past it, the finding is stored as far as
+ * it got, reproducing and marked not minimal; without one the same finding shrinks. */
+Test(fuzz_case, the_minimizer_stops_at_its_deadline_and_says_not_minimal)
+{
+    const uint64_t aDim[6] = { 40, 66, 30, 1 };    /* gemm_k_tail: K = 66 */
+    const parity_layout_info *pInfo = parity_layout_find("matmul");
+    parity_case_spec s = spec_of("matmul", 0, PARITY_DT_F32, aDim, pInfo->nDim, PARITY_VAL_NORMAL);
+    char zErr[PARITY_ERR_LEN];
+    parity_target *pT = parity_target_open("builtin", PARITY_DEFECT_GEMM_K_TAIL, 0, zErr,
+                                           sizeof zErr);
+    parity_case c;
+    parity_oracle_result r;
+    parity_minimized late, free_run;
+    double *aE, *aC;
+
+    cr_assert_not_null(pT, "%s", zErr);
+    cr_assert_eq(parity_case_expand(&s, &c, zErr, sizeof zErr), 0, "%s", zErr);
+    aE = malloc(c.nOut * sizeof *aE);
+    aC = malloc(c.nOut * sizeof *aC);
+    cr_assert_eq(parity_oracle_run(pT, &c, aE, aC, &r), 0, "%s", r.zDetail);
+    cr_assert_eq(r.cls, PARITY_FINDING_DIVERGES);
+
+    /* a deadline long past: the first check and the final reproduction only */
+    cr_assert_eq(parity_minimize(pT, &s, &r, PARITY_MINIMIZE_BUDGET, 1.0, &late, zErr,
+                                 sizeof zErr), 0, "%s", zErr);
+    cr_expect_eq(late.minimal, 0);
+    cr_expect_leq(late.nExecs, 3, "%llu cases run past the deadline",
+                  (unsigned long long)late.nExecs);
+    cr_expect_eq(late.result.cls, PARITY_FINDING_DIVERGES);
+    cr_expect_eq(late.minimized.nOut, c.nOut, "the case shrank after its deadline");
+
+    cr_assert_eq(parity_minimize(pT, &s, &r, PARITY_MINIMIZE_BUDGET, 0, &free_run, zErr,
+                                 sizeof zErr), 0, "%s", zErr);
+    cr_expect_eq(free_run.minimal, 1);
+    cr_expect_lt(free_run.minimized.nOut, c.nOut);
+
+    parity_minimized_free(&late);
+    parity_minimized_free(&free_run);
+    free(aE);
+    free(aC);
+    parity_case_free(&c);
+    parity_target_close(pT);
 }
