@@ -619,8 +619,8 @@ static int start_job(const parity_campaign_options *pOpt, job_state *pJob, int j
     return 0;
 }
 
-/* A supervised job's pipe closed before its summary: if it died of a signal, keep what it
- * counted and start it again on the rest of its time and execs, with the case it died on
+/* A supervised job's pipe closed before its summary: if it died (of a signal, or by an
+ * exit in the middle of a case), keep what it counted and start it again on the rest of its time and execs, with the case it died on
  * (when it died running one) to re-run first. */
 static void job_died(const parity_campaign_options *pOpt, job_state *pJob, int j,
                      job_slot *pSlot, parity_campaign_result *pRes, double t0)
@@ -630,11 +630,19 @@ static void job_died(const parity_campaign_options *pOpt, job_state *pJob, int j
     parity_case_spec fatal;
     int haveFatal = pSlot->state == SLOT_RUNNING;
     size_t i;
-    char zErr[PARITY_ERR_LEN];
+    char zErr[PARITY_ERR_LEN], zHow[128];
 
     while (waitpid(pJob->pid, &status, 0) < 0 && errno == EINTR) {}
     pJob->pid = 0;
-    if (!WIFSIGNALED(status)) {
+    /* a death: a signal, or an exit in the middle of a case (a sanitizer's report of a
+     * fault in the target exits instead of dying) */
+    if (WIFSIGNALED(status))
+        snprintf(zHow, sizeof zHow, "died of signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && pSlot->state != SLOT_IDLE)
+        snprintf(zHow, sizeof zHow, "exited with status %d in the middle of a case",
+                 WEXITSTATUS(status));
+    else {
         if (!pRes->trouble) {
             pRes->trouble = 1;
             snprintf(pRes->zTrouble, sizeof pRes->zTrouble, "job %d ended without a summary", j);
@@ -653,8 +661,7 @@ static void job_died(const parity_campaign_options *pOpt, job_state *pJob, int j
     }
     pJob->nExecs = pJob->nRaw = pJob->nSkipped = 0;
     fatal = pSlot->spec;
-    fprintf(stderr, "parityfuzz: job %d: the target's process died of signal %d (%s)%s\n", j,
-            WTERMSIG(status), strsignal(WTERMSIG(status)),
+    fprintf(stderr, "parityfuzz: job %d: the target's process %s%s\n", j, zHow,
             haveFatal ? "; re-running that case alone, then going on"
                       : " while minimizing a finding; going on (nothing to store)");
     if (pOpt->maxExecs) {
