@@ -6,7 +6,8 @@ of --slice seconds (one parityfuzz process each, --jobs 1, one OpenMP thread). A
 that finishes leaves its JSON summary in STATE/<op>-<dtype>/slice-<n>.json (written by
 parityfuzz, renamed into place only when the slice ran to its end), so an interrupted run
 loses at most the slice in flight; running the script again picks up where it stopped.
-Slice n runs with --seed n, so a pair's slices search different cases. Repros go to
+The time a pair's finished slices ran counts, whatever their length, so --slice may change
+between runs. Slice n runs with --seed n, so a pair's slices search different cases. Repros go to
 OUT/<op>-<dtype>/ (one folder per unique signature, minimized).
 
     scripts/onednn-campaigns.py build/parityfuzz --state corpus/onednn/campaigns \
@@ -70,16 +71,21 @@ def run_slice(args, op, dtype, n):
 
 
 def pending(args):
-    """Slices still to run: (op, dtype, slice number), pairs in order."""
+    """Slices still to run: (op, dtype, slice number), pairs in order. A pair needs
+    --minutes of slice time in all; what its finished slices ran counts (whatever their
+    length), and new slices take the next seeds."""
     need = []
-    per_pair = max(1, -(-int(args.minutes * 60) // args.slice))
     for op in args.ops:
         for dtype in args.dtypes:
             done = slices_done(args.state, op, dtype)
-            have = {int(s.get("seed", -1)) for s in done}
-            for n in range(1, per_pair + 1):
-                if n not in have:
-                    need.append((op, dtype, n))
+            ran = sum(s["elapsed_s"] for s in done)
+            seed = max([int(s.get("seed", 0)) for s in done] + [0])
+            # a slice ends a little after its --time; 1% slack keeps that from asking for
+            # another whole slice
+            while ran < args.minutes * 60 * 0.99:
+                seed += 1
+                need.append((op, dtype, seed))
+                ran += args.slice
     return need
 
 
