@@ -522,7 +522,7 @@ typedef struct {
     size_t nBuf;
     uint64_t nExecs, nRaw, nSkipped;     /* from its latest status */
     int done;
-    uint64_t share;                      /* its max-execs (0: none) */
+    uint64_t share;                      /* max-execs of its current process (0: none) */
     int restarts;                        /* times it died and was started again */
     double tOffset;                      /* when its current process started (campaign s) */
 } job_state;
@@ -666,7 +666,8 @@ static void job_died(const parity_campaign_options *pOpt, job_state *pJob, int j
                       : " while minimizing a finding; going on (nothing to store)");
     if (pOpt->maxExecs) {
         if (pSlot->nExecs >= pJob->share) return;
-        left = pJob->share - pSlot->nExecs;
+        pJob->share -= pSlot->nExecs;      /* what its next process may still run */
+        left = pJob->share;
     }
     if (pOpt->timeLimit > 0 && now_s() - t0 >= pOpt->timeLimit) return;
     if (parity_campaign_interrupted || (pOpt->stopAfterFirst && pRes->nFinding > 0)) return;
