@@ -317,7 +317,7 @@ static void rerun_fatal_case(const parity_campaign_options *pOpt, parity_target 
                              int fdParent)
 {
     char zErr[PARITY_ERR_LEN], zDesc[1024];
-    parity_target *pIso = parity_target_isolate(pT, 0, zErr, sizeof zErr);
+    parity_target *pIso = parity_target_isolate(pT, 0, pOpt->caseTimeout, zErr, sizeof zErr);
     parity_case c;
     parity_oracle_result r;
     double *aE = NULL, *aC = NULL;

@@ -50,7 +50,8 @@ static void usage(FILE *f)
 "                      N(0, 1): the benchmark's yardstick)\n"
 "  --stop-after-first  stop at the first stored finding\n"
 "  --no-minimize       store findings as found\n"
-"  --case-timeout S    a cmd: worker request longer than S seconds is a hang (default 30)\n"
+"  --case-timeout S    a cmd: worker request, or an isolated run of an in-process\n"
+"                      target's compiled side, longer than S seconds is a hang (default 30)\n"
 "\n"
 "Replay:\n"
 "  --target T, --defect NAME   the target to replay against (default builtin, no defect)\n"
@@ -262,7 +263,8 @@ static int run_replay(const cli_options *pCli)
     }
     pT = parity_target_open(pO->zTarget, pO->defects, pO->caseTimeout, zErr, sizeof zErr);
     /* a repro may be a crash of an in-process JIT: replay must outlive it */
-    if (pT && pT->inProcess) pT = parity_target_isolate(pT, 1, zErr, sizeof zErr);
+    if (pT && pT->inProcess)
+        pT = parity_target_isolate(pT, 1, pO->caseTimeout, zErr, sizeof zErr);
     if (!pT) {
         parity_replay_list_free(azRepro, n);
         fprintf(stderr, "parityfuzz: %s\n", zErr);

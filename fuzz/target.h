@@ -65,10 +65,11 @@ parity_target *parity_target_onednn_open(const char *zIsa, char *zErr, size_t nE
  * then run under a supervisor that survives the target's faults (campaign.c). */
 int parity_target_spec_in_process(const char *zSpec);
 /* A target whose compiled side runs pInner's in a forked child (target_isolate.c): a fault
- * there is PARITY_RUN_CRASH, "died of signal N (name)". The eager side runs in this
+ * there is PARITY_RUN_CRASH, "died of signal N (name)", and a child still running after
+ * timeout seconds (0: no limit) is killed, PARITY_RUN_HANG. The eager side runs in this
  * process. With ownInner, closing it closes pInner. NULL with zErr on failure. */
-parity_target *parity_target_isolate(parity_target *pInner, int ownInner, char *zErr,
-                                     size_t nErr);
+parity_target *parity_target_isolate(parity_target *pInner, int ownInner, double timeout,
+                                     char *zErr, size_t nErr);
 /* 1 when the target accepts case dtype dt. */
 int parity_target_runs_dtype(const parity_target *pT, parity_dtype dt);
 

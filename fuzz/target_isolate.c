@@ -9,16 +9,19 @@
  * its jobs under a supervisor instead and hands the case in flight to this wrapper.
  *
  * The child writes its status, message and output to a pipe and _exits; the parent reads
- * everything before it waits, so outputs of any size pass. The eager side (parity's own
- * kernels) runs in this process.
+ * everything before it waits, so outputs of any size pass, and kills a child that has not
+ * answered within the case timeout (a hang). The eager side (parity's own kernels) runs in
+ * this process.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "target.h"
 
@@ -26,6 +29,7 @@ typedef struct {
     parity_target base;
     parity_target *pInner;
     int ownInner;
+    double timeout;           /* seconds a compiled run may take; 0: no limit */
 } isolate_target;
 
 typedef struct {
@@ -47,12 +51,31 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-/* Reads exactly n bytes; -1 on end of file or error (the child died mid-write). */
-static int read_all(int fd, void *p, size_t n)
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Reads exactly n bytes before deadline (CLOCK_MONOTONIC seconds, 0: none); -1 on end of
+ * file or error (the child died mid-write), -2 when the deadline passed. */
+static int read_all(int fd, void *p, size_t n, double deadline)
 {
     char *z = p;
     while (n > 0) {
-        ssize_t k = read(fd, z, n);
+        ssize_t k;
+        if (deadline > 0) {
+            struct pollfd pfd = { fd, POLLIN, 0 };
+            double left = deadline - now_s();
+            int rc;
+            if (left <= 0) return -2;
+            rc = poll(&pfd, 1, (int)(left * 1000) + 1);
+            if (rc < 0 && errno == EINTR) continue;
+            if (rc == 0) continue;                /* the loop sees the deadline */
+            if (rc < 0) return -1;
+        }
+        k = read(fd, z, n);
         if (k < 0 && errno == EINTR) continue;
         if (k <= 0) return -1;
         z += k;
@@ -81,9 +104,10 @@ static parity_run_status isolate_run(parity_target *pT, parity_side side,
 {
     isolate_target *p = (isolate_target *)pT;
     isolate_header h;
-    int aPipe[2], status = 0, got;
+    int aPipe[2], status = 0, got = -1;
     pid_t pid;
     char zMsg[PARITY_ERR_LEN];
+    double deadline;
 
     if (side == PARITY_SIDE_EAGER) return p->pInner->xRun(p->pInner, side, pCase, aOut, zErr, nErr);
     if (pipe(aPipe) != 0) {
@@ -103,18 +127,26 @@ static parity_run_status isolate_run(parity_target *pT, parity_side side,
         run_child(p->pInner, pCase, aOut, aPipe[1]);
     }
     close(aPipe[1]);
-    got = read_all(aPipe[0], &h, sizeof h) == 0 && h.nMsg < sizeof zMsg &&
-          (h.status != PARITY_RUN_OK || h.nOut == pCase->nOut) &&
-          read_all(aPipe[0], zMsg, h.nMsg) == 0 &&
-          read_all(aPipe[0], aOut, h.nOut * sizeof *aOut) == 0;
+    deadline = p->timeout > 0 ? now_s() + p->timeout : 0;
+    got = read_all(aPipe[0], &h, sizeof h, deadline);
+    if (got == 0 && (h.nMsg >= sizeof zMsg || (h.status == PARITY_RUN_OK && h.nOut != pCase->nOut)))
+        got = -1;
+    if (got == 0) got = read_all(aPipe[0], zMsg, h.nMsg, deadline);
+    if (got == 0) got = read_all(aPipe[0], aOut, h.nOut * sizeof *aOut, deadline);
     close(aPipe[0]);
+    if (got == -2) {
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        snprintf(zErr, nErr, "the compiled side did not finish within %g s: killed", p->timeout);
+        return PARITY_RUN_HANG;
+    }
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
         snprintf(zErr, nErr, "the compiled side died of signal %d (%s)", sig, strsignal(sig));
         return PARITY_RUN_CRASH;
     }
-    if (!got || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (got != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         snprintf(zErr, nErr, "the compiled side's process ended without a result (exit %d)",
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         return PARITY_RUN_CRASH;
@@ -144,8 +176,8 @@ static void isolate_close(parity_target *pT)
     free(p);
 }
 
-parity_target *parity_target_isolate(parity_target *pInner, int ownInner, char *zErr,
-                                     size_t nErr)
+parity_target *parity_target_isolate(parity_target *pInner, int ownInner, double timeout,
+                                     char *zErr, size_t nErr)
 {
     isolate_target *p = calloc(1, sizeof *p);
     if (!p) {
@@ -161,5 +193,6 @@ parity_target *parity_target_isolate(parity_target *pInner, int ownInner, char *
     p->base.inProcess = 0;
     p->pInner = pInner;
     p->ownInner = ownInner;
+    p->timeout = timeout;
     return &p->base;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fuzz/oracle.h"
@@ -117,7 +118,7 @@ Test(fuzz_worker, crashes_are_recorded_and_the_worker_restarted)
 
 /* A fake in-process target: its compiled side answers x + 1, except on a case whose first
  * input starts with 13 (it faults like oneDNN's AMX kernel: SIGILL, which the sanitizers
- * leave alone), 14 (it exits), 15 (it reports an error). */
+ * leave alone), 14 (it exits), 15 (it reports an error), 16 (it never returns). */
 static parity_run_status fake_run(parity_target *pT, parity_side side, const parity_case *pC,
                                   double *aOut, char *zErr, size_t nErr)
 {
@@ -126,6 +127,7 @@ static parity_run_status fake_run(parity_target *pT, parity_side side, const par
     (void)pT;
     if (side == PARITY_SIDE_COMPILED && first == 13.0) raise(SIGILL);
     if (side == PARITY_SIDE_COMPILED && first == 14.0) _exit(7);
+    if (side == PARITY_SIDE_COMPILED && first == 16.0) for (;;) pause();
     if (side == PARITY_SIDE_COMPILED && first == 15.0) {
         snprintf(zErr, nErr, "fake: refused");
         return PARITY_RUN_ERROR;
@@ -164,7 +166,7 @@ Test(fuzz_worker, an_isolated_in_process_target_turns_faults_into_crashes)
     cr_assert_eq(parity_case_expand(&s, &c, zErr, sizeof zErr), 0, "%s", zErr);
     cr_assert_gt(c.nOut, 10000);
     aOut = calloc(c.nOut, sizeof *aOut);
-    pIso = parity_target_isolate(&fake, 0, zErr, sizeof zErr);
+    pIso = parity_target_isolate(&fake, 0, 1.0, zErr, sizeof zErr);
     cr_assert_not_null(pIso, "%s", zErr);
     cr_assert_eq(pIso->inProcess, 0, "the wrapper is safe to run in a campaign's process");
 
@@ -184,6 +186,19 @@ Test(fuzz_worker, an_isolated_in_process_target_turns_faults_into_crashes)
     /* an exit without an answer is a crash too */
     cr_assert_eq(run_isolated(pIso, &c, 14.0, aOut, zErr, sizeof zErr), PARITY_RUN_CRASH);
     cr_assert(strstr(zErr, "without a result (exit 7)"), "%s", zErr);
+    /* a run that never returns is killed at the timeout: a hang, not a wait forever */
+    {
+        struct timespec t0, t1;
+        double secs;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        cr_assert_eq(run_isolated(pIso, &c, 16.0, aOut, zErr, sizeof zErr), PARITY_RUN_HANG);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        cr_assert(strstr(zErr, "did not finish within 1 s"), "%s", zErr);
+        cr_assert(secs >= 0.9 && secs < 5.0, "killed after %.2f s", secs);
+    }
+    /* and the next run works: nothing of the killed child is left in the way */
+    cr_assert_eq(run_isolated(pIso, &c, 2.0, aOut, zErr, sizeof zErr), PARITY_RUN_OK, "%s", zErr);
     /* an error passes through with its message */
     cr_assert_eq(run_isolated(pIso, &c, 15.0, aOut, zErr, sizeof zErr), PARITY_RUN_ERROR);
     cr_assert_str_eq(zErr, "fake: refused");
