@@ -175,18 +175,14 @@ error:
     parity_tensor_reader_close(pRdC);
 }
 
-static int is_failing_status(parity_status st, int strict)
+/* aMissingFails[0]: a tensor missing in eager fails; [1]: one missing in compiled fails
+ * (--strict says both; a side whose run failed says it for that side). */
+static int is_failing_status(parity_status st, const int *aMissingFails)
 {
     return st == PARITY_ST_FAIL || st == PARITY_ST_SHAPE_MISMATCH ||
            st == PARITY_ST_DTYPE_MISMATCH ||
-           (strict && (st == PARITY_ST_MISSING_IN_COMPILED || st == PARITY_ST_MISSING_IN_EAGER));
-}
-
-/* A tensor missing from a side whose run failed (aLost[0] eager, aLost[1] compiled). */
-static int is_lost(parity_status st, const int *aLost)
-{
-    return (aLost[1] && st == PARITY_ST_MISSING_IN_COMPILED) ||
-           (aLost[0] && st == PARITY_ST_MISSING_IN_EAGER);
+           (aMissingFails[1] && st == PARITY_ST_MISSING_IN_COMPILED) ||
+           (aMissingFails[0] && st == PARITY_ST_MISSING_IN_EAGER);
 }
 
 /* Did any input of pT fail earlier in execution order (or differ, for graph inputs)? */
@@ -246,7 +242,7 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     char **azWarn = NULL, *aIsInput = NULL, *aMatched = NULL;
     const parity_attr *aRoot;
     size_t nRoot;
-    int rc = -1, anyError = 0, anyFail = 0, aLost[2] = { 0, 0 };
+    int rc = -1, anyError = 0, anyFail = 0, aMissingFails[2];
 
     memset(pRes, 0, sizeof *pRes);
     pRes->inputsMatch = 1;
@@ -352,19 +348,24 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     }
 
     /* run_failure (FORMAT.md): that side's run crashed, hung or errored, so the tensors it
-     * lacks were lost, not fused away: they fail, and the pair fails whatever the tensors
-     * that are there say. */
+     * lacks were lost, not fused away: they fail as --strict would fail them, and the pair
+     * fails whatever the tensors that are there say. */
     for (k = 0; k < 2; k++) {
         const parity_attr *pA = parity_attr_find(k ? pRes->aCompiledRoot : pRes->aEagerRoot,
                                                  k ? pRes->nCompiledRoot : pRes->nEagerRoot,
                                                  "run_failure");
         char zLine[1200];
+        aMissingFails[k] = pOpt->strict;
         if (!pA) continue;
+        if (pA->kind != PARITY_ATTR_STRING || pA->isArray || pA->n != 1) {
+            snprintf(zErr, nErr, "%s: root attribute 'run_failure' must be one string",
+                     k ? zCompiled : zEager);
+            goto cleanup;
+        }
         anyFail = 1;
-        aLost[k] = 1;
+        aMissingFails[k] = 1;
         snprintf(zLine, sizeof zLine, "%s: its run failed: %.1000s", k ? "compiled" : "eager",
-                 pA->kind == PARITY_ATTR_STRING && pA->n == 1 ? pA->azStr[0]
-                                                               : "(run_failure is not a string)");
+                 pA->azStr[0]);
         if (push_string(&pRes->azWarning, &pRes->nWarning, zLine) != 0) goto oom;
     }
     /* First divergence: the earliest failing tensor in execution order that is not an echo
@@ -373,16 +374,14 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     for (k = 0; k < pRes->nTensor; k++) {
         const parity_tensor_result *pR = &pRes->aTensor[k];
         if (pR->status == PARITY_ST_ERROR) anyError = 1;
-        if (is_failing_status(pR->status, pOpt->strict) ||
-            is_lost(pR->status, aLost)) {
+        if (is_failing_status(pR->status, aMissingFails)) {
             anyFail = 1;
             if (!pRes->zFirstDivergence && !(pR->zCause && strcmp(pR->zCause, "propagated") == 0))
                 pRes->zFirstDivergence = strdup(pR->zName);
         }
     }
     for (k = 0; k < pRes->nTensor && !pRes->zFirstDivergence; k++)
-        if (is_failing_status(pRes->aTensor[k].status, pOpt->strict) ||
-            is_lost(pRes->aTensor[k].status, aLost))
+        if (is_failing_status(pRes->aTensor[k].status, aMissingFails))
             pRes->zFirstDivergence = strdup(pRes->aTensor[k].zName);
     if (!pRes->inputsMatch) anyFail = 1;
     pRes->verdict = anyError ? PARITY_VERDICT_ERROR

@@ -537,9 +537,9 @@ static void parent_line(job_state *pJob, char *zLine, parity_campaign_result *pR
     if (zLine[0] == 'S' && sscanf(zLine + 2, "%llu %llu %llu", &a, &b, &c) == 3) {
         pJob->nExecs = a; pJob->nRaw = b; pJob->nSkipped = c;
     } else if (zLine[0] == 'F' && sscanf(zLine + 2, "%lf\t%d\t", &t, &minimal) == 2) {
-        t += pJob->tOffset;
         char *azField[7], *z = zLine + 2;
         int k;
+        t += pJob->tOffset;          /* the job's times count from its own (re)start */
         for (k = 0; k < 7; k++) {
             azField[k] = z;
             z = strchr(z, '\t');
@@ -620,8 +620,9 @@ static int start_job(const parity_campaign_options *pOpt, job_state *pJob, int j
 }
 
 /* A supervised job's pipe closed before its summary: if it died (of a signal, or by an
- * exit in the middle of a case), keep what it counted and start it again on the rest of its time and execs, with the case it died on
- * (when it died running one) to re-run first. */
+ * exit in the middle of a case), keep what it counted and start it again on the rest of
+ * its time and execs, with the case it died on (when it died running one) to re-run
+ * first. */
 static void job_died(const parity_campaign_options *pOpt, job_state *pJob, int j,
                      job_slot *pSlot, parity_campaign_result *pRes, double t0)
 {

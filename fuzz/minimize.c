@@ -29,22 +29,19 @@ typedef struct {
     const parity_oracle_result *pWant;
     uint64_t budget, nExecs;
     double deadline;          /* CLOCK_MONOTONIC seconds; 0: none */
+    int expired;              /* the deadline passed (sticky: every later check agrees) */
 } min_ctx;
 
-/* Spent: the exec budget is used up, or the deadline passed (which then also ends the
- * budget, so every later check agrees and "minimal" comes out 0). */
+/* Spent: the exec budget is used up, or the deadline passed. */
 static int spent(min_ctx *pCtx)
 {
-    if (pCtx->nExecs >= pCtx->budget) return 1;
+    if (pCtx->nExecs >= pCtx->budget || pCtx->expired) return 1;
     if (pCtx->deadline > 0) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        if ((double)ts.tv_sec + ts.tv_nsec * 1e-9 >= pCtx->deadline) {
-            pCtx->budget = pCtx->nExecs;
-            return 1;
-        }
+        pCtx->expired = (double)ts.tv_sec + ts.tv_nsec * 1e-9 >= pCtx->deadline;
     }
-    return 0;
+    return pCtx->expired;
 }
 
 /* Expands pSpec and checks it; on success *pCase holds it (caller frees). */
@@ -162,7 +159,7 @@ int parity_minimize(parity_target *pT, const parity_case_spec *pSpec,
                     const parity_oracle_result *pFirst, uint64_t budget, double deadline,
                     parity_minimized *pMin, char *zErr, size_t nErr)
 {
-    min_ctx ctx = { pT, pFirst, budget, 0, deadline };
+    min_ctx ctx = { pT, pFirst, budget, 0, 0, 0 };   /* the first check runs whatever the time */
     parity_case_spec spec = *pSpec;
     parity_case probe;
     int round, d, changed;
@@ -172,7 +169,6 @@ int parity_minimize(parity_target *pT, const parity_case_spec *pSpec,
     if (parity_case_layout(&spec, &probe, zErr, nErr) != 0) return -1;
     n = probe.nIn;
     parity_case_free(&probe);
-    ctx.deadline = 0;             /* the first check runs whatever the time */
     if (!try_spec_only(&ctx, &spec)) {
         snprintf(zErr, nErr, "the finding does not reproduce from its spec (flaky target?)");
         return -1;
@@ -197,6 +193,7 @@ int parity_minimize(parity_target *pT, const parity_case_spec *pSpec,
     if (!try_spec(&ctx, &spec, &pMin->minimized)) {
         ctx.budget = ctx.nExecs + 1;     /* one more, whatever the budget and the time */
         ctx.deadline = 0;
+        ctx.expired = 0;
         if (!try_spec(&ctx, &spec, &pMin->minimized)) {
             snprintf(zErr, nErr, "the minimized case stopped reproducing (flaky target?)");
             return -1;

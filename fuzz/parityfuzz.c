@@ -263,7 +263,7 @@ static int run_replay(const cli_options *pCli)
     }
     pT = parity_target_open(pO->zTarget, pO->defects, pO->caseTimeout, zErr, sizeof zErr);
     /* a repro may be a crash of an in-process JIT: replay must outlive it */
-    if (pT && pT->inProcess)
+    if (pT && parity_target_spec_in_process(pO->zTarget))
         pT = parity_target_isolate(pT, 1, pO->caseTimeout, zErr, sizeof zErr);
     if (!pT) {
         parity_replay_list_free(azRepro, n);

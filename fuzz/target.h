@@ -45,9 +45,6 @@ struct parity_target {
     int (*xIdentity)(parity_target *pT, const parity_case *pCase, parity_case_identity *pId);
     uint32_t defects;         /* builtin: the defect bits switched on */
     uint32_t dtypes;          /* bit (1 << dtype) per case dtype it runs; 0: every dtype */
-    int inProcess;            /* runs foreign code (a JIT) in this process: a fault there
-                               * would end parityfuzz (campaigns supervise it, replay
-                               * isolates it: parity_target_isolate) */
 };
 
 /* Opens a target by name ("builtin" or "cmd:COMMAND"); defects only for builtin.
@@ -61,8 +58,11 @@ parity_target *parity_target_cmd_open(const char *zCommand, double caseTimeout, 
 /* The onednn target (target_onednn.c), JIT capped at zIsa when given; present when the
  * build found oneDNN (PARITY_HAVE_ONEDNN). */
 parity_target *parity_target_onednn_open(const char *zIsa, char *zErr, size_t nErr);
-/* 1 when the target named zSpec runs foreign code in this process (onednn): campaigns
- * then run under a supervisor that survives the target's faults (campaign.c). */
+/* 1 when the target named zSpec runs foreign code in this process (onednn), where a fault
+ * would end parityfuzz: campaigns then run under a supervisor that survives it
+ * (campaign.c), and replay isolates the compiled side (parity_target_isolate). The one
+ * place that says which targets these are: the campaign's parent asks before any target
+ * is open, as a process must not fork after oneDNN made its first primitive. */
 int parity_target_spec_in_process(const char *zSpec);
 /* A target whose compiled side runs pInner's in a forked child (target_isolate.c): a fault
  * there is PARITY_RUN_CRASH, "died of signal N (name)", and a child still running after

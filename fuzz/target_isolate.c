@@ -104,7 +104,7 @@ static parity_run_status isolate_run(parity_target *pT, parity_side side,
 {
     isolate_target *p = (isolate_target *)pT;
     isolate_header h;
-    int aPipe[2], status = 0, got = -1;
+    int aPipe[2], status = 0, got;
     pid_t pid;
     char zMsg[PARITY_ERR_LEN];
     double deadline;
@@ -190,7 +190,6 @@ parity_target *parity_target_isolate(parity_target *pInner, int ownInner, double
     p->base.xSupports = isolate_supports;
     p->base.xIdentity = pInner->xIdentity ? isolate_identity : NULL;
     p->base.xClose = isolate_close;
-    p->base.inProcess = 0;
     p->pInner = pInner;
     p->ownInner = ownInner;
     p->timeout = timeout;

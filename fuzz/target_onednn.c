@@ -709,7 +709,6 @@ parity_target *parity_target_onednn_open(const char *zIsa, char *zErr, size_t nE
              zIsa && *zIsa ? zIsa : "");
     p->base.zName = p->zName;
     p->base.xRun = onednn_run;
-    p->base.inProcess = 1;
     p->base.xSupports = onednn_supports;
     p->base.xIdentity = onednn_identity;
     p->base.xClose = onednn_close;

@@ -27,7 +27,6 @@ import argparse
 import json
 import math
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -58,28 +57,31 @@ def kind_of(e, c):
     return "accuracy"
 
 
-def signature_fields(repro):
-    """The signature file's "key: value" lines (class, case, detail, ...)."""
-    fields = {}
+def signature_class(repro):
+    """The finding's class, from the signature file's "class:" line."""
     with open(os.path.join(repro, "signature")) as f:
         for line in f:
-            key, sep, value = line.partition(": ")
-            if sep:
-                fields.setdefault(key, value.strip())
-    return fields
+            if line.startswith("class: "):
+                return line[len("class: "):].strip()
+    return None
+
+
+def attr_text(f, name):
+    v = f.attrs[name]
+    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 def triage(paritydiff, repro):
-    sig = signature_fields(repro)
-    if sig.get("class") in ("crash", "hang", "error"):
-        # no compiled output to compare: the kind is the class, the case says the rest
-        case = sig.get("case", "? ?").split()
-        elements = 1
-        for dims in re.findall(r"\[([0-9, ]*)\]", sig.get("case", "")):
-            for d in dims.split(","):
-                elements *= int(d) if d.strip() else 1
-        return {"repro": repro, "op": case[0], "dtype": case[1], "kind": sig["class"],
-                "elements": elements, "detail": f"{sig.get('case')}: {sig.get('detail')}"}
+    cls = signature_class(repro)
+    if cls in ("crash", "hang", "error"):
+        # no compiled output to compare: the kind is the class, compiled.h5 says why
+        with h5py.File(f"{repro}/eager.h5", "r") as fe, h5py.File(f"{repro}/compiled.h5", "r") as fc:
+            inputs = [k for k in fe.keys() if k != "out"]
+            shapes = " ".join(f"{k}{list(fe[k].shape)}" for k in inputs)
+            return {"repro": repro, "op": attr_text(fe, "op"),
+                    "dtype": attr_text(fe, "case_dtype"), "kind": cls,
+                    "elements": int(sum(fe[k].size for k in inputs)),
+                    "detail": f"{shapes}: {attr_text(fc, 'run_failure')}"}
     p = subprocess.run([paritydiff, "--json", "-", f"{repro}/eager.h5", f"{repro}/compiled.h5"],
                        capture_output=True, text=True)
     if p.returncode != 1:
@@ -88,10 +90,7 @@ def triage(paritydiff, repro):
     out = [t for t in rep["tensors"] if t["name"] == "/out"][0]
     with h5py.File(f"{repro}/eager.h5", "r") as fe, h5py.File(f"{repro}/compiled.h5", "r") as fc:
         oe, oc = load(fe, "out"), load(fc, "out")
-        op = fe.attrs["op"]
-        op = op.decode() if isinstance(op, bytes) else str(op)
-        dtype = fe.attrs["case_dtype"]
-        dtype = dtype.decode() if isinstance(dtype, bytes) else str(dtype)
+        op, dtype = attr_text(fe, "op"), attr_text(fe, "case_dtype")
         shape = list(out["shape"])
         idx = out.get("worst_index") or []
         flat = int(np.ravel_multi_index(idx, shape)) if shape and idx else 0

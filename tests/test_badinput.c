@@ -388,6 +388,28 @@ static void expect_warning(const run_result *pRes, json_t *pDoc, const char *zNe
     cr_expect_eq(count_lines(pRes->zErr, 0, NULL, 0), 0, "non-warning lines on stderr:\n%s", pRes->zErr);
 }
 
+/* Runs paritydiff --json on a legal pair and expects exit wantCode with the verdict
+ * zVerdict, first divergence zFirst (NULL: none), a warning containing zWarning on stderr
+ * and in the JSON, and no other stderr line. */
+static void expect_judged_with_warning(const char *zE, const char *zC, const char *zWhat,
+                                       int wantCode, const char *zVerdict, const char *zFirst,
+                                       const char *zWarning)
+{
+    run_result r;
+    json_t *pDoc;
+    run_paritydiff(&r, "--json", "-", zE, zC, NULL);
+    expect_clean_stderr(&r, zWhat);
+    cr_expect_eq(r.code, wantCode, "%s: exit %d; stderr:\n%s", zWhat, r.code, r.zErr);
+    pDoc = parse_json(r.zOut);
+    cr_expect_str_eq(json_string_value(json_object_get(pDoc, "verdict")), zVerdict, "%s", zWhat);
+    if (zFirst)
+        cr_expect_str_eq(json_string_value(json_object_get(pDoc, "first_divergence")), zFirst,
+                         "%s", zWhat);
+    expect_warning(&r, pDoc, zWarning);
+    json_decref(pDoc);
+    run_free(&r);
+}
+
 Test(badinput, eager_dangling_inputs_warn_and_judge)
 {
     static const char *const azIn[] = { "/a", "/missing_tensor" };
@@ -408,15 +430,8 @@ Test(badinput, eager_dangling_inputs_warn_and_judge)
     run_free(&r);
 
     /* The verdict is still computed: /a differs, so fail. */
-    run_paritydiff(&r, "--json", "-", zE, zC2, NULL);
-    expect_clean_stderr(&r, "eager dangling, fail");
-    cr_expect_eq(r.code, 1, "exit %d; stderr:\n%s", r.code, r.zErr);
-    pDoc = parse_json(r.zOut);
-    cr_expect_str_eq(json_string_value(json_object_get(pDoc, "verdict")), "fail");
-    cr_expect_str_eq(json_string_value(json_object_get(pDoc, "first_divergence")), "/a");
-    expect_warning(&r, pDoc, "/missing_tensor");
-    json_decref(pDoc);
-    run_free(&r);
+    expect_judged_with_warning(zE, zC2, "eager dangling, fail", 1, "fail", "/a",
+                               "/missing_tensor");
 }
 
 Test(badinput, cycle_warns_and_judges)
@@ -588,4 +603,48 @@ Test(badinput, unwritable_json_report)
     run_paritydiff(&r, "-q", "--json", zJson, g_zGoodE, g_zGoodC, NULL);
     expect_trouble(&r, "unwritable --json", zJson, NULL, NULL);
     run_free(&r);
+}
+
+/* run_failure (FORMAT.md, root attributes): a side whose run failed fails the pair, and the
+ * tensors it lacks fail as lost (the first is the first divergence) where without it they
+ * would be "fused away" and pass. Wrongly typed, it is bad input like any attribute. */
+static void write_failed_run(const char *zFile, int asString)
+{
+    static const float aX[4] = { -1.0f, 0.5f, 2.0f, 3.0f };
+    parity_writer *pW = wopen(zFile);
+    wcheck(pW, parity_writer_attr_string(pW, "/", "side", "compiled"));
+    if (asString)
+        wcheck(pW, parity_writer_attr_string(pW, "/", "run_failure", "crash: signal 4"));
+    else
+        wcheck(pW, parity_writer_attr_int(pW, "/", "run_failure", 4));
+    w_f32(pW, "/x", aX, 4);                 /* what it wrote before it died: no /y */
+    wclose(pW);
+}
+
+Test(badinput, run_failure_fails_the_pair_and_what_the_run_lost)
+{
+    const char *zLost = tmp_path("failed_run.h5"), *zBad = tmp_path("failed_run_int.h5");
+    const char *zPlain = tmp_path("no_y.h5");
+    static const float aX[4] = { -1.0f, 0.5f, 2.0f, 3.0f };
+    parity_writer *pW;
+    run_result r;
+
+    write_good_pair();
+    /* without run_failure a missing /y passes (compilers fuse tensors away) */
+    pW = wopen(zPlain);
+    w_f32(pW, "/x", aX, 4);
+    wclose(pW);
+    run_paritydiff(&r, g_zGoodE, zPlain, NULL);
+    cr_expect_eq(r.code, 0, "a missing tensor alone: exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    run_free(&r);
+
+    write_failed_run(zLost, 1);
+    expect_judged_with_warning(g_zGoodE, zLost, "failed compiled run", 1, "fail", "/y",
+                               "compiled: its run failed: crash: signal 4");
+    /* the same file as the eager side: the run that failed is named as eager */
+    expect_judged_with_warning(zLost, g_zGoodC, "failed eager run", 1, "fail", "/y",
+                               "eager: its run failed: crash: signal 4");
+
+    write_failed_run(zBad, 0);
+    expect_trouble_both_ways(zBad, "run_failure is an integer", "run_failure", "one string");
 }

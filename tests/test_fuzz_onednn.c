@@ -371,7 +371,7 @@ Test(onednn, a_faulting_jit_kernel_is_a_crash_finding_and_the_campaign_goes_on)
     size_t i;
     int amx;
 
-    if (!(pT->dtypes & (1u << PARITY_DT_BF16))) {
+    if (!parity_target_runs_dtype(pT, PARITY_DT_BF16)) {
         parity_target_close(pT);
         cr_skip_test("no bfloat16 on this CPU");
     }
