@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "campaign.h"
-#include "replay.h"
-#include "../reports/report_fuzz.h"
+#include "fuzz/search/search.h"
+#include "fuzz/findings/findings.h"
+#include "reports/report_fuzz.h"
 
 #ifndef PARITY_VERSION
 #define PARITY_VERSION "dev"

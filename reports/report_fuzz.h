@@ -4,7 +4,7 @@
 #ifndef PARITY_REPORT_FUZZ_H
 #define PARITY_REPORT_FUZZ_H
 
-#include "../fuzz/campaign.h"
+#include "fuzz/search/search.h"
 
 /* Writes the summary to zPath ("-": stdout) atomically. Returns 0, or -1 with zErr. */
 int parity_report_fuzz_json(const parity_campaign_options *pOpt,

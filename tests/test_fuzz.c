@@ -13,8 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fuzz/minimize.h"
-#include "fuzz/replay.h"
+#include "fuzz/findings/findings.h"
 #include "support.h"
 
 static void make_dir(void)

@@ -1,7 +1,7 @@
 /*
  * test_fuzz_case.c - the fuzzer's case layer and builtin target, in process: the case
- * encoding (fuzz/case_codec.c), case files (fuzz/case_io.c), every op's layout against the
- * registry (fuzz/layout.c), the value recipes (fuzz/values.c), the builtin kernels and the
+ * encoding (fuzz/cases/codec.c), case files (fuzz/cases/io.c), every op's layout against the
+ * registry (fuzz/cases/layout.c), the value recipes (fuzz/cases/values.c), the builtin kernels and the
  * defect catalogue (each defect fires on its trigger and not beside it), and the guard
  * against a toy compiled target: it differs bit for bit from eager on most matmul,
  * reduction and softmax cases.
@@ -13,10 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz/case.h"
-#include "fuzz/minimize.h"
-#include "fuzz/mutate.h"
-#include "fuzz/oracle.h"
+#include "fuzz/search/search.h"
 #include "support.h"
 
 static void make_dir(void)

@@ -12,10 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz/minimize.h"
-#include "fuzz/mutate.h"
-#include "fuzz/oracle.h"
-#include "fuzz/replay.h"
+#include "fuzz/findings/findings.h"
 #include "support.h"
 
 static void make_dir(void)

@@ -2,7 +2,7 @@
  * test_fuzz_worker.c - the cmd: target: a worker that runs fine, diverges, crashes, hangs,
  * errors, breaks the protocol or never starts (tests/fixtures/fake_worker.py), and the
  * example PyTorch worker (fuzz/workers/torch_worker.py) where python3-torch is installed;
- * and the isolation of in-process targets (target_isolate.c) with a fake target that
+ * and the isolation of in-process targets (isolate.c) with a fake target that
  * faults, exits, errors or answers.
  */
 #include <criterion/criterion.h>
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fuzz/oracle.h"
+#include "fuzz/search/search.h"
 #include "support.h"
 
 static void make_dir(void)
@@ -114,7 +114,7 @@ Test(fuzz_worker, crashes_are_recorded_and_the_worker_restarted)
     run_free(&r);
 }
 
-/* ---- in-process targets in a forked child (target_isolate.c) ---------------------------- */
+/* ---- in-process targets in a forked child (isolate.c) ---------------------------- */
 
 /* A fake in-process target: its compiled side answers x + 1, except on a case whose first
  * input starts with 13 (it faults like oneDNN's AMX kernel: SIGILL, which the sanitizers

@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness.h"
-#include "../mutate.h"
-#include "../oracle.h"
+#include "fuzz/findings/findings.h"
 
 int harness_count_findings = 0;
 long harness_nFindings = 0;

@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../target.h"
+#include "fuzz/targets/targets.h"
 
 /* The target this harness fuzzes; called once. NULL (with a message on stderr) aborts. */
 parity_target *harness_open_target(void);

@@ -6,7 +6,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include "../mutate.h"
+#include "fuzz/cases/cases.h"
 
 #define CASES_PER_OP 3
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "minimize.h"
+#include "fuzz/findings/findings.h"
 
 /* mkdir -p for one or more missing levels. */
 static int make_dirs(const char *zDir, char *zErr, size_t nErr)

@@ -1,5 +1,5 @@
 /*
- * target_onednn.c - the onednn target: the compiled side of each case runs through oneDNN's
+ * onednn.c - the onednn target: the compiled side of each case runs through oneDNN's
  * primitives, the kernels under PyTorch's and TensorFlow's CPU paths, which oneDNN compiles
  * at run time (JIT) for each shape, data type and ISA. The eager side is the builtin eager
  * kernels (builtin_eager.c).
@@ -43,7 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <oneapi/dnnl/dnnl.h>
-#include "target.h"
+#include "fuzz/targets/targets.h"
 
 #define CACHE_SIZE 64
 #define MAX_ARGS 8

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "oracle.h"
+#include "fuzz/findings/findings.h"
 
 static const char *dim_feature(uint64_t d, char *zBuf, size_t nBuf)
 {

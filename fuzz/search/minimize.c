@@ -1,11 +1,11 @@
 /*
- * minimize.c - shrinking findings (the order of the passes and why is in minimize.h).
+ * minimize.c - shrinking findings (the order of the passes and why is in search.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "minimize.h"
+#include "fuzz/search/search.h"
 
 /* Same class, and for divergences the same kind: a NaN finding must not turn into a
  * rounding finding while it shrinks. */

@@ -1,5 +1,5 @@
 /*
- * kernels.h - what the builtin eager and compiled kernels (builtin_eager.c,
+ * kernels_internal.h - what the builtin eager and compiled kernels (builtin_eager.c,
  * builtin_compiled.c) share: the compute precision and the final rounding, the
  * elementwise ops (whose math is the same on both sides), and the geometry of every op
  * read from the case's parameters exactly as the registry reads them (tolerance/ops.h).
@@ -14,13 +14,13 @@
  *
  * Error style: 0, or -1 with a one-line reason in zErr (nothing left allocated).
  */
-#ifndef PARITY_KERNELS_H
-#define PARITY_KERNELS_H
+#ifndef PARITY_FUZZ_KERNELS_INTERNAL_H
+#define PARITY_FUZZ_KERNELS_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include "case.h"
-#include "../tolerance/rows.h"
+#include "fuzz/targets/targets.h"
+#include "tolerance/rows.h"
 
 typedef struct {
     int f32;                  /* compute in binary32 (else binary64) */

@@ -12,8 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "case.h"
-#include "rng.h"
+#include "fuzz/cases/cases.h"
 
 static const char *const azKindName[PARITY_VAL_COUNT] = {
     "normal", "uniform", "signed_zeros", "subnormal", "extremes", "specials", "mask_rows",

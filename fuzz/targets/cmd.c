@@ -1,5 +1,5 @@
 /*
- * target_cmd.c - an external target: a persistent worker process speaking the line
+ * cmd.c - an external target: a persistent worker process speaking the line
  * protocol of formats/FORMAT.md ("Fuzz worker protocol") over its stdin and stdout.
  *
  *   worker -> us   SKIP <op> <reason>      zero or more: ops it does not implement
@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "target.h"
+#include "fuzz/targets/targets.h"
 
 #define CMD_PROTOCOL_VERSION 1
 #define CMD_LINE_MAX 4096

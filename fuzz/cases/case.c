@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "case.h"
+#include "fuzz/cases/cases.h"
 
 static void free_params(parity_case *pCase)
 {

@@ -1,12 +1,12 @@
 /*
- * case_io.c - fuzz cases as captures: the case file a target reads, the output capture it
+ * io.c - fuzz cases as captures: the case file a target reads, the output capture it
  * writes, and the repro sides (eager.h5, compiled.h5) paritydiff diffs. The schema is
  * formats/FORMAT.md, "Fuzz cases"; the Python worker (fuzz/workers/) reads the same one.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "case.h"
+#include "fuzz/cases/cases.h"
 
 #define W_CHECK(expr) do { if ((expr) != 0) goto write_fail; } while (0)
 

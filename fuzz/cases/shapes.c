@@ -8,7 +8,7 @@
  * boundaries (powers of two and their neighbours, primes, tile sizes), never a particular
  * kernel's constants.
  */
-#include "mutate.h"
+#include "fuzz/cases/cases.h"
 
 /* 2^k - 1, 2^k, 2^k + 1 for k = 1 .. 16, and primes with no small factor (a prime is
  * never a multiple of a vector width). */

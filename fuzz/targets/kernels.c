@@ -1,5 +1,5 @@
 /*
- * kernels.c - what both builtin kernel files use (kernels.h): rounding, the elementwise
+ * kernels.c - what both builtin kernel files use (kernels_internal.h): rounding, the elementwise
  * ops, and each op's geometry read from the case's parameters the way the registry's
  * xPrepare reads them (tolerance/op_*.c), so the kernels and the judge never disagree on
  * what a case means.
@@ -8,10 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels.h"
-#include "target.h"
-#include "../formats/dtype.h"
-#include "../tolerance/mpref.h"
+#include "fuzz/targets/kernels_internal.h"
+#include "formats/dtype.h"
+#include "tolerance/mpref.h"
 
 /* ---- dispatch and rounding ------------------------------------------------------------ */
 

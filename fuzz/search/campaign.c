@@ -26,7 +26,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "campaign.h"
+#include "fuzz/search/search.h"
+/* The one arrow back up from the search room (search.h): dedup by signature, repro writing. */
+#include "fuzz/findings/findings.h"
 
 #define SIG_LEN 512
 #define SLOT_MAX_OPS 64

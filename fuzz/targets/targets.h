@@ -1,21 +1,22 @@
 /*
- * target.h - what parityfuzz runs cases against.
+ * targets.h - the targets room of parityfuzz (fuzz/targets/): what parityfuzz runs cases
+ * against. It builds on the cases room only.
  *
  * A target runs one side (eager or compiled) of a case and returns its output, decoded to
  * binary64 (each value exactly representable in the case's output dtype). Targets:
  *   builtin          in-process kernels (builtin_eager.c, builtin_compiled.c); the compiled
  *                    side may carry named defects (defects.c)
- *   cmd:COMMAND      a persistent external worker (target_cmd.c, protocol in FORMAT.md)
+ *   cmd:COMMAND      a persistent external worker (cmd.c, protocol in FORMAT.md)
  *   onednn[:ISA]     oneDNN's JIT primitives as the compiled side, the builtin eager
- *                    kernels as eager (target_onednn.c; built when libdnnl-dev is found)
+ *                    kernels as eager (onednn.c; built when libdnnl-dev is found)
  *
  * Run statuses are the oracle's raw material: a compiled side that errors, crashes or
  * hangs is a finding of its own class; a case the target does not support is skipped.
  */
-#ifndef PARITY_TARGET_H
-#define PARITY_TARGET_H
+#ifndef PARITY_FUZZ_TARGETS_H
+#define PARITY_FUZZ_TARGETS_H
 
-#include "case.h"
+#include "fuzz/cases/cases.h"
 
 typedef enum {
     PARITY_SIDE_EAGER,
@@ -52,10 +53,10 @@ struct parity_target {
 parity_target *parity_target_open(const char *zSpec, uint32_t defects, double caseTimeout,
                                    char *zErr, size_t nErr);
 void parity_target_close(parity_target *pT);
-/* The cmd: target (target_cmd.c); parity_target_open calls it. */
+/* The cmd: target (cmd.c); parity_target_open calls it. */
 parity_target *parity_target_cmd_open(const char *zCommand, double caseTimeout, char *zErr,
                                       size_t nErr);
-/* The onednn target (target_onednn.c), JIT capped at zIsa when given; present when the
+/* The onednn target (onednn.c), JIT capped at zIsa when given; present when the
  * build found oneDNN (PARITY_HAVE_ONEDNN). */
 parity_target *parity_target_onednn_open(const char *zIsa, char *zErr, size_t nErr);
 /* 1 when the target named zSpec runs foreign code in this process (onednn), where a fault
@@ -64,7 +65,7 @@ parity_target *parity_target_onednn_open(const char *zIsa, char *zErr, size_t nE
  * place that says which targets these are: the campaign's parent asks before any target
  * is open, as a process must not fork after oneDNN made its first primitive. */
 int parity_target_spec_in_process(const char *zSpec);
-/* A target whose compiled side runs pInner's in a forked child (target_isolate.c): a fault
+/* A target whose compiled side runs pInner's in a forked child (isolate.c): a fault
  * there is PARITY_RUN_CRASH, "died of signal N (name)", and a child still running after
  * timeout seconds (0: no limit) is killed, PARITY_RUN_HANG. The eager side runs in this
  * process. With ownInner, closing it closes pInner. NULL with zErr on failure. */

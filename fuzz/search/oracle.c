@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "oracle.h"
+#include "fuzz/search/search.h"
 
 const char *parity_finding_class_name(parity_finding_class cls)
 {

@@ -1,15 +1,21 @@
 /*
- * case.h - a fuzz case: one registry op applied to generated tensors.
+ * cases.h - the cases room of parityfuzz (fuzz/cases/): what a case is, how its spec expands
+ * into tensors (case.c, layout.c, values.c), how it is stored (io.c) and encoded for
+ * libFuzzer (codec.c), and how specs are drawn and mutated (shapes.c, mutate.c) from the
+ * deterministic random streams below. It includes only tolerance/ and formats/: every other
+ * room of fuzz/ builds on this one.
+ *
+ * A fuzz case: one registry op applied to generated tensors.
  *
  * A case has two forms:
  *   - its spec (parity_case_spec): the op's name, a layout variant, a vector of symbolic
  *     dims, one dtype and a value recipe per input plus a seed. Small and fixed-size; it is
- *     what the mutators change, what the minimizer shrinks, and (encoded by case_codec.c)
+ *     what the mutators change, what the minimizer shrinks, and (encoded by codec.c)
  *     what libFuzzer stores.
  *   - its expansion (parity_case): the concrete operands (shapes, decoded values), the
  *     parameters as the attributes the registry reads, and the output's dtype and shape.
  *     parity_case_expand makes it from the spec, deterministically; a case read back from
- *     a capture (case_io.c) carries stored values instead, which replay uses as they are.
+ *     a capture (io.c) carries stored values instead, which replay uses as they are.
  *
  * How dims and variant turn into shapes and parameters is the op's layout (layout.c),
  * which checks the result with the registry's own xPrepare: the fuzzer never holds a second
@@ -17,12 +23,13 @@
  *
  * Error style: 0 on success, -1 with a one-line reason in zErr.
  */
-#ifndef PARITY_CASE_H
-#define PARITY_CASE_H
+#ifndef PARITY_FUZZ_CASES_H
+#define PARITY_FUZZ_CASES_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../tolerance/ops.h"
+#include <math.h>
+#include "tolerance/ops.h"
 
 #define PARITY_CASE_VERSION 1
 #define PARITY_CASE_MAX_IN 4        /* sdpa: q, k, v, attn_mask */
@@ -148,7 +155,7 @@ parity_value_kind parity_value_kind_find(const char *zName);
 void parity_values_fill(parity_operand *pIn, const parity_value_recipe *pRecipe,
                         uint64_t seed, size_t iInput);
 
-/* ---- storage (case_io.c) --------------------------------------------------------- */
+/* ---- storage (io.c) --------------------------------------------------------- */
 
 /* What ran a case's compiled side, as a target reports it (parity_target.xIdentity); the
  * repro writer stores it as identity attributes of the compiled capture (FORMAT.md, "Fuzz
@@ -179,11 +186,99 @@ int parity_case_read(const char *zFile, parity_case *pCase, char *zErr, size_t n
 int parity_case_read_output(const parity_case *pCase, const char *zFile, double *aOut,
                             char *zErr, size_t nErr);
 
-/* ---- binary encoding for libFuzzer (case_codec.c) -------------------------------- */
+/* ---- binary encoding for libFuzzer (codec.c) -------------------------------- */
 
 /* Fixed-size little-endian encoding of a spec; decode rejects anything malformed. */
 #define PARITY_CASE_CODEC_SIZE 96
 size_t parity_case_encode(const parity_case_spec *pSpec, uint8_t *aBuf, size_t nBuf);
 int parity_case_decode(const uint8_t *aBuf, size_t nBuf, parity_case_spec *pSpec);
+
+/* ---- random streams ----------------------------------------------------------------
+ *
+ * The fuzzer's deterministic random streams: splitmix64 (Steele, Lea & Flood, "Fast splittable pseudorandom number generators",
+ * OOPSLA 2014): one 64-bit state, passes BigCrush, and any seed (0 included) is fine, so
+ * a case's values depend on nothing but its seed. Same seed, same campaign.
+ */
+
+typedef struct { uint64_t state; } parity_rng;
+
+static inline void parity_rng_seed(parity_rng *pR, uint64_t seed) { pR->state = seed; }
+
+static inline uint64_t parity_rng_next(parity_rng *pR)
+{
+    uint64_t z = (pR->state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n); 0 when n == 0. The modulo bias is below 2^-40 for n < 2^24. */
+static inline uint64_t parity_rng_below(parity_rng *pR, uint64_t n)
+{
+    return n ? parity_rng_next(pR) % n : 0;
+}
+
+/* Uniform in [0, 1) with 53 random bits. */
+static inline double parity_rng_unit(parity_rng *pR)
+{
+    return (double)(parity_rng_next(pR) >> 11) * 0x1p-53;
+}
+
+/* Standard normal by Box-Muller (one of the pair; simplicity beats speed here). */
+static inline double parity_rng_normal(parity_rng *pR)
+{
+    double u = parity_rng_unit(pR), v = parity_rng_unit(pR);
+    return sqrt(-2.0 * log(1.0 - u)) * cos(6.283185307179586 * v);
+}
+
+/* 1 with probability 1/n. */
+static inline int parity_rng_one_in(parity_rng *pR, uint64_t n)
+{
+    return parity_rng_below(pR, n) == 0;
+}
+
+/* ---- drawing and mutating specs (shapes.c, mutate.c) --------------------------------
+ *
+ * The fuzzer's search over shape and value space: shapes.c draws dims, mutate.c builds and
+ * changes specs.
+ *
+ * Two strategies share the interface:
+ *   guided     sizes that break compilers: 0 and 1, primes, 2^k - 1, 2^k, 2^k + 1 up to
+ *              65537, tile sizes plus or minus a remainder, reduction lengths around 4096,
+ *              8192, 16384 and 32768, broadcast dims, ranks 0 to 5, large K with small M
+ *              and N; and every value recipe (values.c)
+ *   baseline   what a naive tensor fuzzer does (the benchmark's yardstick): every dim
+ *              uniform in [1, 4096], values N(0, 1)
+ * Both keep cases inside the size bounds above (guided by shrinking the largest
+ * dims, baseline by drawing again, or after 1000 draws that do not fit by halving the
+ * largest dims), so exec/s stays high.
+ */
+
+typedef enum {
+    PARITY_STRATEGY_GUIDED,
+    PARITY_STRATEGY_BASELINE
+} parity_strategy;
+
+/* A dim size for the role (guided). */
+uint64_t parity_draw_dim(parity_rng *pRng, parity_dim_role role);
+
+/* A fresh spec for op zOp (which must have a layout). Returns 0, or -1 when no draw fit
+ * the bounds (rare; the caller draws again). */
+int parity_spec_generate(parity_rng *pRng, const char *zOp, parity_strategy strategy,
+                         parity_case_spec *pSpec);
+
+/* Changes pSpec by one guided mutation (a dim nudged or redrawn, the variant, the dtype, a
+ * value recipe or the seed), keeping it inside the bounds. Returns 0, or -1 when the
+ * mutated spec could not be made to fit (pSpec is then unchanged). */
+int parity_spec_mutate(parity_rng *pRng, parity_case_spec *pSpec);
+
+/* 1 when the generator draws dtype dt (float32, bfloat16, float16, float64). */
+int parity_spec_dtype_drawable(parity_dtype dt);
+/* When pSpec's dtype is not in allowed (bits 1 << dtype), redraws it among the drawable
+ * dtypes in allowed, with the generator's weights. allowed must hold a drawable dtype. */
+void parity_spec_restrict_dtypes(parity_rng *pRng, parity_case_spec *pSpec, uint32_t allowed);
+
+/* Shrinks the largest dims of pSpec until its case fits the bounds; 0 or -1. */
+int parity_spec_fit(parity_case_spec *pSpec);
 
 #endif

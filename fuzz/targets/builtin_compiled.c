@@ -16,8 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels.h"
-#include "target.h"
+#include "fuzz/targets/kernels_internal.h"
 
 #define GEMM_BLOCK_K 64          /* K elements per GEMM block */
 #define GEMM_LANES 4             /* partial accumulators (vector lanes) over k */

@@ -1,5 +1,5 @@
 /*
- * case_codec.c - the compact binary form of a case spec, for libFuzzer's corpus.
+ * codec.c - the compact binary form of a case spec, for libFuzzer's corpus.
  *
  * 96 bytes, little-endian, fixed layout (offsets in bytes):
  *    0  "PF"            magic
@@ -16,7 +16,7 @@
  * every field; whether the spec makes a legal case is parity_case_layout's call.
  */
 #include <string.h>
-#include "case.h"
+#include "fuzz/cases/cases.h"
 
 static void put_u16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static void put_u32(uint8_t *p, uint32_t v)

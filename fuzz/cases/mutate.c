@@ -2,7 +2,7 @@
  * mutate.c - building specs from scratch and changing them one step at a time.
  */
 #include <string.h>
-#include "mutate.h"
+#include "fuzz/cases/cases.h"
 
 /* dtypes a case may have: float32 most, the 16-bit formats compilers special-case next,
  * float64 as the control. fp8 is left out: the builtin kernels have no fp8 path. */
@@ -64,7 +64,7 @@ static void draw_budget(parity_rng *pRng, uint64_t *pMaxElems, uint64_t *pMaxWor
 }
 
 /* Halves dims until the case fits. The budget (maxElems, maxWork) binds the other dims
- * only: reduction and dot-product lengths give way just to the hard bounds of case.h, so
+ * only: reduction and dot-product lengths give way just to the hard bounds of cases.h, so
  * a long K with small M and N, the case worth keeping, survives a small budget. */
 static int fit_within(parity_case_spec *pSpec, uint64_t maxElems, uint64_t maxWork)
 {

@@ -1,12 +1,12 @@
 /*
  * defects.c - the catalogue of defects the builtin compiled kernels can carry
- * (PARITY_DEFECT_* in target.h). Each is modelled on a public bug and, like it, changes
+ * (PARITY_DEFECT_* in targets.h). Each is modelled on a public bug and, like it, changes
  * the result only on a rare shape or value, so a campaign has to search for it; the code
  * of each lives in builtin_compiled.c behind its bit, next to a comment citing the same
  * bug.
  */
 #include <string.h>
-#include "target.h"
+#include "fuzz/targets/targets.h"
 
 const parity_defect parity_defects[] = {
     /* openxla/xla#5544, pytorch/pytorch#189895: a split reduction's combine loop runs

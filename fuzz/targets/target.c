@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "target.h"
+#include "fuzz/targets/targets.h"
 
 const char *parity_run_status_name(parity_run_status st)
 {

@@ -1,5 +1,5 @@
 /*
- * replay.c - replaying stored repros (see replay.h).
+ * replay.c - replaying stored repros (see findings.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -9,8 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "replay.h"
-#include "minimize.h"
+#include "fuzz/findings/findings.h"
 
 const char *parity_replay_outcome_name(parity_replay_outcome o)
 {

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "case.h"
+#include "fuzz/cases/cases.h"
 
 /* ---- building operands and parameters -------------------------------------------- */
 

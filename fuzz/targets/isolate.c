@@ -1,5 +1,5 @@
 /*
- * target_isolate.c - runs an in-process target's compiled side in a forked child, so that
+ * isolate.c - runs an in-process target's compiled side in a forked child, so that
  * a JIT kernel that faults (SIGILL, SIGSEGV, ...) becomes a finding of class crash instead
  * of the end of parityfuzz.
  *
@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "target.h"
+#include "fuzz/targets/targets.h"
 
 typedef struct {
     parity_target base;

@@ -2,7 +2,7 @@
  * builtin_eager.c - the builtin target's eager side: the straightforward kernel of every
  * registry op, the way a framework's reference CPU path computes it. Sums and dot
  * products accumulate sequentially, left to right, in the compute precision (float32;
- * float64 for float64 cases: kernels.h), math functions are the C library's in that
+ * float64 for float64 cases: kernels_internal.h), math functions are the C library's in that
  * precision, special values follow torch's formulas (NaN propagates through max and min,
  * a fully masked softmax row is NaN, ...), and each output element is rounded once to the
  * output dtype.
@@ -14,8 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels.h"
-#include "target.h"
+#include "fuzz/targets/kernels_internal.h"
 
 /* Sequential sum and dot product: the eager summation order. The binary32 loops use float
  * variables: the same roundings as kern_acc, without the conversions in the dependency

@@ -1,0 +1,79 @@
+/*
+ * findings.h - the findings room of parityfuzz (fuzz/findings/): what a finding is once
+ * found: its signature (signature.c), its repro folder (repro.c), and replaying stored
+ * repros against a target, the regression gate (replay.c). It builds on the search room
+ * (the oracle judges replays); the CLI and the campaign use it.
+ *
+ * Replay: re-running stored repros against a target.
+ *
+ * A repro is replayed from its stored tensors (eager.h5), never from its recipe, which a
+ * child process reads first (libhdf5 can crash or hang on a corrupt file: that becomes an
+ * error outcome, not a crash of parityfuzz). Outcomes:
+ *   fixed      no finding any more
+ *   same       still a finding, with the stored signature
+ *   changed    still a finding, with another signature (or another class)
+ *   error      the repro cannot be read, or the target cannot run it
+ *   other-isa  not replayed: the repro records a JIT ISA (its signature file's "compiled
+ *              by" line) and the target runs another one here, where results may differ
+ *              for reasons that are no regression; named, never counted as a pass
+ */
+#ifndef PARITY_FUZZ_FINDINGS_H
+#define PARITY_FUZZ_FINDINGS_H
+
+#include "fuzz/search/search.h"
+
+typedef enum {
+    PARITY_REPLAY_FIXED,
+    PARITY_REPLAY_SAME,
+    PARITY_REPLAY_CHANGED,
+    PARITY_REPLAY_ERROR,
+    PARITY_REPLAY_OTHER_ISA
+} parity_replay_outcome;
+
+const char *parity_replay_outcome_name(parity_replay_outcome o);
+
+typedef struct {
+    parity_replay_outcome outcome;
+    char zStored[512];        /* the stored signature */
+    char zNow[512];           /* the signature now ("" when fixed) */
+    char zDetail[PARITY_ERR_LEN + 256];
+} parity_replay_result;
+
+/* Replays the repro folder zRepro on pT. */
+void parity_replay_one(parity_target *pT, const char *zRepro, parity_replay_result *pRes);
+
+/* Lists the repros under zDir: zDir itself when it holds eager.h5, else its subfolders
+ * that do (sorted by name; temporary folders of a running campaign are skipped). Returns
+ * the count (*pazRepro malloc'd, free with parity_replay_list_free), or -1 with zErr. */
+long parity_replay_list(const char *zDir, char ***pazRepro, char *zErr, size_t nErr);
+void parity_replay_list_free(char **azRepro, long n);
+
+
+/* ---- signatures (signature.c) ------------------------------------------------------ */
+
+/* The signature that deduplicates findings (signature.c): op, dtype, class, and shape and value features of the case such as which dims are 1, their
+ * alignment to 8/16/32, lengths past split thresholds, and NaN/Inf/fully masked rows.
+ * Two cases with one signature are taken as the same bug. */
+const char *parity_signature(const parity_case *pCase, const parity_oracle_result *pR,
+                             char *zBuf, size_t nBuf);
+/* A short stable hash of a signature (16 hex digits), used to name repro folders. */
+void parity_signature_hash(const char *zSignature, char *zHex17);
+
+/* ---- repros (repro.c) ------------------------------------------------------------- */
+
+/* Writes a repro folder atomically under zOutDir (created if absent): eager.h5 and
+ * compiled.h5 (the case with each side's output), and "signature" (the signature on its
+ * first line, then what was found, how to look at it and how to replay it). The folder is
+ * named "<op>-<16 hex digits of the signature hash>"; built under a temporary name and
+ * renamed, so a reader never sees half a repro. Returns 0 (path in zPath), 1 when a repro
+ * with that name already exists (another job found it first), -1 with zErr. */
+int parity_repro_write(const char *zOutDir, const parity_case *pCase, const double *aEager,
+                       const double *aCompiled, const parity_oracle_result *pR,
+                       const char *zSignature, const char *zTarget, uint32_t defects,
+                       const parity_case_identity *pId, char *zPath, size_t nPath, char *zErr,
+                       size_t nErr);
+
+/* Reads the first line of a repro's signature file. Returns 0, or -1 with zErr. */
+int parity_repro_signature(const char *zRepro, char *zSig, size_t nSig, char *zErr, size_t nErr);
+
+#endif

@@ -1,0 +1,163 @@
+/*
+ * search.h - the search room of parityfuzz (fuzz/search/): the oracle that decides whether
+ * a case is a finding (oracle.c), the minimizer that shrinks one (minimize.c) and the
+ * campaign that draws cases, runs them and stores what it finds (campaign.c). It builds on
+ * the cases and targets rooms. One arrow runs back up: the campaign deduplicates by
+ * signature and writes repros, both of the findings room (fuzz/findings/findings.h), so
+ * campaign.c, and only it, includes that header.
+ *
+ * The oracle: deciding whether a case is a finding, and which.
+ *
+ * The verdict is the registry's (tolerance/judge.h), called as a library: the case's op
+ * reference and error model judge the compiled output with the eager output beside it.
+ * Classes, headline first:
+ *   diverges   the compiled side ran and some output element is beyond the op's error
+ *              bound and worse than eager, or non-finite where the reference is finite (or
+ *              the reverse): "succeeds but diverges"
+ *   error      the compiled side reported an error on a case eager runs
+ *   crash      the compiled worker died
+ *   hang       the compiled worker exceeded its time
+ * A case the eager side cannot run (or the target skips) is no finding: it is counted as
+ * skipped. Compiled outputs bit-identical to eager are not judged (nothing can be "worse
+ * than eager"), which keeps exec/s high on ops compilers leave alone.
+ */
+#ifndef PARITY_FUZZ_SEARCH_H
+#define PARITY_FUZZ_SEARCH_H
+
+#include <signal.h>
+#include "fuzz/targets/targets.h"
+#include "tolerance/judge.h"
+
+typedef enum {
+    PARITY_FINDING_NONE,
+    PARITY_FINDING_DIVERGES,
+    PARITY_FINDING_ERROR,
+    PARITY_FINDING_CRASH,
+    PARITY_FINDING_HANG,
+    PARITY_FINDING_SKIPPED    /* not a finding: eager could not run it, or unsupported */
+} parity_finding_class;
+
+const char *parity_finding_class_name(parity_finding_class cls);
+
+typedef struct {
+    parity_finding_class cls;
+    parity_run_status eagerStatus, compiledStatus;
+    int judged;               /* judgement is filled */
+    int bitIdentical;         /* compiled == eager bit for bit (then not judged) */
+    parity_judgement judgement;
+    char zDetail[PARITY_ERR_LEN + 128];   /* the error text, or a one-line summary */
+} parity_oracle_result;
+
+/* Runs both sides of pCase on pT and judges. The outputs are left in aEager/aCompiled
+ * (pCase->nOut each, caller-allocated) for the repro writer. Returns 0, or -1 when the
+ * judge itself failed (zDetail says why; a bug of ours, not the target's). */
+int parity_oracle_run(parity_target *pT, const parity_case *pCase, double *aEager,
+                      double *aCompiled, parity_oracle_result *pR);
+
+/* ---- the minimizer (minimize.c) ----------------------------------------------------
+ *
+ * Shrinking a finding to the smallest case that still shows it. The minimizer keeps a candidate when it reproduces: same finding class and,
+ * for divergences, the same kind (non-finite or beyond the bound). In order:
+ *   1. value recipes: each input tries ones, small integers, then N(0, 1);
+ *   2. dims: each dim the layout uses descends by halving steps (d - d/2, d - d/4, ...,
+ *      d - 1), restarting after every success, until a whole pass changes nothing; the
+ *      last pass tried d - 1 for every dim, so every dim is 1-minimal (one smaller does
+ *      not reproduce) unless the exec budget ran out first (pResult->minimal says which);
+ *   3. values: halves, quarters, ... of each input are set to 1 while the failure holds;
+ *      the case then carries stored values (replay reads them, a recipe could not make
+ *      them).
+ */
+
+typedef struct {
+    parity_case minimized;    /* values loaded; owned (parity_minimize_free) */
+    double *aEager, *aCompiled;   /* its outputs (nOut each) */
+    parity_oracle_result result;
+    int minimal;              /* every dim passed the one-smaller check */
+    uint64_t nExecs;          /* cases run while minimizing */
+} parity_minimized;
+
+#define PARITY_MINIMIZE_BUDGET 1500    /* cases per finding */
+
+/* Minimizes the finding made by pSpec (whose oracle result is pFirst), within budget cases
+ * and until deadline (CLOCK_MONOTONIC seconds, 0: none); past either it keeps what it has
+ * (minimal 0). Returns 0 with *pMin filled, or -1 with zErr when the finding did not even
+ * reproduce from its spec (a flaky target). */
+int parity_minimize(parity_target *pT, const parity_case_spec *pSpec,
+                    const parity_oracle_result *pFirst, uint64_t budget, double deadline,
+                    parity_minimized *pMin, char *zErr, size_t nErr);
+void parity_minimized_free(parity_minimized *pMin);
+
+/* 1 when pCase reproduces the finding pWant (class and kind); fills pR and the outputs
+ * (nOut each, caller-allocated). The replay and the 1-minimality tests use it too. */
+int parity_reproduces(parity_target *pT, const parity_case *pCase,
+                      const parity_oracle_result *pWant, double *aEager, double *aCompiled,
+                      parity_oracle_result *pR);
+
+/* ---- campaigns (campaign.c) ----------------------------------------------------------
+ *
+ * A fuzzing campaign: draw cases, run them through the oracle, minimize and store new
+ * findings, report progress.
+ *
+ * Determinism: one seed drives every draw, so the same seed, target and --max-execs give
+ * the same cases and findings. With jobs > 1 each job is its own process with its own
+ * seed derived from (seed, job index) and an equal share of max-execs, so the same seed,
+ * jobs and max-execs also give the same findings; a --time bound does not (how far each
+ * job gets depends on the machine).
+ */
+
+typedef struct {
+    const char *zTarget;          /* "builtin" or "cmd:COMMAND" */
+    uint32_t defects;
+    double caseTimeout;           /* per request of a cmd: target, seconds */
+    const char *const *azOps;     /* ops to fuzz; NULL: every op with a layout the target runs */
+    size_t nOps;
+    uint32_t dtypes;              /* case dtypes to draw (bits 1 << dtype); 0: the target's */
+    uint64_t seed;
+    double timeLimit;             /* seconds; 0: none */
+    uint64_t maxExecs;            /* 0: none */
+    const char *zOutDir;          /* repros go here; NULL: findings are not stored */
+    parity_strategy strategy;
+    int progress;                 /* status line on stderr every second */
+    int jobs;                     /* processes; 1 runs in this one */
+    int stopAfterFirst;           /* stop at the first stored finding (the benchmark) */
+    int minimize;                 /* 0: store findings as found */
+} parity_campaign_options;
+
+typedef struct {
+    char *zSignature;
+    char *zOp;
+    char *zClass;
+    char *zRepro;                 /* folder, or NULL when not stored */
+    char *zDetail;
+    double tFound;                /* seconds into the campaign */
+    int minimal;                  /* minimization finished: every dim 1-minimal */
+} parity_finding;
+
+typedef struct {
+    uint64_t nExecs;              /* cases run through the oracle by the search */
+    uint64_t nMinimizeExecs;      /* cases run by the minimizer */
+    uint64_t nSkipped;            /* cases the target could not run on the eager side */
+    uint64_t nBitIdentical;       /* compiled equal to eager bit for bit */
+    uint64_t nRawFindings;        /* findings before deduplication */
+    double elapsed;
+    double firstFinding;          /* seconds to the first finding; -1: none */
+    parity_finding *aFinding;     /* unique signatures, in order of discovery */
+    size_t nFinding;
+    char **azOp;                  /* ops fuzzed, and cases run per op */
+    uint64_t *anOpExecs;
+    size_t nOp;
+    int trouble;                  /* a target or storage error cut the campaign short */
+    char zTrouble[PARITY_ERR_LEN + 128];
+} parity_campaign_result;
+
+/* Set (by a SIGINT handler, say) to end a running campaign early; it still reports. */
+extern volatile sig_atomic_t parity_campaign_interrupted;
+
+void parity_campaign_options_init(parity_campaign_options *pOpt);
+/* Runs the campaign. Returns 0 (findings or not; see pRes), or -1 with zErr when it could
+ * not start (unknown target, no op to fuzz, output folder unwritable). */
+int parity_campaign_run(const parity_campaign_options *pOpt, parity_campaign_result *pRes,
+                        char *zErr, size_t nErr);
+void parity_campaign_result_free(parity_campaign_result *pRes);
+
+#endif
