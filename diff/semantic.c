@@ -276,12 +276,22 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
     pR->hasJudgement = 1;
     pR->zModelOp = pDef->zName;
     pR->zModel = pDef->zModel;
-    if (pR->judgement.nVacuous > 0) {
+    if (pR->judgement.nVacuous > pR->judgement.nVacuousOverflow) {
         /* Never a silent pass: say that the model could not judge these elements. */
         char zMsg[256];
         snprintf(zMsg, sizeof zMsg, "the error bound is vacuous for %llu element(s) (for a "
                  "dot product: n u >= 1 in acc_dtype %s); only non-finite divergences can fail "
-                 "there", (unsigned long long)pR->judgement.nVacuous,
+                 "there", (unsigned long long)(pR->judgement.nVacuous -
+                                                pR->judgement.nVacuousOverflow),
+                 parity_dtype_name(pR->accDtype));
+        push_warning(pR, zMsg);
+    }
+    if (pR->judgement.nVacuousOverflow > 0) {
+        char zMsg[320];
+        snprintf(zMsg, sizeof zMsg, "the error bound is vacuous for %llu element(s) where a "
+                 "legal summation order overflows acc_dtype %s; what such an order gives there "
+                 "(an infinity, NaN, or for a norm the finite value an infinite variance "
+                 "makes) is accepted", (unsigned long long)pR->judgement.nVacuousOverflow,
                  parity_dtype_name(pR->accDtype));
         push_warning(pR, zMsg);
     }

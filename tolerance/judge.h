@@ -25,10 +25,14 @@ typedef struct {
     uint64_t nChecked;
     uint64_t nWithin, nCompiledWorse, nEagerWorse, nBothBeyond;
     uint64_t nNonFinite;           /* compiled non-finite divergences (failures) */
-    uint64_t nOverflowAccepted;    /* compiled Inf/NaN accepted because the model allows an
-                                    * overflowing summation order there (ops.h) */
+    uint64_t nOverflowAccepted;    /* compiled values off the reference's special value, or
+                                    * non-finite where it is finite, accepted because a legal
+                                    * summation order overflows there (ops.h, judge.c's
+                                    * vacuous_special) */
     uint64_t nVacuous;             /* checked elements whose bound is infinite (n u >= 1, say):
                                     * nothing finite can fail there, which must be said */
+    uint64_t nVacuousOverflow;     /* of those, the ones where a legal summation order
+                                    * overflows acc_dtype (ops.h, overflowPossible) */
     uint64_t nSuspicious;          /* compiled within the deterministic bound but beyond the
                                     * probabilistic one (ops that have one): reported only */
     int hasProbabilistic;          /* the op provided a probabilistic bound */
