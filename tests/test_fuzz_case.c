@@ -127,6 +127,110 @@ Test(fuzz_case, decoding_rejects_malformed_input)
 
 /* ---- layouts against the registry, and the kernels over every op ------------------------ */
 
+/* The registry is the one list of ops: every op has a fuzz layout (its family's) and a
+ * builtin kernel, every layout belongs to a registry op, and every family with a layout is
+ * some op's (so neither side holds an entry the other lacks). */
+Test(fuzz_case, layouts_and_registry_cover_each_other)
+{
+    size_t nLayout, i;
+    const parity_layout_info *aInfo = parity_layout_all(&nLayout);
+    int aFamilyUsed[PARITY_FAMILY_COUNT] = { 0 }, nFamily = 0, f;
+    for (i = 0; parity_op_registry[i]; i++) {
+        const parity_op_def *pDef = parity_op_registry[i];
+        const parity_layout_info *pL = parity_layout_of(pDef);
+        cr_assert_not_null(pL, "registry op %s has no fuzz layout (family %s)", pDef->zName,
+                           parity_op_family_name(pDef->family));
+        cr_assert_eq(pL->pDef, pDef);
+        cr_assert_eq(parity_layout_find(pDef->zName), pL);
+        cr_assert(parity_builtin_supports(pDef->zName), "no builtin kernel for %s", pDef->zName);
+        cr_assert(pL->nVariant >= 1 && pL->nDim >= 1 && pL->nDim <= PARITY_CASE_MAX_DIMS);
+        aFamilyUsed[pDef->family] = 1;
+    }
+    cr_assert_eq(i, PARITY_OP_COUNT);
+    cr_assert_eq(nLayout, PARITY_OP_COUNT, "%zu layouts for %d ops", nLayout, PARITY_OP_COUNT);
+    for (i = 0; i < nLayout; i++)
+        cr_assert_eq(parity_op_find(aInfo[i].zOp), aInfo[i].pDef, "layout %s", aInfo[i].zOp);
+    for (f = 0; f < PARITY_FAMILY_COUNT; f++) nFamily += aFamilyUsed[f];
+    cr_assert_eq(parity_layout_families(), nFamily,
+                 "%d families have a layout, registry ops use %d", parity_layout_families(),
+                 nFamily);
+    cr_assert_null(parity_layout_find("not_an_op"));
+}
+
+/* The attributes an op asks generated cases to set (ops.h, aCaseAttr) reach the case:
+ * some variants write the alternative value, some do not. */
+Test(fuzz_case, case_attributes_come_from_the_registry)
+{
+    size_t i;
+    for (i = 0; parity_op_registry[i]; i++) {
+        const parity_op_def *pDef = parity_op_registry[i];
+        const parity_layout_info *pL = parity_layout_of(pDef);
+        const parity_op_case_attr *pA;
+        uint64_t aDim[PARITY_CASE_MAX_DIMS] = { 2, 3, 4, 5, 3, 2, 2, 2 };
+        uint32_t v;
+        int nAlt = 0, nOther = 0;
+        if (pDef->nCaseAttr == 0) continue;
+        pA = &pDef->aCaseAttr[0];
+        for (v = 0; v < pL->nVariant; v++) {
+            parity_case_spec s = spec_of(pDef->zName, v, PARITY_DT_F32, aDim, pL->nDim,
+                                         PARITY_VAL_NORMAL);
+            parity_case c;
+            char zErr[PARITY_ERR_LEN];
+            const parity_attr *pAttr;
+            if (parity_case_layout(&s, &c, zErr, sizeof zErr) != 0) continue;
+            pAttr = parity_attr_find(c.aParam, c.nParam, pA->zName);
+            if (pA->kind == PARITY_ATTR_STRING) {
+                if (pAttr && pA->azStr[1] && strcmp(pAttr->azStr[0], pA->azStr[1]) == 0) nAlt++;
+                else nOther++;
+            } else {
+                double want1 = pA->aFloat[1];
+                if (pAttr && want1 == want1 && pAttr->aFloat[0] == want1) nAlt++;
+                else nOther++;
+            }
+            parity_case_free(&c);
+        }
+        cr_assert_gt(nOther, 0, "%s: every variant sets %s's alternative", pDef->zName, pA->zName);
+        if (pA->azStr[1] || pA->aFloat[1] == pA->aFloat[1])
+            cr_assert_gt(nAlt, 0, "%s: no variant sets %s's alternative", pDef->zName, pA->zName);
+    }
+}
+
+/* The output shape and the legality of a case are the registry's: a spec its shape rule
+ * refuses is refused with the registry's reason, before anything runs. */
+Test(fuzz_case, shape_rules_are_the_registrys)
+{
+    uint64_t aConv[7] = { 1, 2, 3, 3, 2, 5, 5 };     /* a 5x5 kernel on a 3x3 input */
+    uint64_t aRed[4] = { 2, 3, 4, 0 };               /* amax over an empty dim */
+    uint64_t aMm[4] = { 3, 7, 5, 2 };
+    parity_case_spec s;
+    parity_case c;
+    parity_op_call call;
+    char zErr[PARITY_ERR_LEN];
+
+    s = spec_of("conv2d", 0, PARITY_DT_F32, aConv, 7, PARITY_VAL_NORMAL);
+    cr_assert_eq(parity_case_layout(&s, &c, zErr, sizeof zErr), -1);
+    cr_assert(strstr(zErr, "conv2d: kernel 5x5") && strstr(zErr, "larger than the padded input"),
+              "%s", zErr);
+    s = spec_of("amax", 1 | (1u << 2), PARITY_DT_F32, aRed, 4, PARITY_VAL_NORMAL);
+    cr_assert_eq(parity_case_layout(&s, &c, zErr, sizeof zErr), -1);
+    cr_assert(strstr(zErr, "amax: reduction over an empty dim"), "%s", zErr);
+    /* matmul variant 1: [B, M, K] x [K, N] -> [B, M, N], shape and cost from the registry */
+    s = spec_of("matmul", 1, PARITY_DT_F32, aMm, 4, PARITY_VAL_NORMAL);
+    cr_assert_eq(parity_case_layout(&s, &c, zErr, sizeof zErr), 0, "%s", zErr);
+    cr_assert_eq(c.outRank, 3);
+    cr_assert(c.aOutDim[0] == 2 && c.aOutDim[1] == 3 && c.aOutDim[2] == 5);
+    cr_assert_eq(c.opCost, 8.0, "K + 1 reference terms per element");
+    cr_assert_eq(parity_case_work(&c), 2 * 3 * 7 + 7 * 5 + 30 * 8);
+    /* the geometry without values: what the kernels and the onednn target read */
+    cr_assert_eq(parity_case_op_shape(&c, &call, zErr, sizeof zErr), 0, "%s", zErr);
+    cr_assert(call.geom.dot.M == 3 && call.geom.dot.K == 7 && call.geom.dot.N == 5);
+    cr_assert(call.geom.dot.nBatch == 1 && call.geom.dot.aBatchDim[0] == 2);
+    cr_assert(call.geom.dot.aStrideA[0] == 21 && call.geom.dot.aStrideB[0] == 0,
+              "a steps a [3, 7] matrix per batch, b broadcasts");
+    parity_op_end(&call);
+    parity_case_free(&c);
+}
+
 Test(fuzz_case, every_layout_is_legal_for_the_registry_and_runs_on_both_sides)
 {
     size_t nLayout, i;

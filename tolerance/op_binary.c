@@ -37,56 +37,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
 
 typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_MAX, BIN_MIN } binary_kind;
 
 typedef struct {
-    const char *zName;
+    const parity_op_def *pDef;
     binary_kind kind;
     int hasAlpha;
 } binary_spec;
 
 static const binary_spec aSpec[] = {
-    { "add", BIN_ADD, 1 },
-    { "sub", BIN_SUB, 1 },
-    { "mul", BIN_MUL, 0 },
-    { "div", BIN_DIV, 0 },
-    { "maximum", BIN_MAX, 0 },
-    { "minimum", BIN_MIN, 0 },
+    { &parity_op_add, BIN_ADD, 1 },
+    { &parity_op_sub, BIN_SUB, 1 },
+    { &parity_op_mul, BIN_MUL, 0 },
+    { &parity_op_div, BIN_DIV, 0 },
+    { &parity_op_maximum, BIN_MAX, 0 },
+    { &parity_op_minimum, BIN_MIN, 0 },
 };
 
+/* Strides and alpha are the geometry (geom.elementwise); this is the rest. */
 typedef struct {
     const binary_spec *pSpec;
-    double alpha;
     int narrowX, narrowY;                  /* operand rounded to acc_dtype first */
-    uint64_t aStrideX[PARITY_MAX_RANK];    /* per output dim, 0 where broadcast */
-    uint64_t aStrideY[PARITY_MAX_RANK];
 } binary_params;
 
 static void binary_free(void *p) { free(p); }
-
-/* Strides of an operand (rank nOwn, right-aligned) over the output dims; 0 where the
- * operand has no such dim or a broadcast 1. */
-static void operand_strides(const parity_operand *pX, int outRank, const uint64_t *aOut,
-                            uint64_t *aStride)
-{
-    uint64_t stride = 1;
-    int d;
-    for (d = outRank - 1; d >= 0; d--) {
-        int iOwn = pX->rank - (outRank - d);
-        if (iOwn < 0) { aStride[d] = 0; continue; }
-        aStride[d] = (pX->aDim[iOwn] == 1 && aOut[d] != 1) ? 0 : stride;
-        stride *= pX->aDim[iOwn];
-    }
-}
 
 static int binary_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
                           char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0], *pY = &pCall->aIn[1];
     const char *zOp = pCall->pDef->zName;
+    parity_elementwise_geometry *pG = &pCall->geom.elementwise;
     binary_params *pP;
     uint64_t aWant[PARITY_MAX_RANK];
     int nWant = pX->rank > pY->rank ? pX->rank : pY->rank, d, rc;
@@ -98,18 +82,18 @@ static int binary_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pCall->pParams = pP;
     for (i = 0; i < sizeof aSpec / sizeof aSpec[0]; i++)
-        if (strcmp(aSpec[i].zName, zOp) == 0) pP->pSpec = &aSpec[i];
+        if (aSpec[i].pDef == pCall->pDef) pP->pSpec = &aSpec[i];
     if (!pP->pSpec) { snprintf(zErr, nErr, "%s: not a binary op", zOp); return -1; }
 
-    pP->alpha = 1.0;
-    rc = parity_param_float(aAttr, nAttr, "alpha", &pP->alpha, zErr, nErr);
+    pG->alpha = 1.0;
+    rc = parity_param_float(aAttr, nAttr, "alpha", &pG->alpha, zErr, nErr);
     if (rc < 0) return -1;
     if (rc > 0 && !pP->pSpec->hasAlpha) {
         snprintf(zErr, nErr, "%s: takes no 'alpha' attribute", zOp);
         return -1;
     }
-    if (!isfinite(pP->alpha)) {
-        snprintf(zErr, nErr, "%s: alpha must be finite, got %g", zOp, pP->alpha);
+    if (!isfinite(pG->alpha)) {
+        snprintf(zErr, nErr, "%s: alpha must be finite, got %g", zOp, pG->alpha);
         return -1;
     }
 
@@ -125,7 +109,7 @@ static int binary_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
         }
         aWant[d] = dimX == 1 ? dimY : dimX;
     }
-    if (!parity_same_shape(nWant, aWant, pCall->outRank, pCall->aOutDim)) {
+    if (!parity_op_take_out(pCall, nWant, aWant)) {
         snprintf(zErr, nErr, "%s: shapes %s and %s broadcast to %s, output has %s", zOp,
                  parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
                  parity_shape_str(pY->rank, pY->aDim, zB, sizeof zB),
@@ -133,8 +117,11 @@ static int binary_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
                  parity_shape_str(pCall->outRank, pCall->aOutDim, zD, sizeof zD));
         return -1;
     }
-    operand_strides(pX, pCall->outRank, pCall->aOutDim, pP->aStrideX);
-    operand_strides(pY, pCall->outRank, pCall->aOutDim, pP->aStrideY);
+    /* the shapes broadcast (checked above): these cannot fail */
+    parity_broadcast_strides(pCall->outRank, pCall->aOutDim, pX->aDim, pX->rank, 1,
+                             pG->aStrideX);
+    parity_broadcast_strides(pCall->outRank, pCall->aOutDim, pY->aDim, pY->rank, 1,
+                             pG->aStrideY);
     pP->narrowX = parity_unit_roundoff(pX->dtype) < uAcc;
     pP->narrowY = parity_unit_roundoff(pY->dtype) < uAcc;
     return 0;
@@ -149,16 +136,17 @@ static double half_ulp(parity_dtype dt, double x)
 static int binary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
     const binary_params *pP = pCall->pParams;
+    const parity_elementwise_geometry *pG = &pCall->geom.elementwise;
     parity_dtype acc = pCall->accDtype, out = pCall->outDtype;
     uint64_t offX = 0, offY = 0, rest = linear;
-    double x, y, r, a = pP->alpha, eIn = 0.0, eAcc;
+    double x, y, r, a = pG->alpha, eIn = 0.0, eAcc;
     int d;
 
     for (d = pCall->outRank - 1; d >= 0; d--) {
         uint64_t idx = rest % pCall->aOutDim[d];
         rest /= pCall->aOutDim[d];
-        offX += idx * pP->aStrideX[d];
-        offY += idx * pP->aStrideY[d];
+        offX += idx * pG->aStrideX[d];
+        offY += idx * pG->aStrideY[d];
     }
     x = pCall->aIn[0].aValue[offX];
     y = pCall->aIn[1].aValue[offY];
@@ -227,27 +215,24 @@ static int binary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
 
 #define BINARY_MODEL "one IEEE rounding in acc_dtype then the output's: 0.5 ulp_acc + 0.5 ulp_out"
 
-const parity_op_def parity_op_add = {
-    "add", BINARY_MODEL " (+ alpha product); IEEE 754 correct rounding", 2, 2,
-    binary_prepare, binary_element, binary_free, NULL, NULL, 0
+/* add and sub: generated cases try alpha = 0.5 too (fuzz/cases/layout.c). */
+static const parity_op_case_attr aAlphaCase[] = {
+    { "alpha", PARITY_ATTR_FLOAT, { NAN, 0.5 }, { NULL, NULL } },
 };
-const parity_op_def parity_op_sub = {
-    "sub", BINARY_MODEL " (+ alpha product); IEEE 754 correct rounding", 2, 2,
-    binary_prepare, binary_element, binary_free, NULL, NULL, 0
-};
-const parity_op_def parity_op_mul = {
-    "mul", BINARY_MODEL "; IEEE 754 correct rounding", 2, 2,
-    binary_prepare, binary_element, binary_free, NULL, NULL, 0
-};
-const parity_op_def parity_op_div = {
-    "div", BINARY_MODEL "; IEEE 754 correct rounding", 2, 2,
-    binary_prepare, binary_element, binary_free, NULL, NULL, 0
-};
-const parity_op_def parity_op_maximum = {
-    "maximum", "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)", 2, 2,
-    binary_prepare, binary_element, binary_free, NULL, NULL, 0
-};
-const parity_op_def parity_op_minimum = {
-    "minimum", "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)", 2, 2,
-    binary_prepare, binary_element, binary_free, NULL, NULL, 0
-};
+
+#define BINARY_OP(sym, name, model, attr, nAttr) \
+    const parity_op_def sym = { .zName = name, .zModel = model, .nInMin = 2, .nInMax = 2, \
+                                .family = PARITY_FAMILY_BINARY, .aCaseAttr = attr, \
+                                .nCaseAttr = nAttr, .xPrepare = binary_prepare, \
+                                .xElement = binary_element, .xFreeParams = binary_free };
+
+BINARY_OP(parity_op_add, "add", BINARY_MODEL " (+ alpha product); IEEE 754 correct rounding",
+          aAlphaCase, 1)
+BINARY_OP(parity_op_sub, "sub", BINARY_MODEL " (+ alpha product); IEEE 754 correct rounding",
+          aAlphaCase, 1)
+BINARY_OP(parity_op_mul, "mul", BINARY_MODEL "; IEEE 754 correct rounding", NULL, 0)
+BINARY_OP(parity_op_div, "div", BINARY_MODEL "; IEEE 754 correct rounding", NULL, 0)
+BINARY_OP(parity_op_maximum, "maximum",
+          "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)", NULL, 0)
+BINARY_OP(parity_op_minimum, "minimum",
+          "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)", NULL, 0)

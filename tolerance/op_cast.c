@@ -29,8 +29,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
 
 /* Bits and signedness of an integer dtype; 0 bits for non-integers (bool included). */
 static int int_bits(parity_dtype dt, int *pSigned)
@@ -79,7 +79,7 @@ static int cast_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
                  parity_dtype_name(to), parity_dtype_name(pCall->outDtype));
         return -1;
     }
-    if (!parity_same_shape(pX->rank, pX->aDim, pCall->outRank, pCall->aOutDim)) {
+    if (!parity_op_take_out(pCall, pX->rank, pX->aDim)) {
         snprintf(zErr, nErr, "cast: input shape %s differs from output shape %s",
                  parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
                  parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
@@ -135,6 +135,11 @@ static int cast_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
 }
 
 const parity_op_def parity_op_cast = {
-    "cast", "exact: round to nearest even into 'to' (integers: truncation); bound 0", 1, 1,
-    cast_prepare, cast_element, NULL, NULL, NULL, 1
+    .zName = "cast",
+    .zModel = "exact: round to nearest even into 'to' (integers: truncation); bound 0",
+    .nInMin = 1, .nInMax = 1,
+    .family = PARITY_FAMILY_CAST,
+    .flags = PARITY_OPF_INT_OUTPUT,
+    .xPrepare = cast_prepare,
+    .xElement = cast_element,
 };

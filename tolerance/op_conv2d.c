@@ -28,13 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
 
+/* The dims, strides and padding are the geometry (geom.conv); this is the rest. */
 typedef struct {
-    uint64_t N, C, H, W, O, G, Cg, Og, kH, kW, Ho, Wo, K;
-    int64_t sH, sW, pH, pW, dH, dW;       /* pH, pW: padding before (top, left) */
-    int hasBias;
     const double *pBias;
     double n;                             /* terms in gamma */
     double *aA, *aB;                      /* gathered terms, K each */
@@ -72,44 +70,21 @@ static int read_pair(const parity_attr *aAttr, size_t nAttr, const char *zName, 
     return -1;
 }
 
-static int conv_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
-                        char *zErr, size_t nErr)
+/* The window attributes: stride, dilation and padding (ints or pairs, or padding "valid" /
+ * "same", which sets *pSame), and groups, each checked. */
+static int conv_attrs(const parity_attr *aAttr, size_t nAttr, int64_t *stride, int64_t *dil,
+                      int64_t *pad, int64_t *pGroups, int *pSame, char *zErr, size_t nErr)
 {
-    const parity_operand *pX = &pCall->aIn[0], *pWt = &pCall->aIn[1];
-    conv_params *pP = calloc(1, sizeof *pP);
-    int64_t stride[2], pad[2] = {0, 0}, dil[2], groups = 1;
-    int batched, rc, same = 0;
-    uint64_t aWant[4];
     const parity_attr *pPad;
-    double uAcc = parity_unit_roundoff(pCall->accDtype);
-    char zA[128], zB[128];
-
-    if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
-    pCall->pParams = pP;
-    if ((pX->rank != 4 && pX->rank != 3) || pWt->rank != 4) {
-        snprintf(zErr, nErr, "conv2d: needs input [N, C, H, W] or [C, H, W] and weight "
-                 "[O, C/groups, kH, kW], got %s and %s",
-                 parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
-                 parity_shape_str(pWt->rank, pWt->aDim, zB, sizeof zB));
-        return -1;
-    }
-    batched = pX->rank == 4;
-    pP->N = batched ? pX->aDim[0] : 1;
-    pP->C = pX->aDim[batched];
-    pP->H = pX->aDim[batched + 1];
-    pP->W = pX->aDim[batched + 2];
-    pP->O = pWt->aDim[0];
-    pP->Cg = pWt->aDim[1];
-    pP->kH = pWt->aDim[2];
-    pP->kW = pWt->aDim[3];
-
+    pad[0] = pad[1] = 0;
+    *pGroups = 1;
+    *pSame = 0;
     if (read_pair(aAttr, nAttr, "stride", 1, stride, zErr, nErr) != 0) return -1;
     if (read_pair(aAttr, nAttr, "dilation", 1, dil, zErr, nErr) != 0) return -1;
     pPad = parity_attr_find(aAttr, nAttr, "padding");
     if (pPad && pPad->kind == PARITY_ATTR_STRING && pPad->n == 1) {
-        if (strcmp(pPad->azStr[0], "valid") == 0) same = 0;
-        else if (strcmp(pPad->azStr[0], "same") == 0) same = 1;
-        else {
+        if (strcmp(pPad->azStr[0], "same") == 0) *pSame = 1;
+        else if (strcmp(pPad->azStr[0], "valid") != 0) {
             snprintf(zErr, nErr, "conv2d: padding '%s' is not 'valid', 'same' or ints",
                      pPad->azStr[0]);
             return -1;
@@ -117,8 +92,7 @@ static int conv_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
     } else if (read_pair(aAttr, nAttr, "padding", 0, pad, zErr, nErr) != 0) {
         return -1;
     }
-    rc = parity_param_int(aAttr, nAttr, "groups", &groups, zErr, nErr);
-    if (rc < 0) return -1;
+    if (parity_param_int(aAttr, nAttr, "groups", pGroups, zErr, nErr) < 0) return -1;
     if (stride[0] <= 0 || stride[1] <= 0) {
         snprintf(zErr, nErr, "conv2d: stride must be positive, got (%lld, %lld)",
                  (long long)stride[0], (long long)stride[1]);
@@ -134,125 +108,194 @@ static int conv_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
                  (long long)pad[0], (long long)pad[1]);
         return -1;
     }
-    if (groups <= 0) {
-        snprintf(zErr, nErr, "conv2d: groups must be positive, got %lld", (long long)groups);
+    if (*pGroups <= 0) {
+        snprintf(zErr, nErr, "conv2d: groups must be positive, got %lld", (long long)*pGroups);
         return -1;
     }
-    pP->G = (uint64_t)groups;
-    if (pP->C % pP->G != 0 || pP->O % pP->G != 0) {
+    if (*pSame && (stride[0] != 1 || stride[1] != 1)) {
+        snprintf(zErr, nErr, "conv2d: padding 'same' needs stride 1");
+        return -1;
+    }
+    return 0;
+}
+
+/* The channel counts of input and weight under groups into pG. */
+static int conv_channels(parity_conv_geometry *pG, const parity_operand *pX,
+                         const parity_operand *pWt, int64_t groups, char *zErr, size_t nErr)
+{
+    char zA[128], zB[128];
+    pG->G = (uint64_t)groups;
+    if (pG->C % pG->G != 0 || pG->O % pG->G != 0) {
         snprintf(zErr, nErr, "conv2d: groups = %llu must divide both in channels (%llu) and "
-                 "out channels (%llu)", (unsigned long long)pP->G,
-                 (unsigned long long)pP->C, (unsigned long long)pP->O);
+                 "out channels (%llu)", (unsigned long long)pG->G,
+                 (unsigned long long)pG->C, (unsigned long long)pG->O);
         return -1;
     }
-    if (pP->Cg * pP->G != pP->C) {
+    if (pG->Cg * pG->G != pG->C) {
         snprintf(zErr, nErr, "conv2d: weight %s expects %llu input channels (C/groups = %llu, "
                  "groups = %llu), input %s has %llu",
                  parity_shape_str(pWt->rank, pWt->aDim, zA, sizeof zA),
-                 (unsigned long long)(pP->Cg * pP->G), (unsigned long long)pP->Cg,
-                 (unsigned long long)pP->G, parity_shape_str(pX->rank, pX->aDim, zB, sizeof zB),
-                 (unsigned long long)pP->C);
+                 (unsigned long long)(pG->Cg * pG->G), (unsigned long long)pG->Cg,
+                 (unsigned long long)pG->G, parity_shape_str(pX->rank, pX->aDim, zB, sizeof zB),
+                 (unsigned long long)pG->C);
         return -1;
     }
-    pP->Og = pP->O / pP->G;
+    pG->Og = pG->O / pG->G;
+    return 0;
+}
+
+/* Padding, dilation and stride into pG, and the output size they give:
+ *     Ho = floor((H + padBefore + padAfter - (dilH (kH - 1) + 1)) / strideH) + 1
+ * with padAfter = pad, or for 'same' the rest of dil (k - 1) (torch: the smaller half
+ * before). */
+static int conv_output_size(parity_conv_geometry *pG, const int64_t *stride,
+                            const int64_t *dil, int64_t *pad, int same, char *zErr,
+                            size_t nErr)
+{
+    int64_t padAfterH, padAfterW, inH, inW, extH, extW;
     if (same) {
-        if (stride[0] != 1 || stride[1] != 1) {
-            snprintf(zErr, nErr, "conv2d: padding 'same' needs stride 1");
-            return -1;
-        }
-        /* torch: total dil (k - 1), the smaller half before. */
-        pad[0] = dil[0] * ((int64_t)pP->kH - 1) / 2;
-        pad[1] = dil[1] * ((int64_t)pP->kW - 1) / 2;
+        pad[0] = dil[0] * ((int64_t)pG->kH - 1) / 2;
+        pad[1] = dil[1] * ((int64_t)pG->kW - 1) / 2;
     }
-    pP->sH = stride[0]; pP->sW = stride[1];
-    pP->pH = pad[0]; pP->pW = pad[1];
-    pP->dH = dil[0]; pP->dW = dil[1];
-    {
-        /* Extent of the padded input and of the dilated kernel; the after-padding is pad,
-         * or for 'same' the rest of dil (k - 1). */
-        int64_t padAfterH = same ? dil[0] * ((int64_t)pP->kH - 1) - pad[0] : pad[0];
-        int64_t padAfterW = same ? dil[1] * ((int64_t)pP->kW - 1) - pad[1] : pad[1];
-        int64_t inH = (int64_t)pP->H + pad[0] + padAfterH, inW = (int64_t)pP->W + pad[1] + padAfterW;
-        int64_t extH = dil[0] * ((int64_t)pP->kH - 1) + 1, extW = dil[1] * ((int64_t)pP->kW - 1) + 1;
-        if (pP->kH == 0 || pP->kW == 0 || extH > inH || extW > inW) {
-            snprintf(zErr, nErr, "conv2d: kernel %llux%llu (dilated %lldx%lld) is larger than "
-                     "the padded input %lldx%lld: output size would be empty or negative",
-                     (unsigned long long)pP->kH, (unsigned long long)pP->kW, (long long)extH,
-                     (long long)extW, (long long)inH, (long long)inW);
-            return -1;
-        }
-        pP->Ho = (uint64_t)((inH - extH) / stride[0] + 1);
-        pP->Wo = (uint64_t)((inW - extW) / stride[1] + 1);
+    pG->sH = stride[0]; pG->sW = stride[1];
+    pG->pH = pad[0]; pG->pW = pad[1];
+    pG->dH = dil[0]; pG->dW = dil[1];
+    padAfterH = same ? dil[0] * ((int64_t)pG->kH - 1) - pad[0] : pad[0];
+    padAfterW = same ? dil[1] * ((int64_t)pG->kW - 1) - pad[1] : pad[1];
+    inH = (int64_t)pG->H + pad[0] + padAfterH;
+    inW = (int64_t)pG->W + pad[1] + padAfterW;
+    extH = dil[0] * ((int64_t)pG->kH - 1) + 1;
+    extW = dil[1] * ((int64_t)pG->kW - 1) + 1;
+    if (pG->kH == 0 || pG->kW == 0 || extH > inH || extW > inW) {
+        snprintf(zErr, nErr, "conv2d: kernel %llux%llu (dilated %lldx%lld) is larger than "
+                 "the padded input %lldx%lld: output size would be empty or negative",
+                 (unsigned long long)pG->kH, (unsigned long long)pG->kW, (long long)extH,
+                 (long long)extW, (long long)inH, (long long)inW);
+        return -1;
     }
+    pG->Ho = (uint64_t)((inH - extH) / stride[0] + 1);
+    pG->Wo = (uint64_t)((inW - extW) / stride[1] + 1);
+    return 0;
+}
+
+static int conv_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                        char *zErr, size_t nErr)
+{
+    const parity_operand *pX = &pCall->aIn[0], *pWt = &pCall->aIn[1];
+    parity_conv_geometry *pG = &pCall->geom.conv;
+    conv_params *pP = calloc(1, sizeof *pP);
+    int64_t stride[2], pad[2], dil[2], groups;
+    int batched, same, nWant = 0;
+    uint64_t aWant[4];
+    double uAcc = parity_unit_roundoff(pCall->accDtype);
+    char zA[128], zB[128];
+
+    if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    pCall->pParams = pP;
+    if ((pX->rank != 4 && pX->rank != 3) || pWt->rank != 4) {
+        snprintf(zErr, nErr, "conv2d: needs input [N, C, H, W] or [C, H, W] and weight "
+                 "[O, C/groups, kH, kW], got %s and %s",
+                 parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
+                 parity_shape_str(pWt->rank, pWt->aDim, zB, sizeof zB));
+        return -1;
+    }
+    batched = pX->rank == 4;
+    pG->batched = batched;
+    pG->N = batched ? pX->aDim[0] : 1;
+    pG->C = pX->aDim[batched];
+    pG->H = pX->aDim[batched + 1];
+    pG->W = pX->aDim[batched + 2];
+    pG->O = pWt->aDim[0];
+    pG->Cg = pWt->aDim[1];
+    pG->kH = pWt->aDim[2];
+    pG->kW = pWt->aDim[3];
+    if (conv_attrs(aAttr, nAttr, stride, dil, pad, &groups, &same, zErr, nErr) != 0 ||
+        conv_channels(pG, pX, pWt, groups, zErr, nErr) != 0 ||
+        conv_output_size(pG, stride, dil, pad, same, zErr, nErr) != 0)
+        return -1;
     if (pCall->nIn == 3) {
         const parity_operand *pBias = &pCall->aIn[2];
-        if (pBias->rank != 1 || pBias->aDim[0] != pP->O) {
+        if (pBias->rank != 1 || pBias->aDim[0] != pG->O) {
             snprintf(zErr, nErr, "conv2d: bias must be [%llu], got %s",
-                     (unsigned long long)pP->O,
+                     (unsigned long long)pG->O,
                      parity_shape_str(pBias->rank, pBias->aDim, zA, sizeof zA));
             return -1;
         }
-        pP->hasBias = 1;
+        pG->hasBias = 1;
         pP->pBias = pBias->aValue;
     }
-    {
-        int nWant = 0;
-        if (batched) aWant[nWant++] = pP->N;
-        aWant[nWant++] = pP->O;
-        aWant[nWant++] = pP->Ho;
-        aWant[nWant++] = pP->Wo;
-        if (!parity_same_shape(nWant, aWant, pCall->outRank, pCall->aOutDim)) {
-            snprintf(zErr, nErr, "conv2d: operands give shape %s, output has %s",
-                     parity_shape_str(nWant, aWant, zA, sizeof zA),
-                     parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
-            return -1;
-        }
+    if (batched) aWant[nWant++] = pG->N;
+    aWant[nWant++] = pG->O;
+    aWant[nWant++] = pG->Ho;
+    aWant[nWant++] = pG->Wo;
+    if (!parity_op_take_out(pCall, nWant, aWant)) {
+        snprintf(zErr, nErr, "conv2d: operands give shape %s, output has %s",
+                 parity_shape_str(nWant, aWant, zA, sizeof zA),
+                 parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
+        return -1;
     }
-    pP->K = pP->Cg * pP->kH * pP->kW;
-    pP->n = (double)pP->K + (pP->hasBias ? 1.0 : 0.0);
+    pG->K = pG->Cg * pG->kH * pG->kW;
+    pP->n = (double)pG->K + (pG->hasBias ? 1.0 : 0.0);
     if (parity_unit_roundoff(pX->dtype) < uAcc || parity_unit_roundoff(pWt->dtype) < uAcc)
         pP->n += 2.0;
-    pP->aA = malloc((pP->K + 1) * sizeof(double));
-    pP->aB = malloc((pP->K + 1) * sizeof(double));
+    return 0;
+}
+
+/* Room for one receptive field's terms. */
+static int conv_load(parity_op_call *pCall, char *zErr, size_t nErr)
+{
+    conv_params *pP = pCall->pParams;
+    pP->aA = malloc((pCall->geom.conv.K + 1) * sizeof(double));
+    pP->aB = malloc((pCall->geom.conv.K + 1) * sizeof(double));
     if (!pP->aA || !pP->aB) { snprintf(zErr, nErr, "out of memory"); return -1; }
     return 0;
 }
 
 /* Output index -> (n, o, y, x). */
-static void conv_locate(const conv_params *pP, uint64_t linear, uint64_t *pn, uint64_t *po,
+static void conv_locate(const parity_conv_geometry *pG, uint64_t linear, uint64_t *pn, uint64_t *po,
                         uint64_t *py, uint64_t *px)
 {
-    *px = linear % pP->Wo; linear /= pP->Wo;
-    *py = linear % pP->Ho; linear /= pP->Ho;
-    *po = linear % pP->O;
-    *pn = linear / pP->O;
+    *px = linear % pG->Wo; linear /= pG->Wo;
+    *py = linear % pG->Ho; linear /= pG->Ho;
+    *po = linear % pG->O;
+    *pn = linear / pG->O;
+}
+
+uint64_t parity_conv_taps(const parity_conv_geometry *pG, const double *x, const double *w,
+                          uint64_t linear, double *aX, double *aW, uint64_t *pO)
+{
+    uint64_t n, o, oy, ox, g, c, i, j, nTap = 0;
+    conv_locate(pG, linear, &n, &o, &oy, &ox);
+    g = o / pG->Og;
+    for (c = 0; c < pG->Cg; c++) {
+        const double *xc = x + ((n * pG->C + g * pG->Cg + c) * pG->H) * pG->W;
+        const double *wc = w + (o * pG->Cg + c) * pG->kH * pG->kW;
+        for (i = 0; i < pG->kH; i++) {
+            int64_t iy = (int64_t)oy * pG->sH - pG->pH + (int64_t)i * pG->dH;
+            if (iy < 0 || iy >= (int64_t)pG->H) continue;
+            for (j = 0; j < pG->kW; j++) {
+                int64_t ix = (int64_t)ox * pG->sW - pG->pW + (int64_t)j * pG->dW;
+                if (ix < 0 || ix >= (int64_t)pG->W) continue;
+                aX[nTap] = xc[(uint64_t)iy * pG->W + (uint64_t)ix];
+                aW[nTap] = wc[i * pG->kW + j];
+                nTap++;
+            }
+        }
+    }
+    *pO = o;
+    return nTap;
 }
 
 static int conv_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
     conv_params *pP = pCall->pParams;
+    const parity_conv_geometry *pG = &pCall->geom.conv;
     const double *x = pCall->aIn[0].aValue, *w = pCall->aIn[1].aValue;
-    uint64_t n, o, oy, ox, g, c, i, j, nTerm = 0;
+    uint64_t o, nTerm;
     double absSum = 0.0, u = parity_unit_roundoff(pCall->accDtype), gamma, magnitude;
 
-    conv_locate(pP, linear, &n, &o, &oy, &ox);
-    g = o / pP->Og;
-    for (c = 0; c < pP->Cg; c++) {
-        const double *xc = x + ((n * pP->C + g * pP->Cg + c) * pP->H) * pP->W;
-        const double *wc = w + (o * pP->Cg + c) * pP->kH * pP->kW;
-        for (i = 0; i < pP->kH; i++) {
-            int64_t iy = (int64_t)oy * pP->sH - pP->pH + (int64_t)i * pP->dH;
-            if (iy < 0 || iy >= (int64_t)pP->H) continue;
-            for (j = 0; j < pP->kW; j++) {
-                int64_t ix = (int64_t)ox * pP->sW - pP->pW + (int64_t)j * pP->dW;
-                if (ix < 0 || ix >= (int64_t)pP->W) continue;
-                pP->aA[nTerm] = xc[(uint64_t)iy * pP->W + (uint64_t)ix];
-                pP->aB[nTerm] = wc[i * pP->kW + j];
-                nTerm++;
-            }
-        }
-    }
-    if (parity_exact_dot(ref, pP->aA, 1, pP->aB, 1, nTerm, pP->hasBias ? &pP->pBias[o] : NULL,
+    nTerm = parity_conv_taps(pG, x, w, linear, pP->aA, pP->aB, &o);
+    if (parity_exact_dot(ref, pP->aA, 1, pP->aB, 1, nTerm, pG->hasBias ? &pP->pBias[o] : NULL,
                          &absSum) != 0)
         return -1;
     parity_note_overflow(pCall, absSum);
@@ -265,40 +308,40 @@ static int conv_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
 
 static double conv_cost(const parity_op_call *pCall)
 {
-    const conv_params *pP = pCall->pParams;
-    return (double)pP->K + 1.0;
+    return (double)pCall->geom.conv.K + 1.0;
 }
 
 /* Integral images of sum_c in^2 per (n, group), and the filters' 2-norms. */
 static int conv_make_envelope(parity_op_call *pCall, conv_params *pP)
 {
+    const parity_conv_geometry *pG = &pCall->geom.conv;
     const double *x = pCall->aIn[0].aValue, *w = pCall->aIn[1].aValue;
-    uint64_t W1 = pP->W + 1, nImg = (pP->H + 1) * W1, img, c, y, xx, o, k;
-    pP->aIntegral = calloc(pP->N * pP->G * nImg + 1, sizeof(double));
-    pP->aTotal = calloc(pP->N * pP->G + 1, sizeof(double));
-    pP->aNormW = calloc(pP->O + 1, sizeof(double));
+    uint64_t W1 = pG->W + 1, nImg = (pG->H + 1) * W1, img, c, y, xx, o, k;
+    pP->aIntegral = calloc(pG->N * pG->G * nImg + 1, sizeof(double));
+    pP->aTotal = calloc(pG->N * pG->G + 1, sizeof(double));
+    pP->aNormW = calloc(pG->O + 1, sizeof(double));
     if (!pP->aIntegral || !pP->aTotal || !pP->aNormW) return -1;
-    for (img = 0; img < pP->N * pP->G; img++) {
+    for (img = 0; img < pG->N * pG->G; img++) {
         double *I = pP->aIntegral + img * nImg;
-        uint64_t n = img / pP->G, g = img % pP->G;
+        uint64_t n = img / pG->G, g = img % pG->G;
         /* Row prefix sums, then down the columns: only sums of non-negative terms, so
          * every entry is within gamma_{H + W Cg}(2^-53) of its exact value. */
-        for (y = 0; y < pP->H; y++) {
+        for (y = 0; y < pG->H; y++) {
             double r = 0.0;
-            for (xx = 0; xx < pP->W; xx++) {
-                for (c = 0; c < pP->Cg; c++) {
-                    double v = x[((n * pP->C + g * pP->Cg + c) * pP->H + y) * pP->W + xx];
+            for (xx = 0; xx < pG->W; xx++) {
+                for (c = 0; c < pG->Cg; c++) {
+                    double v = x[((n * pG->C + g * pG->Cg + c) * pG->H + y) * pG->W + xx];
                     r += v * v;
                 }
                 I[(y + 1) * W1 + xx + 1] = I[y * W1 + xx + 1] + r;
             }
         }
-        pP->aTotal[img] = I[pP->H * W1 + pP->W];
+        pP->aTotal[img] = I[pG->H * W1 + pG->W];
     }
-    for (o = 0; o < pP->O; o++) {
+    for (o = 0; o < pG->O; o++) {
         double s = 0.0;
-        for (k = 0; k < pP->K; k++) s += w[o * pP->K + k] * w[o * pP->K + k];
-        pP->aNormW[o] = sqrt(s * (1.0 + ((double)pP->K + 4.0) * 0x1p-52)) * (1.0 + 0x1p-51);
+        for (k = 0; k < pG->K; k++) s += w[o * pG->K + k] * w[o * pG->K + k];
+        pP->aNormW[o] = sqrt(s * (1.0 + ((double)pG->K + 4.0) * 0x1p-52)) * (1.0 + 0x1p-51);
     }
     return 0;
 }
@@ -306,31 +349,32 @@ static int conv_make_envelope(parity_op_call *pCall, conv_params *pP)
 static double conv_envelope(parity_op_call *pCall, uint64_t linear)
 {
     conv_params *pP = pCall->pParams;
-    uint64_t n, o, oy, ox, img, W1 = pP->W + 1;
+    const parity_conv_geometry *pG = &pCall->geom.conv;
+    uint64_t n, o, oy, ox, img, W1 = pG->W + 1;
     int64_t y0, y1, x0, x1;
     double *I, rect, s;
     if (!pP->aIntegral && conv_make_envelope(pCall, pP) != 0) return 0.0;
-    conv_locate(pP, linear, &n, &o, &oy, &ox);
-    img = n * pP->G + o / pP->Og;
-    I = pP->aIntegral + img * (pP->H + 1) * W1;
+    conv_locate(pG, linear, &n, &o, &oy, &ox);
+    img = n * pG->G + o / pG->Og;
+    I = pP->aIntegral + img * (pG->H + 1) * W1;
     /* The receptive field's bounding box, clipped to the input: rows [y0, y1), cols [x0, x1). */
-    y0 = (int64_t)oy * pP->sH - pP->pH;
-    y1 = y0 + pP->dH * ((int64_t)pP->kH - 1) + 1;
-    x0 = (int64_t)ox * pP->sW - pP->pW;
-    x1 = x0 + pP->dW * ((int64_t)pP->kW - 1) + 1;
+    y0 = (int64_t)oy * pG->sH - pG->pH;
+    y1 = y0 + pG->dH * ((int64_t)pG->kH - 1) + 1;
+    x0 = (int64_t)ox * pG->sW - pG->pW;
+    x1 = x0 + pG->dW * ((int64_t)pG->kW - 1) + 1;
     if (y0 < 0) y0 = 0;
     if (x0 < 0) x0 = 0;
-    if (y1 > (int64_t)pP->H) y1 = (int64_t)pP->H;
-    if (x1 > (int64_t)pP->W) x1 = (int64_t)pP->W;
+    if (y1 > (int64_t)pG->H) y1 = (int64_t)pG->H;
+    if (x1 > (int64_t)pG->W) x1 = (int64_t)pG->W;
     if (y1 <= y0 || x1 <= x0) rect = 0.0;
     else
         rect = I[y1 * W1 + x1] - I[y0 * W1 + x1] - I[y1 * W1 + x0] + I[y0 * W1 + x0];
     /* Four entries each within gamma_{H + W Cg}(2^-53) of the total T, three more
      * roundings: (8 (H + W + W Cg) + 32) 2^-53 T covers them. */
     rect = (rect > 0.0 ? rect : 0.0) +
-           (8.0 * (double)(pP->H + pP->W + pP->Cg * pP->W) + 32.0) * 0x1p-53 * pP->aTotal[img];
+           (8.0 * (double)(pG->H + pG->W + pG->Cg * pG->W) + 32.0) * 0x1p-53 * pP->aTotal[img];
     s = sqrt(rect) * (1.0 + 0x1p-51) * pP->aNormW[o];
-    if (pP->hasBias) s += fabs(pP->pBias[o]);
+    if (pG->hasBias) s += fabs(pP->pBias[o]);
     {
         double gamma = parity_gamma(pP->n, parity_unit_roundoff(pCall->accDtype));
         return gamma * s + 0.5 * parity_ulp_at(pCall->outDtype, s * (1.0 + gamma)) +
@@ -344,10 +388,11 @@ const parity_op_def parity_op_conv2d = {
               "n = C/groups kH kW (+1 bias) (Higham 2002, eq. 3.5)",
     .nInMin = 2,
     .nInMax = 3,
+    .family = PARITY_FAMILY_CONV2D,
     .xPrepare = conv_prepare,
+    .xLoad = conv_load,
     .xElement = conv_element,
     .xFreeParams = conv_free,
     .xCost = conv_cost,
     .xEnvelope = conv_envelope,
-    .allowIntOutput = 0,
 };

@@ -24,9 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
-#include "rows.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
+#include "tolerance/rows.h"
 
 typedef struct {
     parity_rows rows;
@@ -92,9 +92,6 @@ static int cumsum_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
     const parity_operand *pX = &pCall->aIn[0];
     cumsum_params *pP = calloc(1, sizeof *pP);
     unsigned char aReduce[PARITY_MAX_RANK];
-    uint64_t iRow, nElem = pX->nElem;
-    double *aBuf;
-    mpfr_t acc, t;
 
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pCall->pParams = pP;
@@ -103,7 +100,20 @@ static int cumsum_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
         parity_rows_check_same("cumsum", pX, pCall, zErr, nErr) != 0)
         return -1;
     parity_rows_init(&pP->rows, pX, aReduce);
+    pCall->geom.rows.rows = pP->rows;
     pP->narrow = parity_unit_roundoff(pX->dtype) < parity_unit_roundoff(pCall->accDtype);
+    return 0;
+}
+
+/* Every prefix sum, exactly, from the values. */
+static int cumsum_load(parity_op_call *pCall, char *zErr, size_t nErr)
+{
+    const parity_operand *pX = &pCall->aIn[0];
+    cumsum_params *pP = pCall->pParams;
+    uint64_t iRow, nElem = pX->nElem;
+    double *aBuf;
+    mpfr_t acc, t;
+
     pP->aHi = malloc((nElem + 1) * sizeof(double));
     pP->aMid = malloc((nElem + 1) * sizeof(double));
     pP->aLo = malloc((nElem + 1) * sizeof(double));
@@ -145,6 +155,8 @@ static int cumsum_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
 
 const parity_op_def parity_op_cumsum = {
     .zName = "cumsum",
+    .family = PARITY_FAMILY_ROWWISE,
+    .xLoad = cumsum_load,
     .zModel = "any scan: gamma_k(u_acc) sum_{j<=k} |x_j| + 0.5 ulp (Higham 2002, eq. 4.3, Lemma 3.1)",
     .nInMin = 1, .nInMax = 1,
     .xPrepare = cumsum_prepare, .xElement = cumsum_element, .xFreeParams = cumsum_free,

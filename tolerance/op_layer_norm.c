@@ -35,8 +35,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
+#include "tolerance/rows.h"
 
 #define C_RSQRT 4.0
 
@@ -70,13 +71,9 @@ static int ln_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nA
                       char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0];
+    parity_norm_geometry *pG = &pCall->geom.norm;
     ln_params *pP = calloc(1, sizeof *pP);
-    int64_t aNorm[PARITY_MAX_RANK];
-    size_t nNorm = 0, i;
-    int rc;
-    uint64_t iRow, k;
-    double *aDev = NULL;
-    mpfr_t t;
+    unsigned char aReduce[PARITY_MAX_RANK];
     char zA[128], zB[128];
 
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
@@ -84,52 +81,30 @@ static int ln_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nA
     pP->eps = 1e-5;
     if (parity_param_float(aAttr, nAttr, "eps", &pP->eps, zErr, nErr) < 0) return -1;
     if (!(pP->eps >= 0.0)) { snprintf(zErr, nErr, "layer_norm: eps must be >= 0"); return -1; }
-    rc = parity_param_ints(aAttr, nAttr, "normalized_shape", aNorm, PARITY_MAX_RANK, &nNorm,
-                           zErr, nErr);
-    if (rc < 0) return -1;
-    if (rc == 0) {
-        /* Without the attribute, the weight's shape is normalized_shape, else the last dim. */
-        if (pCall->nIn >= 2) {
-            nNorm = (size_t)pCall->aIn[1].rank;
-            for (i = 0; i < nNorm; i++) aNorm[i] = (int64_t)pCall->aIn[1].aDim[i];
-        } else if (pX->rank > 0) {
-            nNorm = 1;
-            aNorm[0] = (int64_t)pX->aDim[pX->rank - 1];
-        }
-    }
-    if (!parity_same_shape(pX->rank, pX->aDim, pCall->outRank, pCall->aOutDim)) {
+    if (!parity_op_take_out(pCall, pX->rank, pX->aDim)) {
         snprintf(zErr, nErr, "layer_norm: input shape %s differs from output shape %s",
                  parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
                  parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
         return -1;
     }
-    if (nNorm == 0 || (int)nNorm > pX->rank) {
-        snprintf(zErr, nErr, "layer_norm: normalized_shape must name 1 to %d trailing dims",
-                 pX->rank);
-        return -1;
-    }
-    pP->nNorm = 1;
-    for (i = 0; i < nNorm; i++) {
-        if (aNorm[i] < 0 || (uint64_t)aNorm[i] != pX->aDim[pX->rank - (int)nNorm + (int)i]) {
-            snprintf(zErr, nErr, "layer_norm: normalized_shape does not match the input's trailing dims %s",
-                     parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA));
-            return -1;
-        }
-        pP->nNorm *= (uint64_t)aNorm[i];
-    }
-    for (i = 1; i < pCall->nIn; i++) {
-        const parity_operand *pAffine = &pCall->aIn[i];
-        if (pAffine->nElem != pP->nNorm ||
-            !parity_same_shape(pAffine->rank, pAffine->aDim, (int)nNorm,
-                               pX->aDim + pX->rank - (int)nNorm)) {
-            snprintf(zErr, nErr, "layer_norm: %s must have shape normalized_shape",
-                     i == 1 ? "weight" : "bias");
-            return -1;
-        }
-    }
-    pP->pWeight = pCall->nIn >= 2 ? pCall->aIn[1].aValue : NULL;
-    pP->pBias = pCall->nIn >= 3 ? pCall->aIn[2].aValue : NULL;
-    pP->nRow = pP->nNorm ? pX->nElem / pP->nNorm : 0;
+    if (parity_rows_parse_norm(pCall, aAttr, nAttr, pG, aReduce, zErr, nErr) != 0) return -1;
+    pG->eps = pP->eps;
+    pP->nNorm = pG->D;
+    pP->nRow = pG->nRow;
+    pP->pWeight = pG->hasWeight ? pCall->aIn[1].aValue : NULL;
+    pP->pBias = pG->hasBias ? pCall->aIn[2].aValue : NULL;
+    return 0;
+}
+
+/* Every row's mean and rsqrt of its variance (plus eps), from the values. */
+static int ln_load(parity_op_call *pCall, char *zErr, size_t nErr)
+{
+    const parity_operand *pX = &pCall->aIn[0];
+    ln_params *pP = pCall->pParams;
+    uint64_t iRow, k;
+    double *aDev = NULL;
+    mpfr_t t;
+
     pP->aMu = calloc(pP->nRow + 1, sizeof(double));
     pP->aVar = calloc(pP->nRow + 1, sizeof(double));
     pP->aMeanAbs = calloc(pP->nRow + 1, sizeof(double));
@@ -233,8 +208,16 @@ static int ln_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double
     return 0;
 }
 
+/* generated cases set eps = 1e-5 (fuzz/cases/layout.c) */
+static const parity_op_case_attr aLnCase[] = {
+    { "eps", PARITY_ATTR_FLOAT, { 1e-5, NAN }, { NULL, NULL } },
+};
+
 const parity_op_def parity_op_layer_norm = {
-    "layer_norm",
-    "derived in op_layer_norm.c: mean gamma_{n+1}, variance gamma_{2n+4}(v + mu^2), rsqrt 2 ulps, 3 roundings",
-    1, 3, ln_prepare, ln_element, ln_free, NULL, NULL, 0
+    .zName = "layer_norm",
+    .zModel = "derived in op_layer_norm.c: mean gamma_{n+1}, variance gamma_{2n+4}(v + mu^2), rsqrt 2 ulps, 3 roundings",
+    .nInMin = 1, .nInMax = 3,
+    .family = PARITY_FAMILY_NORM,
+    .aCaseAttr = aLnCase, .nCaseAttr = 1,
+    .xPrepare = ln_prepare, .xLoad = ln_load, .xElement = ln_element, .xFreeParams = ln_free,
 };

@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
 
 /* [lo, hi] of an integer or bool dtype, as binary64 (exact for widths up to 53 bits). */
 static void int_range(parity_dtype dt, double *pLo, double *pHi)
@@ -91,7 +91,7 @@ static int perm_setup(parity_op_call *pCall, const int *aPerm, char *zErr, size_
         stride *= pX->aDim[d];
     }
     for (d = 0; d < pX->rank; d++) aWant[d] = pX->aDim[aPerm[d]];
-    if (!parity_same_shape(pX->rank, aWant, pCall->outRank, pCall->aOutDim)) {
+    if (!parity_op_take_out(pCall, pX->rank, aWant)) {
         snprintf(zErr, nErr, "%s: input shape %s gives %s, but the output shape is %s",
                  pCall->pDef->zName, parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
                  parity_shape_str(pX->rank, aWant, zB, sizeof zB),
@@ -104,7 +104,10 @@ static int perm_setup(parity_op_call *pCall, const int *aPerm, char *zErr, size_
         snprintf(zErr, nErr, "%s: out of memory", pCall->pDef->zName);
         return -1;
     }
-    for (d = 0; d < pX->rank; d++) pP->aStride[d] = aInStride[aPerm[d]];
+    for (d = 0; d < pX->rank; d++) {
+        pP->aStride[d] = aInStride[aPerm[d]];
+        pCall->geom.perm.aPerm[d] = aPerm[d];
+    }
     pCall->pParams = pP;
     return 0;
 }
@@ -224,12 +227,16 @@ static int reshape_prepare(parity_op_call *pCall, const parity_attr *aAttr, size
             }
             aWant[iInfer] = pX->nElem / known;
         }
-        if (!parity_same_shape((int)n, aWant, pCall->outRank, pCall->aOutDim)) {
+        if (!parity_op_take_out(pCall, (int)n, aWant)) {
             snprintf(zErr, nErr, "reshape: 'shape' gives %s, but the output shape is %s",
                      parity_shape_str((int)n, aWant, zA, sizeof zA),
                      parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
             return -1;
         }
+    }
+    if (pCall->outRank == PARITY_OUT_INFER) {
+        snprintf(zErr, nErr, "reshape: without 'shape' the output shape cannot be worked out");
+        return -1;
     }
     if (pX->nElem != pCall->nOut) {
         snprintf(zErr, nErr, "reshape: input shape %s (%llu elements) cannot become output "
@@ -250,16 +257,19 @@ static int reshape_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, d
 }
 
 const parity_op_def parity_op_transpose = {
-    "transpose", "exact (a permutation of the input); bound 0", 1, 1,
-    transpose_prepare, perm_element, free, NULL, NULL, 0
+    .zName = "transpose", .zModel = "exact (a permutation of the input); bound 0",
+    .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_TRANSPOSE,
+    .xPrepare = transpose_prepare, .xElement = perm_element, .xFreeParams = free,
 };
 
 const parity_op_def parity_op_permute = {
-    "permute", "exact (a permutation of the input); bound 0", 1, 1,
-    permute_prepare, perm_element, free, NULL, NULL, 0
+    .zName = "permute", .zModel = "exact (a permutation of the input); bound 0",
+    .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_PERMUTE,
+    .xPrepare = permute_prepare, .xElement = perm_element, .xFreeParams = free,
 };
 
 const parity_op_def parity_op_reshape = {
-    "reshape", "exact (row-major order kept); bound 0", 1, 1,
-    reshape_prepare, reshape_element, NULL, NULL, NULL, 0
+    .zName = "reshape", .zModel = "exact (row-major order kept); bound 0",
+    .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_RESHAPE,
+    .xPrepare = reshape_prepare, .xElement = reshape_element,
 };

@@ -44,9 +44,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
-#include "rows.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
+#include "tolerance/rows.h"
 
 #define C_EXP 4.0
 
@@ -129,29 +129,38 @@ static int lse_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t n
 {
     const parity_operand *pX = &pCall->aIn[0];
     const char *zOp = pCall->pDef->zName;
+    parity_rows_geometry *pG = &pCall->geom.rows;
     lse_params *pP = calloc(1, sizeof *pP);
     unsigned char aReduce[PARITY_MAX_RANK];
-    int keepdim = 0;
-    uint64_t iRow, k, n;
-    double *aBuf;
-    mpfr_t *aTerm;
-    mpfr_ptr *apTerm;
 
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pCall->pParams = pP;
-    pP->isLse = strcmp(zOp, "logsumexp") == 0;
+    pP->isLse = pCall->pDef == &parity_op_logsumexp;
     if (parity_rows_parse_dim(zOp, pX, aAttr, nAttr, "dim", pP->isLse, pP->isLse, -1, aReduce,
                               zErr, nErr) != 0)
         return -1;
-    parity_rows_init(&pP->rows, pX, aReduce);
+    parity_rows_init(&pG->rows, pX, aReduce);
     if (pP->isLse) {
-        if (parity_rows_parse_keepdim(zOp, aAttr, nAttr, &keepdim, zErr, nErr) != 0 ||
-            parity_rows_check_reduced(zOp, &pP->rows, keepdim, pCall, zErr, nErr) != 0)
+        if (parity_rows_parse_keepdim(zOp, aAttr, nAttr, &pG->keepdim, zErr, nErr) != 0 ||
+            parity_rows_check_reduced(zOp, &pG->rows, pG->keepdim, pCall, zErr, nErr) != 0)
             return -1;
     } else if (parity_rows_check_same(zOp, pX, pCall, zErr, nErr) != 0) {
         return -1;
     }
-    n = pP->rows.n;
+    pP->rows = pG->rows;
+    return 0;
+}
+
+/* Every row's maximum, kind, log-sum and weighted shift, from the values. */
+static int lse_load(parity_op_call *pCall, char *zErr, size_t nErr)
+{
+    const parity_operand *pX = &pCall->aIn[0];
+    lse_params *pP = pCall->pParams;
+    uint64_t iRow, k, n = pP->rows.n;
+    double *aBuf;
+    mpfr_t *aTerm;
+    mpfr_ptr *apTerm;
+
     pP->aKind = calloc(pP->rows.nRow + 1, 1);
     pP->aMax = calloc(pP->rows.nRow + 1, sizeof(double));
     pP->aW = calloc(pP->rows.nRow + 1, sizeof(double));
@@ -243,6 +252,8 @@ static int lse_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
 
 const parity_op_def parity_op_log_softmax = {
     .zName = "log_softmax",
+    .family = PARITY_FAMILY_ROWWISE,
+    .xLoad = lse_load,
     .zModel = "shifted log_softmax: (1+u)(u max(|x-m|,|m+L|) + E_L) + u|y| + 0.5 ulp, E_L = eta/(1-eta) + c u L, eta = (w+c)u + gamma_{(c+2)n} (Blanchard-Higham-Higham 2021)",
     .nInMin = 1, .nInMax = 1,
     .xPrepare = lse_prepare, .xElement = lse_element, .xFreeParams = lse_free,
@@ -250,6 +261,9 @@ const parity_op_def parity_op_log_softmax = {
 
 const parity_op_def parity_op_logsumexp = {
     .zName = "logsumexp",
+    .family = PARITY_FAMILY_REDUCE,
+    .flags = PARITY_OPF_NAMES_DIM,
+    .xLoad = lse_load,
     .zModel = "shifted log-sum-exp: (1+u) E_L + u|lse| + 0.5 ulp, E_L = eta/(1-eta) + c u L, eta = (w+c)u + gamma_{(c+2)n} (Blanchard-Higham-Higham 2021)",
     .nInMin = 1, .nInMax = 1,
     .xPrepare = lse_prepare, .xElement = lse_element, .xFreeParams = lse_free,

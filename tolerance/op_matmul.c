@@ -24,24 +24,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
 
+/* The dims and strides are the geometry (geom.dot); this is what the reference adds. */
 typedef struct {
-    int nBatch;                           /* batch dims of the output */
-    uint64_t aBatchDim[PARITY_MAX_RANK];
-    uint64_t aBatchStrideA[PARITY_MAX_RANK];   /* element strides, 0 where broadcast */
-    uint64_t aBatchStrideB[PARITY_MAX_RANK];
-    uint64_t M, K, N;
-    uint64_t strideAk, strideBk;          /* step along K in a and b */
-    uint64_t strideAm, strideBn;          /* step along M in a, along N in b */
     const double *pBias;                  /* linear's bias, or NULL */
-    int hasBias;
+    /* b as the element code reads it: matmul's b with its columns made contiguous (pBT,
+     * made by matmul_load), else b itself; the step along K and along N there. */
+    double *pBT;
+    uint64_t strideBk, strideBn;
     /* For the envelope (selective verification): the 2-norm of every K-vector of a and of
      * b, indexed by the vector's offset (see vector_key). */
     double *aNormA, *aNormB;
     double envGamma, envSlack;            /* gamma_n and the underflow slack, once */
-    double *pBT;                          /* b with its columns made contiguous, or NULL */
 } matmul_params;
 
 static void free_params(void *p)
@@ -71,22 +67,31 @@ static double operand_gamma(const parity_op_call *pCall, double gamma)
     return pCall->uOperand > 0.0 ? parity_gamma(2.0, pCall->uOperand) * (1.0 + gamma) : 0.0;
 }
 
-/* Offsets of the a row and b column that output element `linear` dots. */
-static void element_offsets(const matmul_params *pP, uint64_t linear, uint64_t *pOffA,
-                            uint64_t *pOffB, uint64_t *pJ)
+/* Offsets of the a row and b column that output element `linear` dots (b as the element
+ * code reads it: pP's strides). */
+void parity_dot_matrix(const parity_dot_geometry *pG, uint64_t iMat, uint64_t *pOffA,
+                       uint64_t *pOffB)
 {
-    uint64_t j = linear % pP->N, rest = linear / pP->N;
-    uint64_t i = rest % pP->M, iBatch = rest / pP->M;
-    uint64_t offA = i * pP->strideAm, offB = j * pP->strideBn;
+    uint64_t offA = 0, offB = 0;
     int d;
-    for (d = pP->nBatch - 1; d >= 0; d--) {
-        uint64_t idx = iBatch % pP->aBatchDim[d];
-        iBatch /= pP->aBatchDim[d];
-        offA += idx * pP->aBatchStrideA[d];
-        offB += idx * pP->aBatchStrideB[d];
+    for (d = pG->nBatch - 1; d >= 0; d--) {
+        uint64_t idx = iMat % pG->aBatchDim[d];
+        iMat /= pG->aBatchDim[d];
+        offA += idx * pG->aStrideA[d];
+        offB += idx * pG->aStrideB[d];
     }
     *pOffA = offA;
     *pOffB = offB;
+}
+
+static void element_offsets(const parity_dot_geometry *pG, const matmul_params *pP,
+                            uint64_t linear, uint64_t *pOffA, uint64_t *pOffB, uint64_t *pJ)
+{
+    uint64_t j = linear % pG->N, rest = linear / pG->N;
+    uint64_t i = rest % pG->M, iMat = rest / pG->M;
+    parity_dot_matrix(pG, iMat, pOffA, pOffB);
+    *pOffA += i * pG->strideAm;
+    *pOffB += j * pP->strideBn;
     *pJ = j;
 }
 
@@ -113,9 +118,10 @@ static double norm2(const double *x, uint64_t stride, uint64_t n)
 static int make_norms(parity_op_call *pCall, matmul_params *pP)
 {
     const parity_operand *pA = &pCall->aIn[0], *pB = &pCall->aIn[1];
-    uint64_t nA = pP->K ? pA->nElem / pP->K : 0, nB = pP->K ? pB->nElem / pP->K : 0, v;
+    const parity_dot_geometry *pG = &pCall->geom.dot;
+    uint64_t nA = pG->K ? pA->nElem / pG->K : 0, nB = pG->K ? pB->nElem / pG->K : 0, v;
     double u = parity_unit_roundoff(pCall->accDtype);
-    double n = (double)pP->K + (pP->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
+    double n = (double)pG->K + (pG->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
     pP->envGamma = parity_gamma(n, u);
     pP->envGamma += operand_gamma(pCall, pP->envGamma);
     pP->envSlack = n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
@@ -123,20 +129,19 @@ static int make_norms(parity_op_call *pCall, matmul_params *pP)
     pP->aNormB = calloc(nB + 1, sizeof(double));
     if (!pP->aNormA || !pP->aNormB) return -1;
     for (v = 0; v < nA; v++) {
-        uint64_t off = pP->strideAk == 1 ? v * pP->K : v / pP->N * pP->K * pP->N + v % pP->N;
-        pP->aNormA[v] = norm2(pA->aValue + off, pP->strideAk, pP->K);
+        uint64_t off = pG->strideAk == 1 ? v * pG->K : v / pG->N * pG->K * pG->N + v % pG->N;
+        pP->aNormA[v] = norm2(pA->aValue + off, pG->strideAk, pG->K);
     }
     for (v = 0; v < nB; v++) {
-        uint64_t off = pP->strideBk == 1 ? v * pP->K : v / pP->N * pP->K * pP->N + v % pP->N;
-        pP->aNormB[v] = norm2((pP->pBT ? pP->pBT : pB->aValue) + off, pP->strideBk, pP->K);
+        uint64_t off = pP->strideBk == 1 ? v * pG->K : v / pG->N * pG->K * pG->N + v % pG->N;
+        pP->aNormB[v] = norm2((pP->pBT ? pP->pBT : pB->aValue) + off, pP->strideBk, pG->K);
     }
     return 0;
 }
 
 static double dot_cost(const parity_op_call *pCall)
 {
-    const matmul_params *pP = pCall->pParams;
-    return (double)pP->K + 1.0;
+    return (double)pCall->geom.dot.K + 1.0;
 }
 
 /* Cheap upper bound of the element's bound: Cauchy-Schwarz, sum |a_k b_k| <= |a|_2 |b|_2,
@@ -144,14 +149,15 @@ static double dot_cost(const parity_op_call *pCall)
 static double dot_envelope(parity_op_call *pCall, uint64_t linear)
 {
     matmul_params *pP = pCall->pParams;
+    const parity_dot_geometry *pG = &pCall->geom.dot;
     uint64_t offA, offB, j;
     double s;
-    if (pP->K == 0) return 0.0;   /* nothing to bound: every element is checked */
+    if (pG->K == 0) return 0.0;   /* nothing to bound: every element is checked */
     if (!pP->aNormA && make_norms(pCall, pP) != 0) return 0.0;
-    element_offsets(pP, linear, &offA, &offB, &j);
-    s = pP->aNormA[vector_key(offA, pP->strideAk, pP->K, pP->N)] *
-        pP->aNormB[vector_key(offB, pP->strideBk, pP->K, pP->N)];
-    if (pP->hasBias) s += fabs(pP->pBias[j]);
+    element_offsets(pG, pP, linear, &offA, &offB, &j);
+    s = pP->aNormA[vector_key(offA, pG->strideAk, pG->K, pG->N)] *
+        pP->aNormB[vector_key(offB, pP->strideBk, pG->K, pG->N)];
+    if (pG->hasBias) s += fabs(pP->pBias[j]);
     return pP->envGamma * s + 0.5 * parity_ulp_at(pCall->outDtype, s * (1.0 + pP->envGamma)) +
            pP->envSlack;
 }
@@ -159,19 +165,20 @@ static double dot_envelope(parity_op_call *pCall, uint64_t linear)
 static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
     const matmul_params *pP = pCall->pParams;
+    const parity_dot_geometry *pG = &pCall->geom.dot;
     const double *a = pCall->aIn[0].aValue, *b = pP->pBT ? pP->pBT : pCall->aIn[1].aValue;
     uint64_t offA, offB, j;
     double absSum = 0.0, u, n, gamma, magnitude;
     const double *pBias = NULL;
 
-    element_offsets(pP, linear, &offA, &offB, &j);
-    if (pP->hasBias) pBias = &pP->pBias[j];
-    if (parity_exact_dot(ref, a + offA, pP->strideAk, b + offB, pP->strideBk, pP->K, pBias,
+    element_offsets(pG, pP, linear, &offA, &offB, &j);
+    if (pG->hasBias) pBias = &pP->pBias[j];
+    if (parity_exact_dot(ref, a + offA, pG->strideAk, b + offB, pP->strideBk, pG->K, pBias,
                          &absSum) != 0)
         return -1;
     parity_note_overflow(pCall, absSum);
     u = parity_unit_roundoff(pCall->accDtype);
-    n = (double)pP->K + (pP->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
+    n = (double)pG->K + (pG->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
     gamma = parity_gamma(n, u);
     {
         double gOp = operand_gamma(pCall, gamma);
@@ -191,39 +198,23 @@ static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     return 0;
 }
 
-/* Fills batch strides for an operand whose batch dims (nOwn, right-aligned) broadcast to
- * the output's; its matrix part holds nMatrix elements. */
-static int broadcast_batch(matmul_params *pP, const uint64_t *aOwn, int nOwn, uint64_t nMatrix,
-                           uint64_t *aStride)
-{
-    int d;
-    uint64_t stride = nMatrix;
-    for (d = pP->nBatch - 1; d >= 0; d--) {
-        int iOwn = nOwn - (pP->nBatch - d);
-        if (iOwn < 0) { aStride[d] = 0; continue; }
-        if (aOwn[iOwn] == 1 && pP->aBatchDim[d] != 1) aStride[d] = 0;
-        else if (aOwn[iOwn] == pP->aBatchDim[d]) aStride[d] = stride;
-        else return -1;
-        stride *= aOwn[iOwn];
-    }
-    return 0;
-}
-
-static int check_out(const parity_op_call *pCall, const uint64_t *aWant, int nWant,
+static int check_out(parity_op_call *pCall, const uint64_t *aWant, int nWant,
                      const char *zOp, char *zErr, size_t nErr)
 {
     char zA[256], zB[256];
-    if (parity_same_shape(nWant, aWant, pCall->outRank, pCall->aOutDim)) return 0;
+    if (parity_op_take_out(pCall, nWant, aWant)) return 0;
     snprintf(zErr, nErr, "%s: operands give shape %s, output has %s", zOp,
              parity_shape_str(nWant, aWant, zA, sizeof zA),
              parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
     return -1;
 }
 
+/* torch.matmul's shape rule (bmm's too, after its own check) into geom.dot. */
 static int matmul_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
                           char *zErr, size_t nErr)
 {
     const parity_operand *pA = &pCall->aIn[0], *pB = &pCall->aIn[1];
+    parity_dot_geometry *pG = &pCall->geom.dot;
     matmul_params *pP = calloc(1, sizeof *pP);
     uint64_t aWant[PARITY_MAX_RANK], Ka, Kb;
     int nBatchA, nBatchB, nWant = 0, d, dropM = 0, dropN = 0;
@@ -238,20 +229,21 @@ static int matmul_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
     }
     /* torch.matmul: a 1-D left operand is a row [1, K], a 1-D right one a column [K, 1];
      * the added dimension is dropped from the result. */
-    if (pA->rank == 1) { dropM = 1; pP->M = 1; Ka = pA->aDim[0]; nBatchA = 0; }
-    else { pP->M = pA->aDim[pA->rank - 2]; Ka = pA->aDim[pA->rank - 1]; nBatchA = pA->rank - 2; }
-    if (pB->rank == 1) { dropN = 1; pP->N = 1; Kb = pB->aDim[0]; nBatchB = 0; }
-    else { pP->N = pB->aDim[pB->rank - 1]; Kb = pB->aDim[pB->rank - 2]; nBatchB = pB->rank - 2; }
+    if (pA->rank == 1) { dropM = 1; pG->M = 1; Ka = pA->aDim[0]; nBatchA = 0; }
+    else { pG->M = pA->aDim[pA->rank - 2]; Ka = pA->aDim[pA->rank - 1]; nBatchA = pA->rank - 2; }
+    if (pB->rank == 1) { dropN = 1; pG->N = 1; Kb = pB->aDim[0]; nBatchB = 0; }
+    else { pG->N = pB->aDim[pB->rank - 1]; Kb = pB->aDim[pB->rank - 2]; nBatchB = pB->rank - 2; }
     if (Ka != Kb) {
         snprintf(zErr, nErr, "matmul: inner dimensions differ: %s @ %s",
                  parity_shape_str(pA->rank, pA->aDim, zA, sizeof zA),
                  parity_shape_str(pB->rank, pB->aDim, zB, sizeof zB));
         return -1;
     }
-    pP->K = Ka;
-    pP->nBatch = nBatchA > nBatchB ? nBatchA : nBatchB;
-    for (d = 0; d < pP->nBatch; d++) {
-        int iA = nBatchA - (pP->nBatch - d), iB = nBatchB - (pP->nBatch - d);
+    pG->K = Ka;
+    pG->nBatch = nBatchA > nBatchB ? nBatchA : nBatchB;
+    pG->nMat = 1;
+    for (d = 0; d < pG->nBatch; d++) {
+        int iA = nBatchA - (pG->nBatch - d), iB = nBatchB - (pG->nBatch - d);
         uint64_t dimA = iA >= 0 ? pA->aDim[iA] : 1, dimB = iB >= 0 ? pB->aDim[iB] : 1;
         if (dimA != dimB && dimA != 1 && dimB != 1) {
             snprintf(zErr, nErr, "matmul: batch dimensions do not broadcast: %s @ %s",
@@ -259,30 +251,42 @@ static int matmul_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
                      parity_shape_str(pB->rank, pB->aDim, zB, sizeof zB));
             return -1;
         }
-        pP->aBatchDim[d] = dimA > dimB ? dimA : dimB;
-        aWant[nWant++] = pP->aBatchDim[d];
+        pG->aBatchDim[d] = dimA > dimB ? dimA : dimB;
+        pG->nMat *= pG->aBatchDim[d];
+        aWant[nWant++] = pG->aBatchDim[d];
     }
-    if (!dropM) aWant[nWant++] = pP->M;
-    if (!dropN) aWant[nWant++] = pP->N;
+    if (!dropM) aWant[nWant++] = pG->M;
+    if (!dropN) aWant[nWant++] = pG->N;
     if (check_out(pCall, aWant, nWant, "matmul", zErr, nErr) != 0) return -1;
-    broadcast_batch(pP, pA->aDim, nBatchA, pP->M * pP->K, pP->aBatchStrideA);
-    broadcast_batch(pP, pB->aDim, nBatchB, pP->K * pP->N, pP->aBatchStrideB);
-    pP->strideAk = 1;
-    pP->strideAm = pP->K;
-    /* Columns of b are N apart in memory: every term of a dot product would touch another
-     * cache line. One transposed copy (per batch matrix) makes them contiguous. */
-    {
-        uint64_t nMat = (pP->K * pP->N) != 0 ? pB->nElem / (pP->K * pP->N) : 0, m, k, j;
-        pP->pBT = malloc((pB->nElem ? pB->nElem : 1) * sizeof(double));
-        if (!pP->pBT) { snprintf(zErr, nErr, "out of memory"); return -1; }
-        for (m = 0; m < nMat; m++)
-            for (k = 0; k < pP->K; k++)
-                for (j = 0; j < pP->N; j++)
-                    pP->pBT[m * pP->K * pP->N + j * pP->K + k] =
-                        pB->aValue[m * pP->K * pP->N + k * pP->N + j];
-    }
+    /* the batch dims broadcast (checked above): these cannot fail */
+    parity_broadcast_strides(pG->nBatch, pG->aBatchDim, pA->aDim, nBatchA, pG->M * pG->K,
+                             pG->aStrideA);
+    parity_broadcast_strides(pG->nBatch, pG->aBatchDim, pB->aDim, nBatchB, pG->K * pG->N,
+                             pG->aStrideB);
+    pG->strideAk = 1;
+    pG->strideAm = pG->K;
+    pG->strideBk = pB->rank == 1 ? 1 : pG->N;
+    pG->strideBn = 1;
+    /* The element code reads b transposed (matmul_load): columns contiguous. */
     pP->strideBk = 1;
-    pP->strideBn = pP->K;
+    pP->strideBn = pG->K;
+    return 0;
+}
+
+/* Columns of b are N apart in memory: every term of a dot product would touch another
+ * cache line. One transposed copy (per batch matrix) makes them contiguous. */
+static int matmul_load(parity_op_call *pCall, char *zErr, size_t nErr)
+{
+    const parity_operand *pB = &pCall->aIn[1];
+    const parity_dot_geometry *pG = &pCall->geom.dot;
+    matmul_params *pP = pCall->pParams;
+    uint64_t KN = pG->K * pG->N, nMat = KN != 0 ? pB->nElem / KN : 0, m, k, j;
+    pP->pBT = malloc((pB->nElem ? pB->nElem : 1) * sizeof(double));
+    if (!pP->pBT) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    for (m = 0; m < nMat; m++)
+        for (k = 0; k < pG->K; k++)
+            for (j = 0; j < pG->N; j++)
+                pP->pBT[m * KN + j * pG->K + k] = pB->aValue[m * KN + k * pG->N + j];
     return 0;
 }
 
@@ -301,6 +305,7 @@ static int linear_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
                           char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0], *pW = &pCall->aIn[1];
+    parity_dot_geometry *pG = &pCall->geom.dot;
     matmul_params *pP = calloc(1, sizeof *pP);
     uint64_t aWant[PARITY_MAX_RANK];
     int d;
@@ -315,44 +320,56 @@ static int linear_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
                  parity_shape_str(pW->rank, pW->aDim, zB, sizeof zB));
         return -1;
     }
-    pP->K = pW->aDim[1];
-    pP->N = pW->aDim[0];
-    pP->M = 1;
-    for (d = 0; d < pX->rank - 1; d++) pP->M *= pX->aDim[d];
+    pG->K = pW->aDim[1];
+    pG->N = pW->aDim[0];
+    pG->M = 1;
+    pG->nMat = 1;
+    for (d = 0; d < pX->rank - 1; d++) pG->M *= pX->aDim[d];
     if (pCall->nIn == 3) {
         const parity_operand *pBias = &pCall->aIn[2];
-        if (pBias->rank != 1 || pBias->aDim[0] != pP->N) {
+        if (pBias->rank != 1 || pBias->aDim[0] != pG->N) {
             snprintf(zErr, nErr, "linear: bias must be [%llu], got %s",
-                     (unsigned long long)pP->N,
+                     (unsigned long long)pG->N,
                      parity_shape_str(pBias->rank, pBias->aDim, zA, sizeof zA));
             return -1;
         }
         pP->pBias = pBias->aValue;
-        pP->hasBias = 1;
+        pG->hasBias = 1;
     }
     for (d = 0; d < pX->rank - 1; d++) aWant[d] = pX->aDim[d];
-    aWant[pX->rank - 1] = pP->N;
+    aWant[pX->rank - 1] = pG->N;
     if (check_out(pCall, aWant, pX->rank, "linear", zErr, nErr) != 0) return -1;
     /* x rows are contiguous along K; weight row j is the "column" j of x W^T. */
-    pP->nBatch = 0;
-    pP->strideAk = 1;
-    pP->strideAm = pP->K;
-    pP->strideBk = 1;
-    pP->strideBn = pP->K;
+    pG->nBatch = 0;
+    pG->strideAk = 1;
+    pG->strideAm = pG->K;
+    pG->strideBk = 1;
+    pG->strideBn = pG->K;
+    pP->strideBk = pG->strideBk;
+    pP->strideBn = pG->strideBn;
     return 0;
 }
 
 const parity_op_def parity_op_matmul = {
-    "matmul", "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)", 2, 2,
-    matmul_prepare, dot_element, free_params, dot_cost, dot_envelope, 0
+    .zName = "matmul",
+    .zModel = "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)",
+    .nInMin = 2, .nInMax = 2, .family = PARITY_FAMILY_MATMUL,
+    .xPrepare = matmul_prepare, .xLoad = matmul_load, .xElement = dot_element,
+    .xFreeParams = free_params, .xCost = dot_cost, .xEnvelope = dot_envelope,
 };
 
 const parity_op_def parity_op_bmm = {
-    "bmm", "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)", 2, 2,
-    bmm_prepare, dot_element, free_params, dot_cost, dot_envelope, 0
+    .zName = "bmm",
+    .zModel = "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)",
+    .nInMin = 2, .nInMax = 2, .family = PARITY_FAMILY_BMM,
+    .xPrepare = bmm_prepare, .xLoad = matmul_load, .xElement = dot_element,
+    .xFreeParams = free_params, .xCost = dot_cost, .xEnvelope = dot_envelope,
 };
 
 const parity_op_def parity_op_linear = {
-    "linear", "dot products plus bias: gamma_{K+1}(u_acc) sum|terms| + 0.5 ulp (Higham 2002)",
-    2, 3, linear_prepare, dot_element, free_params, dot_cost, dot_envelope, 0
+    .zName = "linear",
+    .zModel = "dot products plus bias: gamma_{K+1}(u_acc) sum|terms| + 0.5 ulp (Higham 2002)",
+    .nInMin = 2, .nInMax = 3, .family = PARITY_FAMILY_LINEAR,
+    .xPrepare = linear_prepare, .xElement = dot_element,
+    .xFreeParams = free_params, .xCost = dot_cost, .xEnvelope = dot_envelope,
 };

@@ -33,28 +33,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
+#include "tolerance/rows.h"
 
 typedef enum { RED_SUM, RED_MEAN, RED_AMAX, RED_AMIN } reduce_kind;
 
 typedef struct {
-    const char *zName;
+    const parity_op_def *pDef;
     reduce_kind kind;
 } reduce_spec;
 
 static const reduce_spec aSpec[] = {
-    { "sum", RED_SUM }, { "mean", RED_MEAN }, { "amax", RED_AMAX }, { "amin", RED_AMIN },
+    { &parity_op_sum, RED_SUM }, { &parity_op_mean, RED_MEAN },
+    { &parity_op_amax, RED_AMAX }, { &parity_op_amin, RED_AMIN },
 };
 
+/* The rows reduced are the geometry (geom.rows); this is the rest. */
 typedef struct {
     const reduce_spec *pSpec;
-    int nKept, nRed;
-    uint64_t aKeptDim[PARITY_MAX_RANK], aKeptStride[PARITY_MAX_RANK];
-    uint64_t aRedDim[PARITY_MAX_RANK], aRedStride[PARITY_MAX_RANK];
-    uint64_t n;                    /* values per output element */
     int narrow;                    /* input wider than acc_dtype */
-    double *aBuf;                  /* gathered values, n of them */
+    double *aBuf;                  /* one row's values, made by reduce_load */
 } reduce_params;
 
 static void reduce_free(void *p)
@@ -69,118 +68,55 @@ static int reduce_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
 {
     const parity_operand *pX = &pCall->aIn[0];
     const char *zOp = pCall->pDef->zName;
+    parity_rows_geometry *pG = &pCall->geom.rows;
     reduce_params *pP;
-    int64_t aDimArg[PARITY_MAX_RANK], keepdim = 0;
-    size_t nDimArg = 0, i;
-    int aReduce[PARITY_MAX_RANK] = { 0 }, rc, d, nWant = 0;
-    uint64_t aWant[PARITY_MAX_RANK], aStride[PARITY_MAX_RANK], stride = 1;
-    char zA[256], zB[256], zC[256];
+    unsigned char aReduce[PARITY_MAX_RANK];
+    size_t i;
+    char zA[256];
 
     pP = calloc(1, sizeof *pP);
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pCall->pParams = pP;
     for (i = 0; i < sizeof aSpec / sizeof aSpec[0]; i++)
-        if (strcmp(aSpec[i].zName, zOp) == 0) pP->pSpec = &aSpec[i];
+        if (aSpec[i].pDef == pCall->pDef) pP->pSpec = &aSpec[i];
     if (!pP->pSpec) { snprintf(zErr, nErr, "%s: not a reduction", zOp); return -1; }
-
-    rc = parity_param_ints(aAttr, nAttr, "dim", aDimArg, PARITY_MAX_RANK, &nDimArg, zErr,
-                           nErr);
-    if (rc < 0) return -1;
-    if (parity_param_int(aAttr, nAttr, "keepdim", &keepdim, zErr, nErr) < 0) return -1;
-    if (keepdim != 0 && keepdim != 1) {
-        snprintf(zErr, nErr, "%s: keepdim must be 0 or 1, got %lld", zOp, (long long)keepdim);
+    /* 'dim' an int or a list; absent or empty: every dim */
+    if (parity_rows_parse_dim(zOp, pX, aAttr, nAttr, "dim", 1, 1, 0, aReduce, zErr, nErr) != 0 ||
+        parity_rows_parse_keepdim(zOp, aAttr, nAttr, &pG->keepdim, zErr, nErr) != 0)
         return -1;
-    }
-    if (rc == 0 || nDimArg == 0) {
-        for (d = 0; d < pX->rank; d++) aReduce[d] = 1;
-    } else {
-        for (i = 0; i < nDimArg; i++) {
-            int iDim = parity_wrap_dim(aDimArg[i], pX->rank);
-            if (iDim < 0) {
-                snprintf(zErr, nErr, "%s: dim %lld out of range for input %s (rank %d)", zOp,
-                         (long long)aDimArg[i], parity_shape_str(pX->rank, pX->aDim, zA,
-                         sizeof zA), pX->rank);
-                return -1;
-            }
-            if (pX->rank == 0) continue;   /* dim 0 / -1 of a scalar: nothing to reduce */
-            if (aReduce[iDim]) {
-                snprintf(zErr, nErr, "%s: dim %d appears more than once in 'dim'", zOp, iDim);
-                return -1;
-            }
-            aReduce[iDim] = 1;
-        }
-    }
-
-    for (d = pX->rank - 1; d >= 0; d--) {
-        aStride[d] = stride;
-        stride *= pX->aDim[d];
-    }
-    pP->n = 1;
-    for (d = 0; d < pX->rank; d++) {
-        if (aReduce[d]) {
-            pP->aRedDim[pP->nRed] = pX->aDim[d];
-            pP->aRedStride[pP->nRed++] = aStride[d];
-            pP->n *= pX->aDim[d];
-            if (keepdim) aWant[nWant++] = 1;
-        } else {
-            pP->aKeptDim[pP->nKept] = pX->aDim[d];
-            pP->aKeptStride[pP->nKept++] = aStride[d];
-            aWant[nWant++] = pX->aDim[d];
-        }
-    }
-    if (!parity_same_shape(nWant, aWant, pCall->outRank, pCall->aOutDim)) {
-        snprintf(zErr, nErr, "%s: input %s reduced (keepdim %d) gives shape %s, output has %s",
-                 zOp, parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA), (int)keepdim,
-                 parity_shape_str(nWant, aWant, zB, sizeof zB),
-                 parity_shape_str(pCall->outRank, pCall->aOutDim, zC, sizeof zC));
+    parity_rows_init(&pG->rows, pX, aReduce);
+    if (parity_rows_check_reduced(zOp, &pG->rows, pG->keepdim, pCall, zErr, nErr) != 0)
         return -1;
-    }
-    if (pP->n == 0 && (pP->pSpec->kind == RED_AMAX || pP->pSpec->kind == RED_AMIN)) {
+    if (pG->rows.n == 0 && (pP->pSpec->kind == RED_AMAX || pP->pSpec->kind == RED_AMIN)) {
         snprintf(zErr, nErr, "%s: reduction over an empty dim of input %s (torch raises)", zOp,
                  parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA));
         return -1;
     }
     pP->narrow = parity_unit_roundoff(pX->dtype) < parity_unit_roundoff(pCall->accDtype);
-    pP->aBuf = malloc((pP->n ? pP->n : 1) * sizeof(double));
-    if (!pP->aBuf) { snprintf(zErr, nErr, "out of memory"); return -1; }
     return 0;
 }
 
-/* Copies the values reduced into output element `linear` into pP->aBuf. */
-static void gather(reduce_params *pP, const double *x, uint64_t linear)
+static int reduce_load(parity_op_call *pCall, char *zErr, size_t nErr)
 {
-    uint64_t base = 0, aIdx[PARITY_MAX_RANK] = { 0 }, k, off;
-    int d;
-
-    /* With keepdim the output's extra dims have size 1: the linear index over the kept
-     * dims is the same either way. */
-    for (d = pP->nKept - 1; d >= 0; d--) {
-        base += (linear % pP->aKeptDim[d]) * pP->aKeptStride[d];
-        linear /= pP->aKeptDim[d];
-    }
-    off = base;
-    for (k = 0; k < pP->n; k++) {
-        pP->aBuf[k] = x[off];
-        for (d = pP->nRed - 1; d >= 0; d--) {   /* odometer over the reduced dims */
-            off += pP->aRedStride[d];
-            if (++aIdx[d] < pP->aRedDim[d]) break;
-            off -= aIdx[d] * pP->aRedStride[d];
-            aIdx[d] = 0;
-        }
-    }
+    reduce_params *pP = pCall->pParams;
+    uint64_t n = pCall->geom.rows.rows.n;
+    pP->aBuf = malloc((n ? n : 1) * sizeof(double));
+    if (!pP->aBuf) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    return 0;
 }
 
 static int reduce_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
     reduce_params *pP = pCall->pParams;
+    const parity_rows *pR = &pCall->geom.rows.rows;
     parity_dtype acc = pCall->accDtype, out = pCall->outDtype;
-    double u = parity_unit_roundoff(acc), n = (double)pP->n, absSum = 0.0, r, eAcc;
+    double u = parity_unit_roundoff(acc), n = (double)pR->n, absSum = 0.0, r, eAcc;
     uint64_t k;
 
-    gather(pP, pCall->aIn[0].aValue, linear);
+    parity_rows_gather(pR, pCall->aIn[0].aValue, linear, pP->aBuf);
     if (pP->pSpec->kind == RED_AMAX || pP->pSpec->kind == RED_AMIN) {
         double m = pP->aBuf[0];
-        for (k = 1; k < pP->n && m == m; k++) {
+        for (k = 1; k < pR->n && m == m; k++) {
             double v = pP->aBuf[k];
             if (v != v) m = v;
             else if (pP->pSpec->kind == RED_AMAX ? v > m : v < m) m = v;
@@ -190,19 +126,19 @@ static int reduce_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
                       ? 0.0 : 0.5 * parity_ulp_at(out, fabs(m));
         return 0;
     }
-    if (parity_exact_sum(ref, pP->aBuf, 1, pP->n, &absSum) != 0) return -1;
+    if (parity_exact_sum(ref, pP->aBuf, 1, pR->n, &absSum) != 0) return -1;
     parity_note_overflow(pCall, absSum);
-    if (pP->pSpec->kind == RED_SUM && pP->n == 0) {
+    if (pP->pSpec->kind == RED_SUM && pR->n == 0) {
         *pBound = 0.0;   /* the empty sum is exactly 0 */
         return 0;
     }
     if (pP->pSpec->kind == RED_MEAN) {
-        if (pP->n == 0) {
+        if (pR->n == 0) {
             mpfr_set_nan(ref);
             *pBound = 0.0;
             return 0;
         }
-        mpfr_div_ui(ref, ref, (unsigned long)pP->n, MPFR_RNDN);
+        mpfr_div_ui(ref, ref, (unsigned long)pR->n, MPFR_RNDN);
         eAcc = parity_gamma(n + 1.0 + (pP->narrow ? 1.0 : 0.0), u) * (absSum / n) +
                0.5 * parity_ulp_at(acc, 0.0);
     } else {
@@ -227,19 +163,17 @@ static int reduce_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
     return 0;
 }
 
-const parity_op_def parity_op_sum = {
-    "sum", "any summation order: gamma_{n-1}(u_acc) sum|x| + 0.5 ulp (Higham 2002, eq. 4.3)",
-    1, 1, reduce_prepare, reduce_element, reduce_free, NULL, NULL, 0
-};
-const parity_op_def parity_op_mean = {
-    "mean", "sum then divide: gamma_{n+1}(u_acc) sum|x|/n + 0.5 ulp (Higham 2002, eq. 4.3, Lemma 3.3)",
-    1, 1, reduce_prepare, reduce_element, reduce_free, NULL, NULL, 0
-};
-const parity_op_def parity_op_amax = {
-    "amax", "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)",
-    1, 1, reduce_prepare, reduce_element, reduce_free, NULL, NULL, 0
-};
-const parity_op_def parity_op_amin = {
-    "amin", "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)",
-    1, 1, reduce_prepare, reduce_element, reduce_free, NULL, NULL, 0
-};
+#define REDUCE_OP(sym, name, model) \
+    const parity_op_def sym = { .zName = name, .zModel = model, .nInMin = 1, .nInMax = 1, \
+                                .family = PARITY_FAMILY_REDUCE, .xPrepare = reduce_prepare, \
+                                .xLoad = reduce_load, .xElement = reduce_element, \
+                                .xFreeParams = reduce_free };
+
+REDUCE_OP(parity_op_sum, "sum",
+          "any summation order: gamma_{n-1}(u_acc) sum|x| + 0.5 ulp (Higham 2002, eq. 4.3)")
+REDUCE_OP(parity_op_mean, "mean",
+          "sum then divide: gamma_{n+1}(u_acc) sum|x|/n + 0.5 ulp (Higham 2002, eq. 4.3, Lemma 3.3)")
+REDUCE_OP(parity_op_amax, "amax",
+          "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)")
+REDUCE_OP(parity_op_amin, "amin",
+          "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)")

@@ -8,8 +8,8 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
 
 static int relu_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
                         char *zErr, size_t nErr)
@@ -17,7 +17,7 @@ static int relu_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
     const parity_operand *pX = &pCall->aIn[0];
     char zA[128], zB[128];
     (void)aAttr; (void)nAttr;
-    if (!parity_same_shape(pX->rank, pX->aDim, pCall->outRank, pCall->aOutDim)) {
+    if (!parity_op_take_out(pCall, pX->rank, pX->aDim)) {
         snprintf(zErr, nErr, "relu: input shape %s differs from output shape %s",
                  parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
                  parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
@@ -39,6 +39,10 @@ static int relu_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
 }
 
 const parity_op_def parity_op_relu = {
-    "relu", "exact; only the rounding to the output dtype (0.5 ulp)", 1, 1,
-    relu_prepare, relu_element, NULL, NULL, NULL, 0
+    .zName = "relu",
+    .zModel = "exact; only the rounding to the output dtype (0.5 ulp)",
+    .nInMin = 1, .nInMax = 1,
+    .family = PARITY_FAMILY_UNARY,
+    .xPrepare = relu_prepare,
+    .xElement = relu_element,
 };

@@ -30,9 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
-#include "rows.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
+#include "tolerance/rows.h"
 
 #define C_RSQRT 4.0
 
@@ -59,13 +59,10 @@ static int rms_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t n
                        char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0];
+    parity_norm_geometry *pG = &pCall->geom.norm;
     rms_params *pP = calloc(1, sizeof *pP);
-    int64_t aNorm[PARITY_MAX_RANK];
-    unsigned char aReduce[PARITY_MAX_RANK] = { 0 };
-    size_t nNorm = 0, i;
-    int rc, d;
-    uint64_t iRow, nn = 1;
-    char zA[256], zB[256];
+    unsigned char aReduce[PARITY_MAX_RANK];
+    int rc;
 
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pCall->pParams = pP;
@@ -76,52 +73,22 @@ static int rms_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t n
         snprintf(zErr, nErr, "rms_norm: eps must be a finite number >= 0, got %g", pP->eps);
         return -1;
     }
-    if (parity_rows_check_same("rms_norm", pX, pCall, zErr, nErr) != 0) return -1;
-    rc = parity_param_ints(aAttr, nAttr, "normalized_shape", aNorm, PARITY_MAX_RANK, &nNorm,
-                           zErr, nErr);
-    if (rc < 0) return -1;
-    if (rc == 0) {
-        if (pCall->nIn >= 2) {
-            nNorm = (size_t)pCall->aIn[1].rank;
-            for (i = 0; i < nNorm; i++) aNorm[i] = (int64_t)pCall->aIn[1].aDim[i];
-        } else if (pX->rank > 0) {
-            nNorm = 1;
-            aNorm[0] = (int64_t)pX->aDim[pX->rank - 1];
-        }
-    }
-    if (nNorm == 0 || (int)nNorm > pX->rank) {
-        snprintf(zErr, nErr, "rms_norm: normalized_shape must name 1 to %d trailing dims of "
-                 "input %s, got %zu", pX->rank,
-                 parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA), nNorm);
+    if (parity_rows_check_same("rms_norm", pX, pCall, zErr, nErr) != 0 ||
+        parity_rows_parse_norm(pCall, aAttr, nAttr, pG, aReduce, zErr, nErr) != 0)
         return -1;
-    }
-    for (i = 0; i < nNorm; i++) {
-        d = pX->rank - (int)nNorm + (int)i;
-        if (aNorm[i] < 0 || (uint64_t)aNorm[i] != pX->aDim[d]) {
-            uint64_t aGot[PARITY_MAX_RANK];
-            size_t j;
-            for (j = 0; j < nNorm; j++) aGot[j] = aNorm[j] < 0 ? 0 : (uint64_t)aNorm[j];
-            snprintf(zErr, nErr, "rms_norm: normalized_shape %s does not match the trailing "
-                     "dims of input %s", parity_shape_str((int)nNorm, aGot, zB, sizeof zB),
-                     parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA));
-            return -1;
-        }
-        aReduce[d] = 1;
-        nn *= pX->aDim[d];
-    }
-    if (pCall->nIn >= 2) {
-        const parity_operand *pW = &pCall->aIn[1];
-        if (pW->nElem != nn || !parity_same_shape(pW->rank, pW->aDim, (int)nNorm,
-                                                  pX->aDim + pX->rank - (int)nNorm)) {
-            snprintf(zErr, nErr, "rms_norm: weight has shape %s, normalized_shape is %s",
-                     parity_shape_str(pW->rank, pW->aDim, zA, sizeof zA),
-                     parity_shape_str((int)nNorm, pX->aDim + pX->rank - (int)nNorm, zB,
-                                      sizeof zB));
-            return -1;
-        }
-        pP->pWeight = pW->aValue;
-    }
+    pG->eps = pP->eps;
+    pP->pWeight = pG->hasWeight ? pCall->aIn[1].aValue : NULL;
     parity_rows_init(&pP->rows, pX, aReduce);   /* trailing dims: row i = x[i n, (i+1) n) */
+    return 0;
+}
+
+/* Every row's mean square and r = 1 / sqrt(ms + eps), from the values. */
+static int rms_load(parity_op_call *pCall, char *zErr, size_t nErr)
+{
+    const parity_operand *pX = &pCall->aIn[0];
+    rms_params *pP = pCall->pParams;
+    uint64_t iRow, nn = pP->rows.n;
+
     pP->aMs = calloc(pP->rows.nRow + 1, sizeof(double));
     pP->aR = calloc(pP->rows.nRow + 1, sizeof(mpfr_t));
     if (!pP->aMs || !pP->aR) { snprintf(zErr, nErr, "out of memory"); return -1; }
@@ -173,9 +140,17 @@ static int rms_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     return 0;
 }
 
+/* generated cases set eps = 1e-6 (fuzz/cases/layout.c) */
+static const parity_op_case_attr aRmsCase[] = {
+    { "eps", PARITY_ATTR_FLOAT, { 1e-6, NAN }, { NULL, NULL } },
+};
+
 const parity_op_def parity_op_rms_norm = {
     .zName = "rms_norm",
     .zModel = "derived in op_rms_norm.c: y(|rho| + 2u), rho = eps_t/2 + 4u, eps_t = (gamma_{n+2} ms + u t)/t, t = ms + eps; 0.5 ulp out",
     .nInMin = 1, .nInMax = 2,
-    .xPrepare = rms_prepare, .xElement = rms_element, .xFreeParams = rms_free,
+    .family = PARITY_FAMILY_NORM,
+    .aCaseAttr = aRmsCase, .nCaseAttr = 1,
+    .xPrepare = rms_prepare, .xLoad = rms_load, .xElement = rms_element,
+    .xFreeParams = rms_free,
 };

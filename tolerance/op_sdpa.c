@@ -62,23 +62,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
 
 #define SDPA_C_EXP 4.0
 
-enum { MASK_NONE, MASK_BOOL, MASK_FLOAT };
 enum { ROW_OK, ROW_NAN, ROW_EMPTY };
 
+/* The shapes, strides, mask kind and scale are the geometry (geom.attention); this is
+ * what the reference and the model add. */
 typedef struct {
-    uint64_t L, S, E, Ev;
-    int nBatch;
-    uint64_t aBatchDim[PARITY_MAX_RANK];
-    uint64_t aStrQ[PARITY_MAX_RANK], aStrK[PARITY_MAX_RANK], aStrV[PARITY_MAX_RANK];
-    int maskKind;
-    uint64_t aStrM[PARITY_MAX_RANK + 2];   /* over batch..., L, S; 0 where broadcast */
-    int causal;
-    double scale;
     double nScore, nSum, uP;               /* gamma counts; p's extra rounding (r3) */
     /* the current row */
     int haveRow, rowKind;
@@ -114,39 +107,15 @@ static void sdpa_free(void *p)
     free(pP);
 }
 
-/* Batch strides of an operand whose dims before its last two (nOwn of them, right-aligned)
- * broadcast to the output batch; its trailing matrix holds nMatrix elements. -1 when a dim
- * neither matches nor is 1. */
-static int batch_strides(const sdpa_params *pP, const uint64_t *aOwn, int nOwn,
-                         uint64_t nMatrix, uint64_t *aStride)
-{
-    int d;
-    uint64_t stride = nMatrix;
-    for (d = pP->nBatch - 1; d >= 0; d--) {
-        int iOwn = nOwn - (pP->nBatch - d);
-        if (iOwn < 0) { aStride[d] = 0; continue; }
-        if (aOwn[iOwn] == pP->aBatchDim[d]) aStride[d] = aOwn[iOwn] == 1 ? 0 : stride;
-        else if (aOwn[iOwn] == 1) aStride[d] = 0;
-        else return -1;
-        stride *= aOwn[iOwn];
-    }
-    return 0;
-}
-
-static int sdpa_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
-                        char *zErr, size_t nErr)
+/* q, k, v shapes, their batch broadcast and the output shape into geom.attention. */
+static int sdpa_shapes(parity_op_call *pCall, char *zErr, size_t nErr)
 {
     const parity_operand *pQ = &pCall->aIn[0], *pK = &pCall->aIn[1], *pV = &pCall->aIn[2];
-    sdpa_params *pP = calloc(1, sizeof *pP);
+    parity_attention_geometry *pG = &pCall->geom.attention;
     uint64_t aWant[PARITY_MAX_RANK];
-    int64_t causal = 0;
-    double scale = 0.0, uAcc = parity_unit_roundoff(pCall->accDtype);
-    int rc, d, nQ, nK, nV, nWant = 0;
-    uint64_t j, S;
+    int d, nQ, nK, nV, nWant = 0;
     char zA[128], zB[128], zC[128];
 
-    if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
-    pCall->pParams = pP;
     if (pQ->rank < 2 || pK->rank < 2 || pV->rank < 2) {
         snprintf(zErr, nErr, "scaled_dot_product_attention: q, k, v need rank >= 2, got %s, %s, %s",
                  parity_shape_str(pQ->rank, pQ->aDim, zA, sizeof zA),
@@ -154,11 +123,11 @@ static int sdpa_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
                  parity_shape_str(pV->rank, pV->aDim, zC, sizeof zC));
         return -1;
     }
-    pP->L = pQ->aDim[pQ->rank - 2];
-    pP->E = pQ->aDim[pQ->rank - 1];
-    pP->S = pK->aDim[pK->rank - 2];
-    pP->Ev = pV->aDim[pV->rank - 1];
-    if (pK->aDim[pK->rank - 1] != pP->E || pV->aDim[pV->rank - 2] != pP->S) {
+    pG->L = pQ->aDim[pQ->rank - 2];
+    pG->E = pQ->aDim[pQ->rank - 1];
+    pG->S = pK->aDim[pK->rank - 2];
+    pG->Ev = pV->aDim[pV->rank - 1];
+    if (pK->aDim[pK->rank - 1] != pG->E || pV->aDim[pV->rank - 2] != pG->S) {
         snprintf(zErr, nErr, "scaled_dot_product_attention: need q [..., L, E], k [..., S, E], "
                  "v [..., S, Ev]; got %s, %s, %s",
                  parity_shape_str(pQ->rank, pQ->aDim, zA, sizeof zA),
@@ -167,10 +136,10 @@ static int sdpa_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
         return -1;
     }
     nQ = pQ->rank - 2; nK = pK->rank - 2; nV = pV->rank - 2;
-    pP->nBatch = nQ > nK ? nQ : nK;
-    if (nV > pP->nBatch) pP->nBatch = nV;
-    for (d = 0; d < pP->nBatch; d++) {
-        int iQ = nQ - (pP->nBatch - d), iK = nK - (pP->nBatch - d), iV = nV - (pP->nBatch - d);
+    pG->nBatch = nQ > nK ? nQ : nK;
+    if (nV > pG->nBatch) pG->nBatch = nV;
+    for (d = 0; d < pG->nBatch; d++) {
+        int iQ = nQ - (pG->nBatch - d), iK = nK - (pG->nBatch - d), iV = nV - (pG->nBatch - d);
         uint64_t a[3], dim = 1;
         int t;
         a[0] = iQ >= 0 ? pQ->aDim[iQ] : 1;
@@ -188,21 +157,73 @@ static int sdpa_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
             }
             dim = a[t];
         }
-        pP->aBatchDim[d] = dim;
+        pG->aBatchDim[d] = dim;
         aWant[nWant++] = dim;
     }
-    aWant[nWant++] = pP->L;
-    aWant[nWant++] = pP->Ev;
-    if (!parity_same_shape(nWant, aWant, pCall->outRank, pCall->aOutDim)) {
+    aWant[nWant++] = pG->L;
+    aWant[nWant++] = pG->Ev;
+    if (!parity_op_take_out(pCall, nWant, aWant)) {
         snprintf(zErr, nErr, "scaled_dot_product_attention: operands give shape %s, output has %s",
                  parity_shape_str(nWant, aWant, zA, sizeof zA),
                  parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
         return -1;
     }
-    batch_strides(pP, pQ->aDim, nQ, pP->L * pP->E, pP->aStrQ);
-    batch_strides(pP, pK->aDim, nK, pP->S * pP->E, pP->aStrK);
-    batch_strides(pP, pV->aDim, nV, pP->S * pP->Ev, pP->aStrV);
+    /* the batch dims broadcast (checked above): these cannot fail */
+    parity_broadcast_strides(pG->nBatch, pG->aBatchDim, pQ->aDim, nQ, pG->L * pG->E, pG->aStrQ);
+    parity_broadcast_strides(pG->nBatch, pG->aBatchDim, pK->aDim, nK, pG->S * pG->E, pG->aStrK);
+    parity_broadcast_strides(pG->nBatch, pG->aBatchDim, pV->aDim, nV, pG->S * pG->Ev, pG->aStrV);
+    pG->nRow = pG->L;
+    for (d = 0; d < pG->nBatch; d++) pG->nRow *= pG->aBatchDim[d];
+    return 0;
+}
 
+/* attn_mask (input 3): its kind and its strides over batch.., L, S. */
+static int sdpa_mask(parity_op_call *pCall, char *zErr, size_t nErr)
+{
+    const parity_operand *pM = &pCall->aIn[3];
+    parity_attention_geometry *pG = &pCall->geom.attention;
+    uint64_t aFull[PARITY_MAX_RANK + 2];
+    int nFull = pG->nBatch + 2, d;
+    char zA[128], zB[128];
+
+    if (pG->causal) {
+        snprintf(zErr, nErr, "scaled_dot_product_attention: is_causal and attn_mask "
+                 "cannot both be given");
+        return -1;
+    }
+    if (pM->dtype == PARITY_DT_BOOL) pG->maskKind = PARITY_MASK_BOOL;
+    else if (parity_dtype_is_float(pM->dtype)) pG->maskKind = PARITY_MASK_FLOAT;
+    else {
+        snprintf(zErr, nErr, "scaled_dot_product_attention: attn_mask must be bool or "
+                 "float, got %s", parity_dtype_name(pM->dtype));
+        return -1;
+    }
+    for (d = 0; d < pG->nBatch; d++) aFull[d] = pG->aBatchDim[d];
+    aFull[pG->nBatch] = pG->L;
+    aFull[pG->nBatch + 1] = pG->S;
+    if (parity_broadcast_strides(nFull, aFull, pM->aDim, pM->rank, 1, pG->aStrM) != 0) {
+        snprintf(zErr, nErr, "scaled_dot_product_attention: attn_mask %s does not "
+                 "broadcast to the attention shape %s",
+                 parity_shape_str(pM->rank, pM->aDim, zA, sizeof zA),
+                 parity_shape_str(nFull, aFull, zB, sizeof zB));
+        return -1;
+    }
+    return 0;
+}
+
+static int sdpa_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                        char *zErr, size_t nErr)
+{
+    const parity_operand *pQ = &pCall->aIn[0], *pK = &pCall->aIn[1], *pV = &pCall->aIn[2];
+    parity_attention_geometry *pG = &pCall->geom.attention;
+    sdpa_params *pP = calloc(1, sizeof *pP);
+    int64_t causal = 0;
+    double scale = 0.0, uAcc = parity_unit_roundoff(pCall->accDtype);
+    int rc;
+
+    if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    pCall->pParams = pP;
+    if (sdpa_shapes(pCall, zErr, nErr) != 0) return -1;
     rc = parity_param_int(aAttr, nAttr, "is_causal", &causal, zErr, nErr);
     if (rc < 0) return -1;
     if (causal != 0 && causal != 1) {
@@ -210,63 +231,32 @@ static int sdpa_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
                  (long long)causal);
         return -1;
     }
-    pP->causal = (int)causal;
+    pG->causal = (int)causal;
     rc = parity_param_float(aAttr, nAttr, "scale", &scale, zErr, nErr);
     if (rc < 0) return -1;
-    if (rc == 0) scale = 1.0 / sqrt((double)pP->E);
+    if (rc == 0) scale = 1.0 / sqrt((double)pG->E);
     else if (!isfinite(scale)) {
         snprintf(zErr, nErr, "scaled_dot_product_attention: scale must be finite, got %g", scale);
         return -1;
     }
-    pP->scale = scale;
-
-    if (pCall->nIn == 4) {
-        const parity_operand *pM = &pCall->aIn[3];
-        uint64_t aFull[PARITY_MAX_RANK + 2], stride = 1;
-        int nFull = pP->nBatch + 2;
-        if (pP->causal) {
-            snprintf(zErr, nErr, "scaled_dot_product_attention: is_causal and attn_mask "
-                     "cannot both be given");
-            return -1;
-        }
-        if (pM->dtype == PARITY_DT_BOOL) pP->maskKind = MASK_BOOL;
-        else if (parity_dtype_is_float(pM->dtype)) pP->maskKind = MASK_FLOAT;
-        else {
-            snprintf(zErr, nErr, "scaled_dot_product_attention: attn_mask must be bool or "
-                     "float, got %s", parity_dtype_name(pM->dtype));
-            return -1;
-        }
-        for (d = 0; d < pP->nBatch; d++) aFull[d] = pP->aBatchDim[d];
-        aFull[pP->nBatch] = pP->L;
-        aFull[pP->nBatch + 1] = pP->S;
-        if (pM->rank > nFull) d = -1;
-        else {
-            for (d = nFull - 1; d >= 0; d--) {
-                int iOwn = pM->rank - (nFull - d);
-                if (iOwn < 0) { pP->aStrM[d] = 0; continue; }
-                if (pM->aDim[iOwn] == aFull[d]) pP->aStrM[d] = aFull[d] == 1 ? 0 : stride;
-                else if (pM->aDim[iOwn] == 1) pP->aStrM[d] = 0;
-                else break;
-                stride *= pM->aDim[iOwn];
-            }
-        }
-        if (d != -1 || pM->rank > nFull) {
-            snprintf(zErr, nErr, "scaled_dot_product_attention: attn_mask %s does not "
-                     "broadcast to the attention shape %s",
-                     parity_shape_str(pM->rank, pM->aDim, zA, sizeof zA),
-                     parity_shape_str(nFull, aFull, zB, sizeof zB));
-            return -1;
-        }
-    }
+    pG->scale = scale;
+    if (pCall->nIn == 4 && sdpa_mask(pCall, zErr, nErr) != 0) return -1;
 
     /* Error-model constants (header comment). */
-    pP->nScore = (double)pP->E + 4.0;
+    pP->nScore = (double)pG->E + 4.0;
     if (parity_unit_roundoff(pQ->dtype) < uAcc || parity_unit_roundoff(pK->dtype) < uAcc)
         pP->nScore += 2.0;
-    pP->nSum = 2.0 * (double)pP->S + (parity_unit_roundoff(pV->dtype) < uAcc ? 1.0 : 0.0);
+    pP->nSum = 2.0 * (double)pG->S + (parity_unit_roundoff(pV->dtype) < uAcc ? 1.0 : 0.0);
     pP->uP = parity_unit_roundoff(pV->dtype) > uAcc ? parity_unit_roundoff(pV->dtype) : 0.0;
+    return 0;
+}
 
-    S = pP->S;
+/* One row's scratch: S exponentials and products in MPFR, weights and their errors. */
+static int sdpa_load(parity_op_call *pCall, char *zErr, size_t nErr)
+{
+    sdpa_params *pP = pCall->pParams;
+    uint64_t j, S = pCall->geom.attention.S;
+
     pP->aE = calloc(S + 1, sizeof(mpfr_t));
     pP->aProd = calloc(S + 1, sizeof(mpfr_t));
     pP->apE = calloc(S + 1, sizeof(mpfr_ptr));
@@ -293,50 +283,69 @@ static int sdpa_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
     return 0;
 }
 
+/* Reference terms per output element: S scores of E products each, shared by the row's Ev
+ * outputs, and S products of the weighted sum. */
+static double sdpa_cost(const parity_op_call *pCall)
+{
+    const parity_attention_geometry *pG = &pCall->geom.attention;
+    return pG->Ev ? (double)pG->S * (double)(pG->E + pG->Ev) / (double)pG->Ev : 1.0;
+}
+
+void parity_attention_row(const parity_attention_geometry *pG, uint64_t iRow, uint64_t *pQ,
+                          uint64_t *pK, uint64_t *pV, uint64_t *pM, uint64_t *pStrMS)
+{
+    uint64_t l = iRow % pG->L, iB = iRow / pG->L, q = 0, k = 0, v = 0, m = 0;
+    int d;
+    for (d = pG->nBatch - 1; d >= 0; d--) {
+        uint64_t idx = iB % pG->aBatchDim[d];
+        iB /= pG->aBatchDim[d];
+        q += idx * pG->aStrQ[d];
+        k += idx * pG->aStrK[d];
+        v += idx * pG->aStrV[d];
+        m += idx * pG->aStrM[d];
+    }
+    *pQ = q + l * pG->E;
+    *pK = k;
+    *pV = v;
+    *pM = m + l * pG->aStrM[pG->nBatch];
+    *pStrMS = pG->aStrM[pG->nBatch + 1];
+}
+
 /* Scores, weights and per-weight error bounds of row iRow (= batch * L + l). */
 static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
 {
+    const parity_attention_geometry *pG = &pCall->geom.attention;
     const double *q = pCall->aIn[0].aValue, *k = pCall->aIn[1].aValue;
     const double *pMask = pCall->nIn == 4 ? pCall->aIn[3].aValue : NULL;
     double u = parity_unit_roundoff(pCall->accDtype), sub = parity_ulp_at(pCall->accDtype, 0.0);
-    double gScore = parity_gamma(pP->nScore, u), absScale = fabs(pP->scale);
+    double gScore = parity_gamma(pP->nScore, u), absScale = fabs(pG->scale);
     double D = 0.0, W = 0.0, w = 0.0, s, r2c, eD;
-    uint64_t l = iRow % pP->L, iB = iRow / pP->L, qOff = 0, kOff = 0, vOff = 0, mOff = 0, j;
-    uint64_t strMS = pP->aStrM[pP->nBatch + 1];
-    int d, nan = 0, anyLive = 0;
+    uint64_t l = iRow % pG->L, qOff, kOff, vOff, mOff, strMS, j;
+    int nan = 0, anyLive = 0;
 
-    for (d = pP->nBatch - 1; d >= 0; d--) {
-        uint64_t idx = iB % pP->aBatchDim[d];
-        iB /= pP->aBatchDim[d];
-        qOff += idx * pP->aStrQ[d];
-        kOff += idx * pP->aStrK[d];
-        vOff += idx * pP->aStrV[d];
-        mOff += idx * pP->aStrM[d];
-    }
-    qOff += l * pP->E;
-    mOff += l * pP->aStrM[pP->nBatch];
+    parity_attention_row(pG, iRow, &qOff, &kOff, &vOff, &mOff, &strMS);
     pP->row = iRow;
     pP->haveRow = 1;
     pP->vOff = vOff;
     pP->rowOverflow = 0;
-    if (pP->S == 0) { pP->rowKind = ROW_EMPTY; return 0; }
+    if (pG->S == 0) { pP->rowKind = ROW_EMPTY; return 0; }
 
-    for (j = 0; j < pP->S; j++) {
+    for (j = 0; j < pG->S; j++) {
         double absSum = 0.0;
         pP->aLive[j] = 0;
         mpfr_set_zero(pP->aE[j], 1);
-        if (pP->causal && j > l) continue;
-        if (pP->maskKind == MASK_BOOL && pMask[mOff + j * strMS] == 0.0) continue;
-        if (parity_exact_dot(pP->aE[j], q + qOff, 1, k + kOff + j * pP->E, 1, pP->E, NULL,
+        if (pG->causal && j > l) continue;
+        if (pG->maskKind == PARITY_MASK_BOOL && pMask[mOff + j * strMS] == 0.0) continue;
+        if (parity_exact_dot(pP->aE[j], q + qOff, 1, k + kOff + j * pG->E, 1, pG->E, NULL,
                              &absSum) != 0)
             return -1;
         /* q k then scale, or q scaled first: either intermediate may overflow */
         if (!(absSum * (absScale > 1.0 ? absScale : 1.0) < parity_dtype_max_finite(pCall->accDtype)))
             pP->rowOverflow = 1;
-        mpfr_mul_d(pP->aE[j], pP->aE[j], pP->scale, MPFR_RNDN);
+        mpfr_mul_d(pP->aE[j], pP->aE[j], pG->scale, MPFR_RNDN);
         pP->aDs[j] = gScore * absScale * absSum +
-                     0.5 * (double)pP->E * sub * (absScale > 1.0 ? absScale : 1.0);
-        if (pP->maskKind == MASK_FLOAT) {
+                     0.5 * (double)pG->E * sub * (absScale > 1.0 ? absScale : 1.0);
+        if (pG->maskKind == PARITY_MASK_FLOAT) {
             double mv = pMask[mOff + j * strMS];
             mpfr_add_d(pP->aE[j], pP->aE[j], mv, MPFR_RNDN);
             pP->aDs[j] += u * (fabs(mpfr_get_d(pP->aE[j], MPFR_RNDN)) + fabs(mv));
@@ -353,15 +362,15 @@ static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
     if (nan || !anyLive) { pP->rowKind = ROW_NAN; return 0; }
     pP->rowKind = ROW_OK;
 
-    for (j = 0; j < pP->S; j++) {
+    for (j = 0; j < pG->S; j++) {
         if (!pP->aLive[j]) continue;
         mpfr_sub(pP->aE[j], pP->aE[j], pP->m, MPFR_RNDN);
         pP->aShift[j] = -mpfr_get_d(pP->aE[j], MPFR_RNDN);     /* |s_j - m| */
         mpfr_exp(pP->aE[j], pP->aE[j], MPFR_RNDN);
     }
-    mpfr_sum(pP->sum, pP->apE, pP->S, MPFR_RNDN);
+    mpfr_sum(pP->sum, pP->apE, pG->S, MPFR_RNDN);
     s = mpfr_get_d(pP->sum, MPFR_RNDN);
-    for (j = 0; j < pP->S; j++) {
+    for (j = 0; j < pG->S; j++) {
         pP->aP[j] = pP->aLive[j] ? mpfr_get_d(pP->aE[j], MPFR_RNDN) / s : 0.0;
         if (!pP->aLive[j]) continue;
         w += pP->aP[j] * pP->aShift[j];
@@ -369,8 +378,8 @@ static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
         if (pP->aDs[j] > D) D = pP->aDs[j];
     }
     eD = exp(D);
-    r2c = (w + 2.0 * SDPA_C_EXP + 2.0) * u + parity_gamma((SDPA_C_EXP + 2.0) * (double)pP->S, u);
-    for (j = 0; j < pP->S; j++) {
+    r2c = (w + 2.0 * SDPA_C_EXP + 2.0) * u + parity_gamma((SDPA_C_EXP + 2.0) * (double)pG->S, u);
+    for (j = 0; j < pG->S; j++) {
         double r1, r2;
         if (!pP->aLive[j]) { pP->aR[j] = 0.0; continue; }
         r1 = expm1(pP->aDs[j] + eD * W);
@@ -384,8 +393,9 @@ static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
 static int sdpa_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
     sdpa_params *pP = pCall->pParams;
+    const parity_attention_geometry *pG = &pCall->geom.attention;
     const double *v = pCall->aIn[2].aValue;
-    uint64_t c = linear % pP->Ev, iRow = linear / pP->Ev, j;
+    uint64_t c = linear % pG->Ev, iRow = linear / pG->Ev, j;
     double u = parity_unit_roundoff(pCall->accDtype), sub = parity_ulp_at(pCall->accDtype, 0.0);
     double gSum, b0 = 0.0, absV = 0.0, o;
 
@@ -399,17 +409,17 @@ static int sdpa_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
         return 0;
     }
     gSum = parity_gamma(pP->nSum, u);
-    for (j = 0; j < pP->S; j++) {
-        double vj = v[pP->vOff + j * pP->Ev + c];
+    for (j = 0; j < pG->S; j++) {
+        double vj = v[pP->vOff + j * pG->Ev + c];
         mpfr_mul_d(pP->aProd[j], pP->aE[j], vj, MPFR_RNDN);   /* exact */
         if (!pP->aLive[j]) continue;
         b0 += pP->aP[j] * fabs(vj) * (pP->aR[j] + gSum * (1.0 + pP->aR[j]));
         absV += fabs(vj);
     }
-    mpfr_sum(ref, pP->apProd, pP->S, MPFR_RNDN);
+    mpfr_sum(ref, pP->apProd, pG->S, MPFR_RNDN);
     mpfr_div(ref, ref, pP->sum, MPFR_RNDN);
     if (!mpfr_number_p(ref)) { *pBound = 0.0; return 0; }
-    b0 = b0 * (1.0 + 0x1p-48) + (double)pP->S * sub * (1.0 + absV);
+    b0 = b0 * (1.0 + 0x1p-48) + (double)pG->S * sub * (1.0 + absV);
     o = fabs(mpfr_get_d(ref, MPFR_RNDN));
     *pBound = b0 + 0.5 * parity_ulp_at(pCall->outDtype, o + b0);
     return 0;
@@ -422,10 +432,11 @@ const parity_op_def parity_op_scaled_dot_product_attention = {
               "sum p|v| + sum |dp||v| + 0.5 ulp (Higham 2002; Blanchard-Higham-Higham 2021)",
     .nInMin = 3,
     .nInMax = 4,
+    .family = PARITY_FAMILY_ATTENTION,
     .xPrepare = sdpa_prepare,
+    .xLoad = sdpa_load,
     .xElement = sdpa_element,
     .xFreeParams = sdpa_free,
-    .xCost = NULL,
+    .xCost = sdpa_cost,
     .xEnvelope = NULL,
-    .allowIntOutput = 0,
 };

@@ -27,8 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
+#include "tolerance/rows.h"
 
 #define C_EXP 4.0
 
@@ -65,35 +66,37 @@ static int softmax_prepare(parity_op_call *pCall, const parity_attr *aAttr, size
                            char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0];
+    const parity_rows *pR = &pCall->geom.rows.rows;
     softmax_params *pP = calloc(1, sizeof *pP);
-    int64_t dim = -1;
-    int iDim, d, rc;
+    unsigned char aReduce[PARITY_MAX_RANK];
+    int d;
+
+    if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    pCall->pParams = pP;
+    /* one 'dim', default -1 */
+    if (parity_rows_check_same(pCall->pDef->zName, pX, pCall, zErr, nErr) != 0 ||
+        parity_rows_parse_dim(pCall->pDef->zName, pX, aAttr, nAttr, "dim", 0, 0, -1, aReduce,
+                              zErr, nErr) != 0)
+        return -1;
+    parity_rows_init(&pCall->geom.rows.rows, pX, aReduce);
+    /* A row along dim d is nDim elements nInner apart (row_value). */
+    pP->nDim = pR->n;
+    pP->nInner = 1;
+    for (d = pX->rank - 1; d >= 0 && !pR->aRed[d]; d--) pP->nInner *= pX->aDim[d];
+    pP->nRow = pP->nDim ? pX->nElem / pP->nDim : 0;
+    return 0;
+}
+
+/* The per-row max, sum of exponentials and weighted shift, from the values. */
+static int softmax_load(parity_op_call *pCall, char *zErr, size_t nErr)
+{
+    const parity_operand *pX = &pCall->aIn[0];
+    softmax_params *pP = pCall->pParams;
     uint64_t iRow, k;
     mpfr_t t, tw;
     mpfr_t *aTerm = NULL;
     mpfr_ptr *apTerm = NULL;
-    char zA[128], zB[128];
 
-    if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
-    pCall->pParams = pP;
-    rc = parity_param_int(aAttr, nAttr, "dim", &dim, zErr, nErr);
-    if (rc < 0) return -1;
-    if (!parity_same_shape(pX->rank, pX->aDim, pCall->outRank, pCall->aOutDim)) {
-        snprintf(zErr, nErr, "%s: input shape %s differs from output shape %s",
-                 pCall->pDef->zName, parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
-                 parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
-        return -1;
-    }
-    iDim = parity_wrap_dim(dim, pX->rank);
-    if (iDim < 0) {
-        snprintf(zErr, nErr, "%s: dim %lld out of range for rank %d", pCall->pDef->zName,
-                 (long long)dim, pX->rank);
-        return -1;
-    }
-    pP->nDim = pX->rank ? pX->aDim[iDim] : 1;
-    pP->nInner = 1;
-    for (d = iDim + 1; d < pX->rank; d++) pP->nInner *= pX->aDim[d];
-    pP->nRow = pP->nDim ? pX->nElem / pP->nDim : 0;
     pP->aMax = calloc(pP->nRow + 1, sizeof(double));
     pP->aW = calloc(pP->nRow + 1, sizeof(double));
     pP->aNanRow = calloc(pP->nRow + 1, 1);
@@ -182,7 +185,12 @@ static int softmax_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, d
 }
 
 const parity_op_def parity_op_softmax = {
-    "softmax",
-    "shifted softmax: y[(|x-m| + w + 2c+2) u + gamma_{(c+2)n}] + 0.5 ulp (Blanchard-Higham-Higham 2021)",
-    1, 1, softmax_prepare, softmax_element, softmax_free, NULL, NULL, 0
+    .zName = "softmax",
+    .zModel = "shifted softmax: y[(|x-m| + w + 2c+2) u + gamma_{(c+2)n}] + 0.5 ulp (Blanchard-Higham-Higham 2021)",
+    .nInMin = 1, .nInMax = 1,
+    .family = PARITY_FAMILY_ROWWISE,
+    .xPrepare = softmax_prepare,
+    .xLoad = softmax_load,
+    .xElement = softmax_element,
+    .xFreeParams = softmax_free,
 };

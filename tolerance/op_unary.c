@@ -102,9 +102,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
-#include "op_unary_internal.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
+#include "tolerance/op_unary_internal.h"
 
 #define C_FN PARITY_UNARY_C_FN
 #define WORK_EXTRA PARITY_UNARY_WORK_EXTRA
@@ -252,11 +252,11 @@ static const unary_fn kUnary[] = {
 /* ---- prepare and element ---------------------------------------------------------- */
 
 /* Shape equality of input 0 and the output, for any elementwise op (op_unary_internal.h). */
-int parity_unary_shape_check(const parity_op_call *pCall, char *zErr, size_t nErr)
+int parity_unary_shape_check(parity_op_call *pCall, char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0];
     char zA[128], zB[128];
-    if (parity_same_shape(pX->rank, pX->aDim, pCall->outRank, pCall->aOutDim)) return 0;
+    if (parity_op_take_out(pCall, pX->rank, pX->aDim)) return 0;
     snprintf(zErr, nErr, "%s: input shape %s differs from output shape %s", pCall->pDef->zName,
              parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
              parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
@@ -285,6 +285,7 @@ static int unary_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t
                 return -1;
             }
         }
+        pCall->geom.elementwise.approximateTanh = strcmp(zApprox, "tanh") == 0;
     }
     for (i = 0; i < sizeof kUnary / sizeof kUnary[0]; i++)
         if (strcmp(kUnary[i].zName, zName) == 0
@@ -356,11 +357,23 @@ static int unary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, dou
 }
 
 #define UNARY_OP(sym, name, model) \
-    const parity_op_def sym = { name, model, 1, 1, unary_prepare, unary_element, NULL, NULL, NULL, 0 };
+    const parity_op_def sym = { .zName = name, .zModel = model, .nInMin = 1, .nInMax = 1, \
+                                .family = PARITY_FAMILY_UNARY, .xPrepare = unary_prepare, \
+                                .xElement = unary_element };
+/* gelu's generated cases try approximate="tanh" too (fuzz/cases/layout.c). */
+#define UNARY_OP_ATTR(sym, name, model, attr) \
+    const parity_op_def sym = { .zName = name, .zModel = model, .nInMin = 1, .nInMax = 1, \
+                                .family = PARITY_FAMILY_UNARY, .aCaseAttr = attr, \
+                                .nCaseAttr = 1, .xPrepare = unary_prepare, \
+                                .xElement = unary_element };
 
-UNARY_OP(parity_op_gelu, "gelu",
+static const parity_op_case_attr aGeluCase[] = {
+    { "approximate", PARITY_ATTR_STRING, { 0, 0 }, { NULL, "tanh" } },
+};
+
+UNARY_OP_ATTR(parity_op_gelu, "gelu",
          "approximate none: c = 2 ulps + |x| (c_f + 2)/2 ulp(1/2), tanh: |x| (c_f + 5)/2 "
-         "ulp(1/2) (erf/tanh within c_f = 4 ulps, 1 + erf cancels), then 0.5 ulp_out")
+         "ulp(1/2) (erf/tanh within c_f = 4 ulps, 1 + erf cancels), then 0.5 ulp_out", aGeluCase)
 UNARY_OP(parity_op_silu, "silu",
          "1 ulp + |x| (2 c_f + 2) ulp(sigmoid(x)), exp within c_f = 4 ulps; 0.5 ulp_out")
 UNARY_OP(parity_op_mish, "mish",

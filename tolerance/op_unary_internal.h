@@ -6,12 +6,12 @@
  * dtype derived in the file's first comment, then the rounding to the output dtype added
  * here, once, by parity_unary_bound.
  */
-#ifndef PARITY_OP_UNARY_INTERNAL_H
-#define PARITY_OP_UNARY_INTERNAL_H
+#ifndef PARITY_TOLERANCE_OP_UNARY_INTERNAL_H
+#define PARITY_TOLERANCE_OP_UNARY_INTERNAL_H
 
 #include <stddef.h>
 #include <mpfr.h>
-#include "ops.h"
+#include "tolerance/ops.h"
 
 /* Ulps of acc allowed to a primitive exp, expm1, log, log1p, tanh or erf (c_f): 2x the
  * worst documented float error of glibc's and CUDA's (op_unary.c derives it). */
@@ -20,9 +20,9 @@
 /* Extra bits carried by the references' composite chains (op_unary.c, "Reference"). */
 #define PARITY_UNARY_WORK_EXTRA 64
 
-/* Input 0 and the output have the same shape; else -1 with "<op>: input shape ... differs
- * from output shape ...". */
-int parity_unary_shape_check(const parity_op_call *pCall, char *zErr, size_t nErr);
+/* Input 0 and the output have the same shape (parity_op_take_out); else -1 with "<op>:
+ * input shape ... differs from output shape ...". */
+int parity_unary_shape_check(parity_op_call *pCall, char *zErr, size_t nErr);
 
 /* The bound of an element whose reference is ref (finite; |ref| = absRef, rounded up) and
  * whose kernel is allowed A in the acc dtype: A plus half an ulp of the output at

@@ -77,16 +77,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
-#include "op_unary_internal.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
+#include "tolerance/op_unary_internal.h"
 
 #define C_FN PARITY_UNARY_C_FN
-
-typedef struct {
-    double beta, threshold;   /* softplus */
-    double alpha;             /* elu */
-} unary_param;
 
 /* Reads float attribute zName of op zOp into *pValue (dflt when absent); it must be finite,
  * and nonzero when nonZero. 0, or -1 with zErr. */
@@ -114,16 +109,10 @@ static int param_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t
 {
     static const char *const azScale[] = { "scale", "input_scale" };
     const char *zOp = pCall->pDef->zName;
-    unary_param *pP;
+    parity_elementwise_geometry *pP = &pCall->geom.elementwise;   /* beta, threshold, alpha */
     size_t i;
     if (parity_unary_shape_check(pCall, zErr, nErr) != 0) return -1;
-    pP = calloc(1, sizeof *pP);
-    if (!pP) {
-        snprintf(zErr, nErr, "%s: out of memory", zOp);
-        return -1;
-    }
-    pCall->pParams = pP;      /* freed by parity_op_end, also when this fails */
-    if (strcmp(zOp, "softplus") == 0)
+    if (pCall->pDef == &parity_op_softplus)
         return param_finite(aAttr, nAttr, zOp, "beta", 1.0, 1, &pP->beta, zErr, nErr) != 0
             || param_finite(aAttr, nAttr, zOp, "threshold", 20.0, 0, &pP->threshold, zErr,
                             nErr) != 0 ? -1 : 0;
@@ -144,7 +133,7 @@ static int param_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t
 static int softplus_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref,
                             double *pBound)
 {
-    const unary_param *pP = pCall->pParams;
+    const parity_elementwise_geometry *pP = &pCall->geom.elementwise;
     const parity_dtype acc = pCall->accDtype;
     const double beta = pP->beta, t = pP->threshold, absBeta = fabs(beta);
     double x = pCall->aIn[0].aValue[linear], z = beta * x, y, a, eZ = 0.0, eT;
@@ -190,7 +179,7 @@ static int softplus_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref,
 
 static int elu_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
-    const double alpha = ((const unary_param *)pCall->pParams)->alpha;
+    const double alpha = pCall->geom.elementwise.alpha;
     const parity_dtype acc = pCall->accDtype;
     double x = pCall->aIn[0].aValue[linear], y, a;
 
@@ -221,15 +210,17 @@ static int elu_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
 }
 
 const parity_op_def parity_op_softplus = {
-    "softplus",
-    "3 c_f ulp(softplus(beta x))/|beta| (exp, log1p within c_f = 4 ulps: relative, as "
+    .zName = "softplus",
+    .zModel = "3 c_f ulp(softplus(beta x))/|beta| (exp, log1p within c_f = 4 ulps: relative, as "
     "torch's log1p(exp) keeps it), + beta's rounding; 0.5 ulp_out",
-    1, 1, param_prepare, softplus_element, free, NULL, NULL, 0
+    .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_UNARY,
+    .xPrepare = param_prepare, .xElement = softplus_element,
 };
 
 const parity_op_def parity_op_elu = {
-    "elu",
-    "x <= 0: (c_f + 2) ulps + |alpha| c_f ulp(exp(x)) (exp within c_f = 4 ulps; exp(x) - 1 "
+    .zName = "elu",
+    .zModel = "x <= 0: (c_f + 2) ulps + |alpha| c_f ulp(exp(x)) (exp within c_f = 4 ulps; exp(x) - 1 "
     "cancels near 0), x > 0: exact; 0.5 ulp_out",
-    1, 1, param_prepare, elu_element, free, NULL, NULL, 0
+    .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_UNARY,
+    .xPrepare = param_prepare, .xElement = elu_element,
 };

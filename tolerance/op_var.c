@@ -34,9 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
-#include "rows.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
+#include "tolerance/rows.h"
 
 typedef struct {
     parity_rows rows;
@@ -84,6 +84,15 @@ static int var_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t n
         return -1;
     parity_rows_init(&pP->rows, pX, aReduce);
     if (parity_rows_check_reduced("var", &pP->rows, keepdim, pCall, zErr, nErr) != 0) return -1;
+    pCall->geom.rows.rows = pP->rows;
+    pCall->geom.rows.keepdim = keepdim;
+    pCall->geom.rows.correction = pP->correction;
+    return 0;
+}
+
+static int var_load(parity_op_call *pCall, char *zErr, size_t nErr)
+{
+    var_params *pP = pCall->pParams;
     pP->aBuf = malloc((pP->rows.n + 1) * sizeof(double));
     if (!pP->aBuf) { snprintf(zErr, nErr, "out of memory"); return -1; }
     return 0;
@@ -134,8 +143,17 @@ static int var_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     return 0;
 }
 
+/* generated cases try correction 0 too (fuzz/cases/layout.c) */
+static const parity_op_case_attr aVarCase[] = {
+    { "correction", PARITY_ATTR_FLOAT, { 1.0, 0.0 }, { NULL, NULL } },
+};
+
 const parity_op_def parity_op_var = {
     .zName = "var",
+    .family = PARITY_FAMILY_REDUCE,
+    .flags = PARITY_OPF_NAMES_DIM,
+    .aCaseAttr = aVarCase, .nCaseAttr = 1,
+    .xLoad = var_load,
     .zModel = "derived in op_var.c: (1+2u)(gamma_{2n+4} sum x^2 + n E_mu^2)/(n - correction) + 2u var + 0.5 ulp, E_mu = gamma_{n+1} mean|x|; two-pass, Welford, one-pass (Chan-Golub-LeVeque 1983)",
     .nInMin = 1, .nInMax = 1,
     .xPrepare = var_prepare, .xElement = var_element, .xFreeParams = var_free,

@@ -5,43 +5,24 @@
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
 
-extern const parity_op_def parity_op_relu, parity_op_matmul, parity_op_linear, parity_op_bmm,
-    parity_op_softmax, parity_op_layer_norm;
-extern const parity_op_def parity_op_log_softmax, parity_op_logsumexp, parity_op_var,
-    parity_op_cumsum, parity_op_rms_norm;
-extern const parity_op_def parity_op_transpose, parity_op_permute, parity_op_reshape,
-    parity_op_cast;
-extern const parity_op_def parity_op_gelu, parity_op_silu, parity_op_sigmoid, parity_op_tanh,
-    parity_op_exp, parity_op_log, parity_op_sqrt, parity_op_rsqrt, parity_op_reciprocal,
-    parity_op_erf, parity_op_neg, parity_op_abs, parity_op_mish, parity_op_softplus,
-    parity_op_elu;
-extern const parity_op_def parity_op_add, parity_op_sub, parity_op_mul, parity_op_div,
-    parity_op_maximum, parity_op_minimum, parity_op_sum, parity_op_mean, parity_op_amax,
-    parity_op_amin;
-extern const parity_op_def parity_op_scaled_dot_product_attention, parity_op_conv2d;
-
-const parity_op_def *const parity_op_registry[] = {
-    &parity_op_relu,
-    &parity_op_gelu, &parity_op_silu, &parity_op_sigmoid, &parity_op_tanh, &parity_op_exp,
-    &parity_op_log, &parity_op_sqrt, &parity_op_rsqrt, &parity_op_reciprocal, &parity_op_erf,
-    &parity_op_neg, &parity_op_abs, &parity_op_softplus, &parity_op_elu, &parity_op_mish,
-    &parity_op_matmul,
-    &parity_op_linear,
-    &parity_op_bmm,
-    &parity_op_scaled_dot_product_attention, &parity_op_conv2d,
-    &parity_op_transpose, &parity_op_permute, &parity_op_reshape, &parity_op_cast,
-    &parity_op_softmax,
-    &parity_op_log_softmax, &parity_op_logsumexp, &parity_op_var, &parity_op_cumsum,
-    &parity_op_rms_norm,
-    &parity_op_layer_norm,
-    &parity_op_add, &parity_op_sub, &parity_op_mul, &parity_op_div,
-    &parity_op_maximum, &parity_op_minimum,
-    &parity_op_sum, &parity_op_mean, &parity_op_amax, &parity_op_amin,
+const parity_op_def *const parity_op_registry[PARITY_OP_COUNT + 1] = {
+#define PARITY_OP(name) &parity_op_##name,
+#include "tolerance/op_list.h"
+#undef PARITY_OP
     NULL
 };
+
+const char *parity_op_family_name(parity_op_family family)
+{
+    static const char *const azName[PARITY_FAMILY_COUNT] = {
+        "unary", "binary", "reduce", "rowwise", "norm", "matmul", "linear", "bmm", "conv2d",
+        "attention", "transpose", "permute", "reshape", "cast"
+    };
+    return (unsigned)family < PARITY_FAMILY_COUNT ? azName[family] : "unknown";
+}
 
 const parity_op_def *parity_op_find(const char *zName)
 {
@@ -52,10 +33,11 @@ const parity_op_def *parity_op_find(const char *zName)
     return NULL;
 }
 
-int parity_op_begin(parity_op_call *pCall, const parity_op_def *pDef,
-                    const parity_operand *aIn, size_t nIn, parity_dtype outDtype,
-                    int outRank, const uint64_t *aOutDim, parity_dtype accDtype,
-                    const parity_attr *aAttr, size_t nAttr, char *zErr, size_t nErr)
+/* Counts, output dtype, fields; then xPrepare (which infers the output shape when asked). */
+static int op_setup(parity_op_call *pCall, const parity_op_def *pDef, const parity_operand *aIn,
+                    size_t nIn, parity_dtype outDtype, int outRank, const uint64_t *aOutDim,
+                    parity_dtype accDtype, const parity_attr *aAttr, size_t nAttr,
+                    char *zErr, size_t nErr)
 {
     int i;
     memset(pCall, 0, sizeof *pCall);
@@ -68,9 +50,13 @@ int parity_op_begin(parity_op_call *pCall, const parity_op_def *pDef,
                      pDef->zName, pDef->nInMin, pDef->nInMax, nIn);
         return -1;
     }
-    if (!parity_dtype_is_float(outDtype) && !pDef->allowIntOutput) {
+    if (!parity_dtype_is_float(outDtype) && !(pDef->flags & PARITY_OPF_INT_OUTPUT)) {
         snprintf(zErr, nErr, "%s: output dtype %s is not a float type", pDef->zName,
                  parity_dtype_name(outDtype));
+        return -1;
+    }
+    if (outRank != PARITY_OUT_INFER && (outRank < 0 || outRank > PARITY_MAX_RANK)) {
+        snprintf(zErr, nErr, "%s: output rank %d out of range", pDef->zName, outRank);
         return -1;
     }
     pCall->pDef = pDef;
@@ -91,6 +77,71 @@ int parity_op_begin(parity_op_call *pCall, const parity_op_def *pDef,
     if (pDef->xPrepare(pCall, aAttr, nAttr, zErr, nErr) != 0) {
         parity_op_end(pCall);
         return -1;
+    }
+    if (pCall->outRank == PARITY_OUT_INFER) {   /* an op that never said: our bug */
+        snprintf(zErr, nErr, "%s: the op did not work out its output shape", pDef->zName);
+        parity_op_end(pCall);
+        return -1;
+    }
+    return 0;
+}
+
+int parity_op_begin_shape(parity_op_call *pCall, const parity_op_def *pDef,
+                          const parity_operand *aIn, size_t nIn, parity_dtype outDtype,
+                          int outRank, const uint64_t *aOutDim, parity_dtype accDtype,
+                          const parity_attr *aAttr, size_t nAttr, char *zErr, size_t nErr)
+{
+    return op_setup(pCall, pDef, aIn, nIn, outDtype, outRank, aOutDim, accDtype, aAttr, nAttr,
+                    zErr, nErr);
+}
+
+int parity_op_begin(parity_op_call *pCall, const parity_op_def *pDef,
+                    const parity_operand *aIn, size_t nIn, parity_dtype outDtype,
+                    int outRank, const uint64_t *aOutDim, parity_dtype accDtype,
+                    const parity_attr *aAttr, size_t nAttr, char *zErr, size_t nErr)
+{
+    if (op_setup(pCall, pDef, aIn, nIn, outDtype, outRank, aOutDim, accDtype, aAttr, nAttr,
+                 zErr, nErr) != 0)
+        return -1;
+    if (pDef->xLoad && pDef->xLoad(pCall, zErr, nErr) != 0) {
+        parity_op_end(pCall);
+        return -1;
+    }
+    return 0;
+}
+
+int parity_op_take_out(parity_op_call *pCall, int rank, const uint64_t *aDim)
+{
+    int i;
+    if (pCall->outRank != PARITY_OUT_INFER)
+        return parity_same_shape(rank, aDim, pCall->outRank, pCall->aOutDim);
+    pCall->outRank = rank;
+    pCall->nOut = 1;
+    for (i = 0; i < rank; i++) {
+        pCall->aOutDim[i] = aDim[i];
+        pCall->nOut *= aDim[i];
+    }
+    return 1;
+}
+
+double parity_op_cost(const parity_op_call *pCall)
+{
+    return pCall->pDef->xCost ? pCall->pDef->xCost(pCall) : 1.0;
+}
+
+int parity_broadcast_strides(int nDim, const uint64_t *aDim, const uint64_t *aOwn, int nOwn,
+                             uint64_t nInner, uint64_t *aStride)
+{
+    uint64_t stride = nInner;
+    int d;
+    if (nOwn > nDim) return -1;
+    for (d = nDim - 1; d >= 0; d--) {
+        int iOwn = nOwn - (nDim - d);
+        if (iOwn < 0) { aStride[d] = 0; continue; }
+        if (aOwn[iOwn] == aDim[d]) aStride[d] = aOwn[iOwn] == 1 ? 0 : stride;
+        else if (aOwn[iOwn] == 1) aStride[d] = 0;
+        else return -1;
+        stride *= aOwn[iOwn];
     }
     return 0;
 }

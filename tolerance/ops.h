@@ -1,24 +1,28 @@
 /*
  * ops.h - the op registry: for each op, how its parameters are read, how its operand
- * shapes are checked, its high-precision reference and its error-bound model.
+ * shapes are checked and its output shape follows (its geometry, geometry.h), its
+ * high-precision reference and its error-bound model.
  *
- * One registry serves the differ (diff/), the fuzzer's oracle and its case generator:
- * there is no second list of ops anywhere. An op is looked up by its aten-like name (the
- * capture's "op" attribute); each lives in one file, tolerance/op_<name>.c, whose first
- * comment derives its bound and cites its source.
+ * The registry is the one source of op knowledge: the differ (diff/), the fuzzer's case
+ * layouts, its builtin kernels, its oneDNN target and its oracle all read it, and nothing
+ * else lists the ops or repeats their shape rules. An op is looked up by its aten-like name
+ * (the capture's "op" attribute) or referred to by its definition (parity_op_relu, ...);
+ * each lives in one file, tolerance/op_<name>.c, whose first comment derives its bound and
+ * cites its source. How to add one: tolerance/ADDING_AN_OP.md.
  *
  * The reference of an output element is computed in MPFR from the captured operands
  * (precision rule in mpref.h). The bound is an absolute bound on |computed - exact| that
  * any correct kernel producing the output dtype, accumulating in the promised acc_dtype,
  * in any summation order, satisfies: it includes the final rounding to the output dtype.
  */
-#ifndef PARITY_OPS_H
-#define PARITY_OPS_H
+#ifndef PARITY_TOLERANCE_OPS_H
+#define PARITY_TOLERANCE_OPS_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <mpfr.h>
-#include "../formats/capture.h"
+#include "formats/capture.h"
+#include "tolerance/geometry.h"
 
 /* A captured tensor decoded to binary64, whole (operands are read at random). */
 typedef struct {
@@ -38,13 +42,54 @@ void parity_operand_free(parity_operand *pOp);
 
 typedef struct parity_op_def parity_op_def;
 
+/* An op's family: its operands, the attributes of its shape rule, and how its output shape
+ * follows from them. Ops of one family share a member of parity_op_call.geom and a fuzz
+ * layout (fuzz/cases/layout.c). */
+typedef enum {
+    PARITY_FAMILY_UNARY,      /* y = f(x), same shape; geom.elementwise (unary attributes) */
+    PARITY_FAMILY_BINARY,     /* x, y broadcast (torch rules); geom.elementwise */
+    PARITY_FAMILY_REDUCE,     /* over 'dim' (an int or a list; absent: every dim), keepdim;
+                               * geom.rows */
+    PARITY_FAMILY_ROWWISE,    /* along one 'dim' (default -1), same shape; geom.rows */
+    PARITY_FAMILY_NORM,       /* over normalized_shape, weight?, bias?; geom.norm */
+    PARITY_FAMILY_MATMUL,     /* torch.matmul: batch broadcast, 1-D sides; geom.dot */
+    PARITY_FAMILY_LINEAR,     /* x [.., K], weight [N, K], bias? [N]; geom.dot */
+    PARITY_FAMILY_BMM,        /* [B, M, K] x [B, K, N]; geom.dot */
+    PARITY_FAMILY_CONV2D,     /* geom.conv */
+    PARITY_FAMILY_ATTENTION,  /* q, k, v, attn_mask?; geom.attention */
+    PARITY_FAMILY_TRANSPOSE,  /* dim0, dim1; geom.perm */
+    PARITY_FAMILY_PERMUTE,    /* dims; geom.perm */
+    PARITY_FAMILY_RESHAPE,    /* shape */
+    PARITY_FAMILY_CAST,       /* to: the output dtype */
+    PARITY_FAMILY_COUNT
+} parity_op_family;
+
+/* An attribute a generated case sets beyond its family's shape attributes (gelu's
+ * approximate, add's alpha, var's correction, a norm's eps): the fuzz layout writes value 0
+ * unless the variant bit its family reserves for it picks value 1. A float value of NaN,
+ * or a NULL string, means "not written". */
+typedef struct {
+    const char *zName;
+    parity_attr_kind kind;    /* PARITY_ATTR_FLOAT or PARITY_ATTR_STRING */
+    double aFloat[2];
+    const char *azStr[2];
+} parity_op_case_attr;
+
+/* Flags of parity_op_def. */
+#define PARITY_OPF_INT_OUTPUT  1u   /* the output may be an integer or bool tensor (cast) */
+#define PARITY_OPF_NAMES_DIM   2u   /* generated cases always name a 'dim' (torch's
+                                     * logsumexp and var(dim) take one) */
+
+/* The output shape parity_op_begin_shape infers instead of checking. */
+#define PARITY_OUT_INFER (-1)
+
 /* What an overflowing legal summation order can make of a result (parity_op_call's
  * overflowPossible). */
 #define PARITY_OVERFLOW_NONFINITE 1   /* an infinity, or the NaN of Inf - Inf */
 #define PARITY_OVERFLOW_ANY_VALUE 2   /* that, or a finite value (an rsqrt of Inf is 0) */
 
 /* One application of an op: the operands, the output's dtype and shape, the promised
- * accumulation dtype, and what the op's own code keeps between elements. */
+ * accumulation dtype, its geometry, and what the op's own code keeps between elements. */
 typedef struct {
     const parity_op_def *pDef;
     const parity_operand *aIn;
@@ -54,6 +99,7 @@ typedef struct {
     uint64_t aOutDim[PARITY_MAX_RANK];
     uint64_t nOut;
     parity_dtype accDtype;    /* "acc_dtype", else the op's default for outDtype */
+    parity_op_geometry geom;  /* the family's member, filled by xPrepare (geometry.h) */
     void *pParams;            /* op-specific, made by xPrepare, freed by parity_op_end */
     /* Probabilistic bound (Higham & Mary 2019) for ops that have one (dot products,
      * sums): xElement stores the element's probabilistic bound in probBound, computed
@@ -85,37 +131,75 @@ struct parity_op_def {
     const char *zName;
     const char *zModel;       /* the error model in one line, with its source */
     size_t nInMin, nInMax;
-    /* Reads parameters from the output tensor's attributes and checks operand shapes
-     * against the output shape. Returns 0, or -1 with a one-line reason. */
+    parity_op_family family;
+    unsigned flags;           /* PARITY_OPF_* */
+    const parity_op_case_attr *aCaseAttr;   /* what generated cases set; nCaseAttr of them */
+    size_t nCaseAttr;
+    /* Reads parameters from the output tensor's attributes, checks the operand shapes and
+     * fills pCall->geom and the output shape (parity_op_take_out). Reads no operand value
+     * and allocates only O(1) state: the fuzzer calls it on cases without values. Returns
+     * 0, or -1 with a one-line reason. */
     int (*xPrepare)(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
                     char *zErr, size_t nErr);
+    /* Optional: the work that needs the operands' values (per-row statistics, a transposed
+     * copy), after xPrepare. Returns 0, or -1 with a reason. */
+    int (*xLoad)(parity_op_call *pCall, char *zErr, size_t nErr);
     /* Reference (at PARITY_REF_PREC bits, or NaN/Inf per IEEE and the op's semantics) and
      * absolute error bound of output element `linear`. Elements are asked for in
      * increasing order, so ops may cache per-row work in pParams. Returns 0 or -1. */
     int (*xElement)(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound);
     void (*xFreeParams)(void *pParams);
-    /* Optional, for ops whose reference is costly (dot products): the reference's cost per
-     * element in terms, and a cheap upper bound of element `linear`'s error bound that
-     * needs no reference (computed in O(1) from per-row data made by xPrepare). With both,
-     * large outputs are verified selectively (judge.h). NULL otherwise. */
+    /* Optional, for ops whose reference is costly: its cost per output element in terms,
+     * from the geometry alone (the fuzzer sizes its cases with it, and the judge decides
+     * on selective verification). NULL: one term per element. */
     double (*xCost)(const parity_op_call *pCall);
+    /* Optional (dot products): a cheap upper bound of element `linear`'s error bound that
+     * needs no reference (O(1) from per-row data). With xCost, large outputs are verified
+     * selectively (judge.h). */
     double (*xEnvelope)(parity_op_call *pCall, uint64_t linear);
-    int allowIntOutput;       /* the output may be an integer or bool tensor (cast) */
+};
+
+/* The registered ops, one definition each (tolerance/op_list.h names them), and their
+ * count. */
+#define PARITY_OP(name) extern const parity_op_def parity_op_##name;
+#include "tolerance/op_list.h"
+#undef PARITY_OP
+enum {
+#define PARITY_OP(name) PARITY_OP_INDEX_##name,
+#include "tolerance/op_list.h"
+#undef PARITY_OP
+    PARITY_OP_COUNT
 };
 
 /* The op named zName, or NULL. */
 const parity_op_def *parity_op_find(const char *zName);
-/* Every registered op, NULL-terminated. */
-extern const parity_op_def *const parity_op_registry[];
+/* Every registered op, NULL-terminated, in op_list.h's order. */
+extern const parity_op_def *const parity_op_registry[PARITY_OP_COUNT + 1];
+/* The name of a family ("unary", "matmul", ...). */
+const char *parity_op_family_name(parity_op_family family);
 
-/* Sets up pCall for pDef over the operands, checking counts, parameters and shapes.
- * accDtype: PARITY_DT_INVALID to use the default (float32 for float32/16/bf16/fp8 outputs,
- * float64 for float64). Returns 0, or -1 with a reason (and nothing to free). */
+/* Sets up pCall for pDef over the operands, checking counts, parameters and shapes, then
+ * loads what the reference needs from their values. accDtype: PARITY_DT_INVALID to use
+ * the default (float32 for float32/16/bf16/fp8 outputs, float64 for float64). Returns 0,
+ * or -1 with a reason (and nothing to free). */
 int parity_op_begin(parity_op_call *pCall, const parity_op_def *pDef,
                     const parity_operand *aIn, size_t nIn, parity_dtype outDtype,
                     int outRank, const uint64_t *aOutDim, parity_dtype accDtype,
                     const parity_attr *aAttr, size_t nAttr, char *zErr, size_t nErr);
+/* The same up to the geometry: checks and shapes only, no operand value read (they may be
+ * absent). outRank PARITY_OUT_INFER (aOutDim NULL): the op works out the output shape and
+ * leaves it in pCall. parity_op_end frees it; xElement must not be called on it. */
+int parity_op_begin_shape(parity_op_call *pCall, const parity_op_def *pDef,
+                          const parity_operand *aIn, size_t nIn, parity_dtype outDtype,
+                          int outRank, const uint64_t *aOutDim, parity_dtype accDtype,
+                          const parity_attr *aAttr, size_t nAttr, char *zErr, size_t nErr);
 void parity_op_end(parity_op_call *pCall);
+/* For xPrepare: the output shape its operands give. Returns 1 when it is the call's (or
+ * the call infers it: it becomes the call's), 0 when the call's differs (the op then says
+ * so in its own words). */
+int parity_op_take_out(parity_op_call *pCall, int rank, const uint64_t *aDim);
+/* The cost of one output element of a prepared call in reference terms (xCost, or 1). */
+double parity_op_cost(const parity_op_call *pCall);
 
 /* ---- helpers shared by op files ---------------------------------------------------- */
 

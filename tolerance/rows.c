@@ -3,7 +3,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "rows.h"
+#include "tolerance/rows.h"
 
 void parity_rows_init(parity_rows *pR, const parity_operand *pX, const unsigned char *aReduce)
 {
@@ -91,7 +91,7 @@ int parity_rows_parse_keepdim(const char *zOp, const parity_attr *aAttr, size_t 
 }
 
 int parity_rows_check_reduced(const char *zOp, const parity_rows *pR, int keepdim,
-                              const parity_op_call *pCall, char *zErr, size_t nErr)
+                              parity_op_call *pCall, char *zErr, size_t nErr)
 {
     uint64_t aWant[PARITY_MAX_RANK];
     int nWant = 0, d;
@@ -101,7 +101,7 @@ int parity_rows_check_reduced(const char *zOp, const parity_rows *pR, int keepdi
         if (!pR->aRed[d]) aWant[nWant++] = pR->aDim[d];
         else if (keepdim) aWant[nWant++] = 1;
     }
-    if (!parity_same_shape(nWant, aWant, pCall->outRank, pCall->aOutDim)) {
+    if (!parity_op_take_out(pCall, nWant, aWant)) {
         snprintf(zErr, nErr, "%s: input %s reduced (keepdim %d) gives shape %s, output has %s",
                  zOp, parity_shape_str(pR->rank, pR->aDim, zA, sizeof zA), keepdim,
                  parity_shape_str(nWant, aWant, zB, sizeof zB),
@@ -112,15 +112,77 @@ int parity_rows_check_reduced(const char *zOp, const parity_rows *pR, int keepdi
 }
 
 int parity_rows_check_same(const char *zOp, const parity_operand *pX,
-                           const parity_op_call *pCall, char *zErr, size_t nErr)
+                           parity_op_call *pCall, char *zErr, size_t nErr)
 {
     char zA[256], zB[256];
-    if (!parity_same_shape(pX->rank, pX->aDim, pCall->outRank, pCall->aOutDim)) {
+    if (!parity_op_take_out(pCall, pX->rank, pX->aDim)) {
         snprintf(zErr, nErr, "%s: input shape %s differs from output shape %s", zOp,
                  parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
                  parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
         return -1;
     }
+    return 0;
+}
+
+int parity_rows_parse_norm(const parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                           parity_norm_geometry *pG, unsigned char *aReduce, char *zErr,
+                           size_t nErr)
+{
+    const parity_operand *pX = &pCall->aIn[0];
+    const char *zOp = pCall->pDef->zName;
+    int64_t aNorm[PARITY_MAX_RANK];
+    uint64_t aGot[PARITY_MAX_RANK];
+    size_t nNorm = 0, i;
+    int rc, d;
+    char zA[256], zB[256];
+
+    memset(aReduce, 0, PARITY_MAX_RANK);
+    rc = parity_param_ints(aAttr, nAttr, "normalized_shape", aNorm, PARITY_MAX_RANK, &nNorm,
+                           zErr, nErr);
+    if (rc < 0) return -1;
+    if (rc == 0) {
+        /* torch takes normalized_shape as an argument; captures without it get the
+         * weight's shape, else the last dim */
+        if (pCall->nIn >= 2) {
+            nNorm = (size_t)pCall->aIn[1].rank;
+            for (i = 0; i < nNorm; i++) aNorm[i] = (int64_t)pCall->aIn[1].aDim[i];
+        } else if (pX->rank > 0) {
+            nNorm = 1;
+            aNorm[0] = (int64_t)pX->aDim[pX->rank - 1];
+        }
+    }
+    if (nNorm == 0 || (int)nNorm > pX->rank) {
+        snprintf(zErr, nErr, "%s: normalized_shape must name 1 to %d trailing dims of input "
+                 "%s, got %zu", zOp, pX->rank, parity_shape_str(pX->rank, pX->aDim, zA,
+                 sizeof zA), nNorm);
+        return -1;
+    }
+    pG->D = 1;
+    for (i = 0; i < nNorm; i++) {
+        d = pX->rank - (int)nNorm + (int)i;
+        aGot[i] = aNorm[i] < 0 ? 0 : (uint64_t)aNorm[i];
+        if (aNorm[i] < 0 || aGot[i] != pX->aDim[d]) {
+            snprintf(zErr, nErr, "%s: normalized_shape %s does not match the trailing dims of "
+                     "input %s", zOp, parity_shape_str((int)nNorm, aGot, zB, sizeof zB),
+                     parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA));
+            return -1;
+        }
+        aReduce[d] = 1;
+        pG->D *= pX->aDim[d];
+    }
+    for (i = 1; i < pCall->nIn; i++) {
+        const parity_operand *pA = &pCall->aIn[i];
+        if (!parity_same_shape(pA->rank, pA->aDim, (int)nNorm, aGot)) {
+            snprintf(zErr, nErr, "%s: %s has shape %s, normalized_shape is %s", zOp,
+                     i == 1 ? "weight" : "bias", parity_shape_str(pA->rank, pA->aDim, zA,
+                     sizeof zA), parity_shape_str((int)nNorm, aGot, zB, sizeof zB));
+            return -1;
+        }
+    }
+    pG->nNormDims = (int)nNorm;
+    pG->nRow = pG->D ? pX->nElem / pG->D : 0;
+    pG->hasWeight = pCall->nIn >= 2;
+    pG->hasBias = pCall->nIn >= 3;
     return 0;
 }
 

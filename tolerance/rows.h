@@ -14,18 +14,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "ops.h"
+#include "tolerance/ops.h"
 
-typedef struct {
-    int rank;
-    uint64_t aDim[PARITY_MAX_RANK];
-    unsigned char aRed[PARITY_MAX_RANK];           /* 1: dim is reduced (in the row) */
-    int nKept, nRed;
-    uint64_t aKeptDim[PARITY_MAX_RANK], aKeptStride[PARITY_MAX_RANK];
-    uint64_t aRedDim[PARITY_MAX_RANK], aRedStride[PARITY_MAX_RANK];
-    uint64_t n;        /* elements per row (product of the reduced dims) */
-    uint64_t nRow;     /* rows (product of the kept dims) */
-} parity_rows;
+/* parity_rows itself is in geometry.h: it is the rows families' geometry. */
 
 /* Sets pR up for pX with the dims flagged in aReduce (rank entries, 0/1). */
 void parity_rows_init(parity_rows *pR, const parity_operand *pX, const unsigned char *aReduce);
@@ -42,13 +33,23 @@ int parity_rows_parse_dim(const char *zOp, const parity_operand *pX, const parit
 int parity_rows_parse_keepdim(const char *zOp, const parity_attr *aAttr, size_t nAttr,
                               int *pKeepdim, char *zErr, size_t nErr);
 
-/* Checks that the output of a reduction over pR (keepdim 0/1) has the right shape. */
+/* The output of a reduction over pR (keepdim 0/1): checked against the call's, or taken as
+ * it when the call infers it (parity_op_take_out). */
 int parity_rows_check_reduced(const char *zOp, const parity_rows *pR, int keepdim,
-                              const parity_op_call *pCall, char *zErr, size_t nErr);
+                              parity_op_call *pCall, char *zErr, size_t nErr);
 
-/* Checks that the output has the input's shape. */
+/* The output has the input's shape: checked, or taken likewise. */
 int parity_rows_check_same(const char *zOp, const parity_operand *pX,
-                           const parity_op_call *pCall, char *zErr, size_t nErr);
+                           parity_op_call *pCall, char *zErr, size_t nErr);
+
+/* layer_norm and rms_norm: normalized_shape (the attribute; else the weight's shape, input
+ * 1; else the last dim) must name trailing dims of input 0, and the weight and bias (inputs
+ * 1 and 2, when given) must have that shape. Fills pG's shape fields (D, nRow, nNormDims,
+ * hasWeight, hasBias; not eps) and aReduce (the normalized dims, for parity_rows_init).
+ * Returns 0, or -1 with "<op>: ..." in zErr. */
+int parity_rows_parse_norm(const parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                           parity_norm_geometry *pG, unsigned char *aReduce, char *zErr,
+                           size_t nErr);
 
 /* Offset in the input of element k (0 <= k < n) of row iRow. */
 uint64_t parity_rows_offset(const parity_rows *pR, uint64_t iRow, uint64_t k);

@@ -2,6 +2,7 @@
  * case.c - expanding a case spec into operands, parameters and values; the bounds that
  * keep cases cheap; the registry call the oracle judges with.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,19 +38,31 @@ void parity_case_free(parity_case *pCase)
 
 uint64_t parity_case_work(const parity_case *pCase)
 {
-    const char *zOp = pCase->spec.zOp;
-    uint64_t work = pCase->nOut;
+    double outWork = (double)pCase->nOut * pCase->opCost;
+    uint64_t work = 0;
     size_t i;
     for (i = 0; i < pCase->nIn; i++) work += pCase->aIn[i].nElem;
-    /* dot products: every output element costs K (or S*E + S*Ev for attention) */
-    if (strcmp(zOp, "matmul") == 0 || strcmp(zOp, "linear") == 0 || strcmp(zOp, "bmm") == 0)
-        work += pCase->nOut * pCase->spec.aDim[1];
-    else if (strcmp(zOp, "scaled_dot_product_attention") == 0)
-        work += pCase->nOut / (pCase->spec.aDim[5] ? pCase->spec.aDim[5] : 1) *
-                pCase->spec.aDim[3] * (pCase->spec.aDim[4] + pCase->spec.aDim[5]);
-    else if (strcmp(zOp, "conv2d") == 0)
-        work += pCase->nOut * pCase->spec.aDim[1] * pCase->spec.aDim[5] * pCase->spec.aDim[6];
-    return work;
+    /* llround: the cost of attention is a ratio, exact to far below one term here */
+    if (!(outWork < 1e18)) return UINT64_MAX;
+    return work + (uint64_t)llround(outWork);
+}
+
+/* The registry works out the output shape of the laid-out case (and refuses an illegal
+ * one with its reason) and its cost per output element. */
+static int case_settle(parity_case *pCase, char *zErr, size_t nErr)
+{
+    parity_op_call call;
+    int d;
+    if (parity_op_begin_shape(&call, pCase->pDef, pCase->aIn, pCase->nIn, pCase->outDtype,
+                              PARITY_OUT_INFER, NULL, PARITY_DT_INVALID, pCase->aParam,
+                              pCase->nParam, zErr, nErr) != 0)
+        return -1;
+    pCase->outRank = call.outRank;
+    pCase->nOut = call.nOut;
+    for (d = 0; d < call.outRank; d++) pCase->aOutDim[d] = call.aOutDim[d];
+    pCase->opCost = parity_op_cost(&call);
+    parity_op_end(&call);
+    return 0;
 }
 
 int parity_case_layout(const parity_case_spec *pSpec, parity_case *pCase, char *zErr,
@@ -87,7 +100,8 @@ int parity_case_layout(const parity_case_spec *pSpec, parity_case *pCase, char *
             return -1;
         }
     }
-    if (parity_layout_apply(&pCase->spec, pCase, zErr, nErr) != 0) {
+    if (parity_layout_apply(&pCase->spec, pCase, zErr, nErr) != 0 ||
+        case_settle(pCase, zErr, nErr) != 0) {
         parity_case_free(pCase);
         return -1;
     }
@@ -139,6 +153,14 @@ int parity_case_op_begin(const parity_case *pCase, parity_op_call *pCall, char *
     return parity_op_begin(pCall, pCase->pDef, pCase->aIn, pCase->nIn, pCase->outDtype,
                            pCase->outRank, pCase->aOutDim, PARITY_DT_INVALID, pCase->aParam,
                            pCase->nParam, zErr, nErr);
+}
+
+int parity_case_op_shape(const parity_case *pCase, parity_op_call *pCall, char *zErr,
+                         size_t nErr)
+{
+    return parity_op_begin_shape(pCall, pCase->pDef, pCase->aIn, pCase->nIn, pCase->outDtype,
+                                 pCase->outRank, pCase->aOutDim, PARITY_DT_INVALID,
+                                 pCase->aParam, pCase->nParam, zErr, nErr);
 }
 
 const char *parity_case_describe(const parity_case *pCase, char *zBuf, size_t nBuf)

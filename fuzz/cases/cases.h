@@ -17,9 +17,10 @@
  *     parity_case_expand makes it from the spec, deterministically; a case read back from
  *     a capture (io.c) carries stored values instead, which replay uses as they are.
  *
- * How dims and variant turn into shapes and parameters is the op's layout (layout.c),
- * which checks the result with the registry's own xPrepare: the fuzzer never holds a second
- * copy of an op's shape rules.
+ * How dims and variant turn into operands and parameters is the op's family's layout
+ * (layout.c); the output shape and the check that the result is legal are the registry's
+ * own xPrepare (tolerance/ops.h): the fuzzer never holds a second copy of an op's shape
+ * rules.
  *
  * Error style: 0 on success, -1 with a one-line reason in zErr.
  */
@@ -86,6 +87,7 @@ struct parity_case {
     uint64_t nOut;
     uint32_t usedDims;        /* bit i: spec.aDim[i] shapes some tensor (the minimizer's
                                * and the mutators' targets) */
+    double opCost;            /* the registry's reference terms per output element */
     int fromStore;            /* values were read from a capture, not made by the recipe */
 };
 
@@ -108,8 +110,12 @@ void parity_case_free(parity_case *pCase);
 /* Sets up the registry call for the case (the oracle and tests use it). */
 int parity_case_op_begin(const parity_case *pCase, parity_op_call *pCall, char *zErr,
                          size_t nErr);
+/* The same, shapes only (parity_op_begin_shape): the case's geometry for a kernel. */
+int parity_case_op_shape(const parity_case *pCase, parity_op_call *pCall, char *zErr,
+                         size_t nErr);
 
-/* Work of the case in multiply-adds (roughly): what bounds its run time. */
+/* Work of the case in multiply-adds (roughly): what bounds its run time. The operands'
+ * elements plus the output's times the registry's cost per element (ops.h, xCost). */
 uint64_t parity_case_work(const parity_case *pCase);
 
 /* One-line summary: "matmul f32 a[3, 67] b[67, 5] recipe=normal,specials seed=7". */
@@ -127,21 +133,25 @@ typedef enum {
     PARITY_ROLE_KERNEL        /* a convolution window: 1 to 7 */
 } parity_dim_role;
 
+/* An op's layout: its family's (one layout per family, layout.c), seen per op. */
 typedef struct {
-    const char *zOp;          /* a registry op */
+    const parity_op_def *pDef;  /* the registry entry */
+    const char *zOp;          /* its name */
     int nDim;                 /* symbolic dims the layout reads */
     parity_dim_role aRole[PARITY_CASE_MAX_DIMS];
     uint32_t nVariant;        /* variants are 0 .. nVariant-1 */
-    /* the layout itself (layout.c); callers use parity_layout_apply */
-    int (*xLayout)(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr);
 } parity_layout_info;
 
-/* The layout of zOp, or NULL when the fuzzer has none for it. */
+/* The layout of a registry op, or NULL when its family has none. */
+const parity_layout_info *parity_layout_of(const parity_op_def *pDef);
+/* The same by name (NULL for a name the registry lacks). */
 const parity_layout_info *parity_layout_find(const char *zOp);
-/* Every layout, in registry order; *pn receives the count. */
+/* Every op's layout, in registry order; *pn receives the count. */
 const parity_layout_info *parity_layout_all(size_t *pn);
-/* Shapes and parameters of the spec's op into pC (zeroed, spec set); parity_case_layout
- * calls it and then checks the bounds. */
+/* How many op families have a layout (the layout <-> registry test). */
+int parity_layout_families(void);
+/* Operands, parameters and output dtype of the spec's op into pC (zeroed, spec and pDef
+ * set); parity_case_layout calls it, then has the registry work out the output shape. */
 int parity_layout_apply(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr);
 
 /* ---- value recipes (values.c) ---------------------------------------------------- */

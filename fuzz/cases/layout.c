@@ -1,13 +1,16 @@
 /*
- * layout.c - how a case spec's symbolic dims and variant become operand shapes and op
- * parameters, one layout per registry op.
+ * layout.c - how a case spec's symbolic dims and variant become operands and op
+ * parameters: one layout per op family (tolerance/ops.h), keyed by the registry entry.
  *
  * A layout decides only what the fuzzer varies (rank, which dims reduce or broadcast,
- * optional inputs, parameters); whether the result is a legal application of the op is
- * the registry's call (parity_case_op_begin runs the op's own xPrepare), so the shape
- * rules exist once, in tolerance/. The variant is a small integer whose bits pick the
- * choices; nVariant bounds it so every variant value is meaningful to the mutators.
+ * optional inputs, the shape attributes of its family and the attributes an op lists in
+ * its aCaseAttr); the output's shape and whether the result is a legal application of the
+ * op are the registry's (parity_case_layout runs the op's own xPrepare, which works out the
+ * output shape), so the shape rules exist once, in tolerance/. The variant is a small
+ * integer whose bits pick the choices; nVariant bounds it so every variant value is
+ * meaningful to the mutators.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,41 +78,37 @@ static void param_string(parity_case *pC, const char *zName, const char *zValue)
     if (pA->azStr) pA->azStr[0] = strdup(zValue);
 }
 
-static void set_out(parity_case *pC, parity_dtype dt, int rank, const uint64_t *aDim)
+/* Writes value `pick` (0 or 1) of the op's case attribute iAttr, unless it is "not
+ * written" (a NaN or a NULL string: ops.h). */
+static void case_attr(const parity_op_def *pDef, parity_case *pC, size_t iAttr, int pick)
 {
-    int d;
-    pC->outDtype = dt;
-    pC->outRank = rank;
-    pC->nOut = 1;
-    for (d = 0; d < rank; d++) {
-        pC->aOutDim[d] = aDim[d];
-        pC->nOut *= aDim[d];
+    const parity_op_case_attr *pA;
+    if (iAttr >= pDef->nCaseAttr) return;
+    pA = &pDef->aCaseAttr[iAttr];
+    if (pA->kind == PARITY_ATTR_STRING) {
+        if (pA->azStr[pick]) param_string(pC, pA->zName, pA->azStr[pick]);
+    } else if (pA->aFloat[pick] == pA->aFloat[pick]) {
+        param_float(pC, pA->zName, pA->aFloat[pick]);
     }
-}
-
-static void out_like(parity_case *pC, size_t iIn)
-{
-    set_out(pC, pC->aIn[iIn].dtype, pC->aIn[iIn].rank, pC->aIn[iIn].aDim);
 }
 
 static const int aIdentity[PARITY_CASE_MAX_DIMS] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 
 /* ---- elementwise ------------------------------------------------------------------- */
 
-/* variant: rank 0..5 (v % 6); gelu: bit 3 picks approximate="tanh". */
+/* variant: rank 0..5 (v % 6); bit 3 picks the op's case attribute's value 1 (gelu:
+ * approximate="tanh"): such ops have 16 variants, the others 6. */
 static int lay_unary(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
 {
     (void)zErr; (void)nErr;
     add_input(pS, pC, "x", pS->dtype, (int)(pS->variant % 6), aIdentity);
-    if (strcmp(pS->zOp, "gelu") == 0 && (pS->variant >> 3) & 1)
-        param_string(pC, "approximate", "tanh");
-    out_like(pC, 0);
+    case_attr(pC->pDef, pC, 0, (pS->variant >> 3) & 1);
     return 0;
 }
 
 /* variant: rank 0..4 (v % 5); bits 3..6: dims where y is 1 (broadcast); bit 7: y has
- * fewer dims (its leading dim dropped, numpy-style broadcast); bit 8: alpha = 0.5
- * (add, sub). */
+ * fewer dims (its leading dim dropped, numpy-style broadcast); bit 8: the op's case
+ * attribute's value 1 (add, sub: alpha = 0.5). */
 static int lay_binary(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
 {
     int rank = (int)(pS->variant % 5), aiY[5], d, yRank = rank;
@@ -119,9 +118,7 @@ static int lay_binary(const parity_case_spec *pS, parity_case *pC, char *zErr, s
     for (d = 0; d < rank; d++) aiY[d] = (mask >> d) & 1 ? -1 : d;
     if (((pS->variant >> 7) & 1) && rank > 0) yRank = rank - 1;
     add_input(pS, pC, "y", pS->dtype, yRank, aiY + (rank - yRank));
-    if (((pS->variant >> 8) & 1) && (strcmp(pS->zOp, "add") == 0 || strcmp(pS->zOp, "sub") == 0))
-        param_float(pC, "alpha", 0.5);
-    out_like(pC, 0);
+    case_attr(pC->pDef, pC, 0, (pS->variant >> 8) & 1);
     return 0;
 }
 
@@ -137,43 +134,28 @@ static void row_dims(int rank, int iRed, int *aiDim)
 }
 
 /* variant: rank 1..4 (v % 4 + 1); bits 2..5: reduced dims (none: every dim, or the last
- * for ops that need a dim); bit 6: keepdim; bit 7: var's correction 0 instead of 1. */
+ * for ops that always name a dim, PARITY_OPF_NAMES_DIM); bit 6: keepdim; bit 7: the op's
+ * case attribute's value 1 (var: correction 0 instead of 1). */
 static int lay_reduce(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
 {
-    int rank = (int)(pS->variant % 4) + 1, d, nOut = 0, keepdim = (pS->variant >> 6) & 1;
+    int rank = (int)(pS->variant % 4) + 1, d, keepdim = (pS->variant >> 6) & 1;
     unsigned mask = (pS->variant >> 2) & 0xF & ((1u << rank) - 1);
-    int needsDim = strcmp(pS->zOp, "logsumexp") == 0 || strcmp(pS->zOp, "var") == 0;
+    int namesDim = (pC->pDef->flags & PARITY_OPF_NAMES_DIM) != 0;
     int64_t aDimArg[4];
     size_t nDimArg = 0;
-    uint64_t aOut[4];
     int aiDim[4], iLast = rank - 1;
-    if (mask == 0 && needsDim) mask = 1u << (rank - 1);
+    (void)zErr; (void)nErr;
+    if (mask == 0 && namesDim) mask = 1u << (rank - 1);
     while (mask != 0 && !((mask >> iLast) & 1)) iLast--;
     row_dims(rank, iLast, aiDim);
     add_input(pS, pC, "x", pS->dtype, rank, aiDim);
-    if (mask == 0 && needsDim) mask = 1u << (rank - 1);
     if (mask != 0) {
         for (d = 0; d < rank; d++)
             if ((mask >> d) & 1) aDimArg[nDimArg++] = d;
         param_ints(pC, "dim", aDimArg, nDimArg);
-    } else {
-        mask = (1u << rank) - 1;
-    }
-    if (strcmp(pS->zOp, "amax") == 0 || strcmp(pS->zOp, "amin") == 0) {
-        for (d = 0; d < rank; d++) {
-            if (((mask >> d) & 1) && pC->aIn[0].aDim[d] == 0) {
-                snprintf(zErr, nErr, "%s over an empty dim is an error in torch", pS->zOp);
-                return -1;
-            }
-        }
     }
     param_int(pC, "keepdim", keepdim);
-    if (strcmp(pS->zOp, "var") == 0) param_float(pC, "correction", (pS->variant >> 7) & 1 ? 0 : 1);
-    for (d = 0; d < rank; d++) {
-        if (!((mask >> d) & 1)) aOut[nOut++] = pC->aIn[0].aDim[d];
-        else if (keepdim) aOut[nOut++] = 1;
-    }
-    set_out(pC, pS->dtype, nOut, aOut);
+    case_attr(pC->pDef, pC, 0, (pS->variant >> 7) & 1);
     return 0;
 }
 
@@ -187,16 +169,16 @@ static int lay_rowwise(const parity_case_spec *pS, parity_case *pC, char *zErr, 
     row_dims(rank, dim, aiDim);
     add_input(pS, pC, "x", pS->dtype, rank, aiDim);
     param_int(pC, "dim", dim);
-    out_like(pC, 0);
     return 0;
 }
 
 /* variant: rank 1..4 (v % 4 + 1); bit 2: two normalized dims (when rank > 1); bit 3:
- * weight; bit 4: bias (layer_norm, with the weight). */
+ * weight; bit 4: bias (with the weight, for ops that take one). eps: the op's case
+ * attribute. */
 static int lay_norm(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
 {
     int rank = (int)(pS->variant % 4) + 1, nNorm = ((pS->variant >> 2) & 1) && rank > 1 ? 2 : 1;
-    int isLayer = strcmp(pS->zOp, "layer_norm") == 0, d;
+    int d;
     int64_t aNorm[2];
     int aiDim[4];
     (void)zErr; (void)nErr;
@@ -204,13 +186,12 @@ static int lay_norm(const parity_case_spec *pS, parity_case *pC, char *zErr, siz
     add_input(pS, pC, "x", pS->dtype, rank, aiDim);
     for (d = 0; d < nNorm; d++) aNorm[d] = (int64_t)pC->aIn[0].aDim[rank - nNorm + d];
     param_ints(pC, "normalized_shape", aNorm, (size_t)nNorm);
-    param_float(pC, "eps", isLayer ? 1e-5 : 1e-6);
+    case_attr(pC->pDef, pC, 0, 0);
     if ((pS->variant >> 3) & 1) {
         add_input(pS, pC, "weight", pS->dtype, nNorm, aiDim + rank - nNorm);
-        if (isLayer && ((pS->variant >> 4) & 1))
+        if (pC->pDef->nInMax >= 3 && ((pS->variant >> 4) & 1))
             add_input(pS, pC, "bias", pS->dtype, nNorm, aiDim + rank - nNorm);
     }
-    out_like(pC, 0);
     return 0;
 }
 
@@ -222,40 +203,14 @@ static int lay_matmul(const parity_case_spec *pS, parity_case *pC, char *zErr, s
 {
     static const int aMK[] = { 0, 1 }, aKN[] = { 1, 2 }, aBMK[] = { 3, 0, 1 },
                      aBKN[] = { 3, 1, 2 }, aK[] = { 1 };
-    uint64_t aOut[3];
+    static const struct { int rankA; const int *aiA; int rankB; const int *aiB; } aForm[] = {
+        { 2, aMK, 2, aKN }, { 3, aBMK, 2, aKN }, { 1, aK, 2, aKN }, { 2, aMK, 1, aK },
+        { 3, aBMK, 3, aBKN },
+    };
+    unsigned v = pS->variant % 5;
     (void)zErr; (void)nErr;
-    switch (pS->variant % 5) {
-    case 0:
-        add_input(pS, pC, "a", pS->dtype, 2, aMK);
-        add_input(pS, pC, "b", pS->dtype, 2, aKN);
-        aOut[0] = pS->aDim[0]; aOut[1] = pS->aDim[2];
-        set_out(pC, pS->dtype, 2, aOut);
-        break;
-    case 1:
-        add_input(pS, pC, "a", pS->dtype, 3, aBMK);
-        add_input(pS, pC, "b", pS->dtype, 2, aKN);
-        aOut[0] = pS->aDim[3]; aOut[1] = pS->aDim[0]; aOut[2] = pS->aDim[2];
-        set_out(pC, pS->dtype, 3, aOut);
-        break;
-    case 2:
-        add_input(pS, pC, "a", pS->dtype, 1, aK);
-        add_input(pS, pC, "b", pS->dtype, 2, aKN);
-        aOut[0] = pS->aDim[2];
-        set_out(pC, pS->dtype, 1, aOut);
-        break;
-    case 3:
-        add_input(pS, pC, "a", pS->dtype, 2, aMK);
-        add_input(pS, pC, "b", pS->dtype, 1, aK);
-        aOut[0] = pS->aDim[0];
-        set_out(pC, pS->dtype, 1, aOut);
-        break;
-    default:
-        add_input(pS, pC, "a", pS->dtype, 3, aBMK);
-        add_input(pS, pC, "b", pS->dtype, 3, aBKN);
-        aOut[0] = pS->aDim[3]; aOut[1] = pS->aDim[0]; aOut[2] = pS->aDim[2];
-        set_out(pC, pS->dtype, 3, aOut);
-        break;
-    }
+    add_input(pS, pC, "a", pS->dtype, aForm[v].rankA, aForm[v].aiA);
+    add_input(pS, pC, "b", pS->dtype, aForm[v].rankB, aForm[v].aiB);
     return 0;
 }
 
@@ -264,14 +219,10 @@ static int lay_linear(const parity_case_spec *pS, parity_case *pC, char *zErr, s
 {
     static const int aMK[] = { 0, 1 }, aBMK[] = { 3, 0, 1 }, aNK[] = { 2, 1 }, aN[] = { 2 };
     int batched = pS->variant & 1;
-    uint64_t aOut[3];
     (void)zErr; (void)nErr;
     add_input(pS, pC, "x", pS->dtype, batched ? 3 : 2, batched ? aBMK : aMK);
     add_input(pS, pC, "weight", pS->dtype, 2, aNK);
     if ((pS->variant >> 1) & 1) add_input(pS, pC, "bias", pS->dtype, 1, aN);
-    if (batched) { aOut[0] = pS->aDim[3]; aOut[1] = pS->aDim[0]; aOut[2] = pS->aDim[2]; }
-    else { aOut[0] = pS->aDim[0]; aOut[1] = pS->aDim[2]; }
-    set_out(pC, pS->dtype, batched ? 3 : 2, aOut);
     return 0;
 }
 
@@ -279,11 +230,9 @@ static int lay_linear(const parity_case_spec *pS, parity_case *pC, char *zErr, s
 static int lay_bmm(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
 {
     static const int aBMK[] = { 3, 0, 1 }, aBKN[] = { 3, 1, 2 };
-    uint64_t aOut[3] = { pS->aDim[3], pS->aDim[0], pS->aDim[2] };
     (void)zErr; (void)nErr;
     add_input(pS, pC, "a", pS->dtype, 3, aBMK);
     add_input(pS, pC, "b", pS->dtype, 3, aBKN);
-    set_out(pC, pS->dtype, 3, aOut);
     return 0;
 }
 
@@ -293,14 +242,12 @@ static int lay_sdpa(const parity_case_spec *pS, parity_case *pC, char *zErr, siz
 {
     static const int aQ[] = { 0, 1, 2, 4 }, aK[] = { 0, 1, 3, 4 }, aV[] = { 0, 1, 3, 5 },
                      aM[] = { 2, 3 };
-    uint64_t aOut[4] = { pS->aDim[0], pS->aDim[1], pS->aDim[2], pS->aDim[5] };
     (void)zErr; (void)nErr;
     add_input(pS, pC, "q", pS->dtype, 4, aQ);
     add_input(pS, pC, "k", pS->dtype, 4, aK);
     add_input(pS, pC, "v", pS->dtype, 4, aV);
     if (pS->variant & 1) param_int(pC, "is_causal", 1);
     else if ((pS->variant >> 1) & 1) add_input(pS, pC, "attn_mask", pS->dtype, 2, aM);
-    set_out(pC, pS->dtype, 4, aOut);
     return 0;
 }
 
@@ -310,14 +257,7 @@ static int lay_conv2d(const parity_case_spec *pS, parity_case *pC, char *zErr, s
     static const int aX[] = { 0, 1, 2, 3 }, aW[] = { 4, 1, 5, 6 }, aB[] = { 4 };
     int64_t stride = (pS->variant & 1) ? 2 : 1, pad = (pS->variant >> 1) & 1;
     int64_t aPair[2];
-    int64_t oH = ((int64_t)pS->aDim[2] + 2 * pad - (int64_t)pS->aDim[5]) / stride + 1;
-    int64_t oW = ((int64_t)pS->aDim[3] + 2 * pad - (int64_t)pS->aDim[6]) / stride + 1;
-    uint64_t aOut[4];
-    if ((int64_t)pS->aDim[2] + 2 * pad < (int64_t)pS->aDim[5] ||
-        (int64_t)pS->aDim[3] + 2 * pad < (int64_t)pS->aDim[6]) {
-        snprintf(zErr, nErr, "conv2d: kernel larger than the padded input");
-        return -1;
-    }
+    (void)zErr; (void)nErr;
     add_input(pS, pC, "x", pS->dtype, 4, aX);
     add_input(pS, pC, "weight", pS->dtype, 4, aW);
     if ((pS->variant >> 2) & 1) add_input(pS, pC, "bias", pS->dtype, 1, aB);
@@ -325,8 +265,6 @@ static int lay_conv2d(const parity_case_spec *pS, parity_case *pC, char *zErr, s
     param_ints(pC, "stride", aPair, 2);
     aPair[0] = aPair[1] = pad;
     param_ints(pC, "padding", aPair, 2);
-    aOut[0] = pS->aDim[0]; aOut[1] = pS->aDim[4]; aOut[2] = (uint64_t)oH; aOut[3] = (uint64_t)oW;
-    set_out(pC, pS->dtype, 4, aOut);
     return 0;
 }
 
@@ -336,15 +274,10 @@ static int lay_conv2d(const parity_case_spec *pS, parity_case *pC, char *zErr, s
 static int lay_transpose(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
 {
     int rank = (int)(pS->variant % 3) + 2;
-    uint64_t aOut[4];
     (void)zErr; (void)nErr;
     add_input(pS, pC, "x", pS->dtype, rank, aIdentity);
-    memcpy(aOut, pC->aIn[0].aDim, sizeof aOut);
-    aOut[0] = pC->aIn[0].aDim[rank - 1];
-    aOut[rank - 1] = pC->aIn[0].aDim[0];
     param_int(pC, "dim0", 0);
     param_int(pC, "dim1", rank - 1);
-    set_out(pC, pS->dtype, rank, aOut);
     return 0;
 }
 
@@ -353,15 +286,10 @@ static int lay_permute(const parity_case_spec *pS, parity_case *pC, char *zErr, 
 {
     int rank = (int)(pS->variant % 4) + 1, d;
     int64_t aPerm[4];
-    uint64_t aOut[4];
     (void)zErr; (void)nErr;
     add_input(pS, pC, "x", pS->dtype, rank, aIdentity);
-    for (d = 0; d < rank; d++) {
-        aPerm[d] = rank - 1 - d;
-        aOut[d] = pC->aIn[0].aDim[rank - 1 - d];
-    }
+    for (d = 0; d < rank; d++) aPerm[d] = rank - 1 - d;
     param_ints(pC, "dims", aPerm, (size_t)rank);
-    set_out(pC, pS->dtype, rank, aOut);
     return 0;
 }
 
@@ -369,16 +297,14 @@ static int lay_permute(const parity_case_spec *pS, parity_case *pC, char *zErr, 
 static int lay_reshape(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
 {
     int64_t aShape[2] = { (int64_t)(pS->aDim[0] * pS->aDim[1]), (int64_t)pS->aDim[2] };
-    uint64_t aOut[2] = { pS->aDim[0] * pS->aDim[1], pS->aDim[2] };
     (void)zErr; (void)nErr;
     add_input(pS, pC, "x", pS->dtype, 3, aIdentity);
     param_ints(pC, "shape", aShape, 2);
-    set_out(pC, pS->dtype, 2, aOut);
     return 0;
 }
 
 /* variant: rank 0..3 (v % 4); bits 2..3 pick the target dtype among float16, bfloat16,
- * float32 and int32, skipping the case's own. */
+ * float32 and int32, skipping the case's own. The output dtype is the target. */
 static int lay_cast(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
 {
     static const parity_dtype aTo[] = { PARITY_DT_F16, PARITY_DT_BF16, PARITY_DT_F32,
@@ -388,11 +314,11 @@ static int lay_cast(const parity_case_spec *pS, parity_case *pC, char *zErr, siz
     if (to == pS->dtype) to = PARITY_DT_I32;
     add_input(pS, pC, "x", pS->dtype, (int)(pS->variant % 4), aIdentity);
     param_string(pC, "to", parity_dtype_name(to));
-    set_out(pC, to, pC->aIn[0].rank, pC->aIn[0].aDim);
+    pC->outDtype = to;
     return 0;
 }
 
-/* ---- the table --------------------------------------------------------------------- */
+/* ---- the table: one layout per family ---------------------------------------------- */
 
 #define R_ROW PARITY_ROLE_ROW
 #define R_BAT PARITY_ROLE_BATCH
@@ -400,58 +326,92 @@ static int lay_cast(const parity_case_spec *pS, parity_case *pC, char *zErr, siz
 #define R_K   PARITY_ROLE_K
 #define R_TIL PARITY_ROLE_TILE
 #define R_KER PARITY_ROLE_KERNEL
-
-#define UNARY(name, nv) { name, 5, { R_BAT, R_BAT, R_ROW, R_ROW, R_ROW }, nv, lay_unary }
-#define BINARY(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_ROW }, 512, lay_binary }
-#define REDUCE(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 256, lay_reduce }
-#define ROWWISE(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 16, lay_rowwise }
-#define NORM(name) { name, 4, { R_BAT, R_ROW, R_ROW, R_RED }, 32, lay_norm }
 #define MATMUL_DIMS 4, { R_TIL, R_K, R_TIL, R_BAT }
 
-static const parity_layout_info aLayout[] = {
-    UNARY("relu", 6),
-    UNARY("gelu", 16), UNARY("silu", 6), UNARY("sigmoid", 6), UNARY("tanh", 6),
-    UNARY("exp", 6), UNARY("log", 6), UNARY("sqrt", 6), UNARY("rsqrt", 6),
-    UNARY("reciprocal", 6), UNARY("erf", 6), UNARY("neg", 6), UNARY("abs", 6),
-    UNARY("softplus", 6), UNARY("elu", 6), UNARY("mish", 6),
-    { "matmul", MATMUL_DIMS, 5, lay_matmul },
-    { "linear", MATMUL_DIMS, 4, lay_linear },
-    { "bmm", MATMUL_DIMS, 1, lay_bmm },
-    { "scaled_dot_product_attention", 6, { R_BAT, R_BAT, R_TIL, R_RED, R_K, R_TIL }, 4,
-      lay_sdpa },
-    { "conv2d", 7, { R_BAT, R_K, R_ROW, R_ROW, R_TIL, R_KER, R_KER }, 8, lay_conv2d },
-    { "transpose", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 3, lay_transpose },
-    { "permute", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 4, lay_permute },
-    { "reshape", 3, { R_ROW, R_ROW, R_ROW }, 1, lay_reshape },
-    { "cast", 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 16, lay_cast },
-    ROWWISE("softmax"), ROWWISE("log_softmax"),
-    REDUCE("logsumexp"), REDUCE("var"),
-    ROWWISE("cumsum"),
-    NORM("rms_norm"), NORM("layer_norm"),
-    BINARY("add"), BINARY("sub"), BINARY("mul"), BINARY("div"),
-    BINARY("maximum"), BINARY("minimum"),
-    REDUCE("sum"), REDUCE("mean"), REDUCE("amax"), REDUCE("amin"),
+typedef struct {
+    int nDim;
+    parity_dim_role aRole[PARITY_CASE_MAX_DIMS];
+    uint32_t nVariant;        /* with a case attribute (UNARY: nVariantAttr) */
+    uint32_t nVariantAttr;
+    int (*xLayout)(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr);
+} family_layout;
+
+/* Indexed by parity_op_family. */
+static const family_layout aFamily[PARITY_FAMILY_COUNT] = {
+    [PARITY_FAMILY_UNARY] = { 5, { R_BAT, R_BAT, R_ROW, R_ROW, R_ROW }, 6, 16, lay_unary },
+    [PARITY_FAMILY_BINARY] = { 4, { R_BAT, R_ROW, R_ROW, R_ROW }, 512, 512, lay_binary },
+    [PARITY_FAMILY_REDUCE] = { 4, { R_BAT, R_ROW, R_ROW, R_RED }, 256, 256, lay_reduce },
+    [PARITY_FAMILY_ROWWISE] = { 4, { R_BAT, R_ROW, R_ROW, R_RED }, 16, 16, lay_rowwise },
+    [PARITY_FAMILY_NORM] = { 4, { R_BAT, R_ROW, R_ROW, R_RED }, 32, 32, lay_norm },
+    [PARITY_FAMILY_MATMUL] = { MATMUL_DIMS, 5, 5, lay_matmul },
+    [PARITY_FAMILY_LINEAR] = { MATMUL_DIMS, 4, 4, lay_linear },
+    [PARITY_FAMILY_BMM] = { MATMUL_DIMS, 1, 1, lay_bmm },
+    [PARITY_FAMILY_CONV2D] = { 7, { R_BAT, R_K, R_ROW, R_ROW, R_TIL, R_KER, R_KER }, 8, 8,
+                               lay_conv2d },
+    [PARITY_FAMILY_ATTENTION] = { 6, { R_BAT, R_BAT, R_TIL, R_RED, R_K, R_TIL }, 4, 4,
+                                  lay_sdpa },
+    [PARITY_FAMILY_TRANSPOSE] = { 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 3, 3, lay_transpose },
+    [PARITY_FAMILY_PERMUTE] = { 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 4, 4, lay_permute },
+    [PARITY_FAMILY_RESHAPE] = { 3, { R_ROW, R_ROW, R_ROW }, 1, 1, lay_reshape },
+    [PARITY_FAMILY_CAST] = { 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 16, 16, lay_cast },
 };
 
-#define N_LAYOUT (sizeof aLayout / sizeof aLayout[0])
+/* The per-op view (parity_layout_info), made once from the registry. */
+static parity_layout_info aLayout[PARITY_OP_COUNT];
+static size_t nLayout;
+static pthread_once_t layoutOnce = PTHREAD_ONCE_INIT;
+
+static void make_layouts(void)
+{
+    size_t i;
+    for (i = 0; parity_op_registry[i]; i++) {
+        const parity_op_def *pDef = parity_op_registry[i];
+        const family_layout *pF;
+        parity_layout_info *pL;
+        if ((unsigned)pDef->family >= PARITY_FAMILY_COUNT) continue;
+        pF = &aFamily[pDef->family];
+        if (!pF->xLayout) continue;
+        pL = &aLayout[nLayout++];
+        pL->pDef = pDef;
+        pL->zOp = pDef->zName;
+        pL->nDim = pF->nDim;
+        memcpy(pL->aRole, pF->aRole, sizeof pL->aRole);
+        pL->nVariant = pDef->nCaseAttr ? pF->nVariantAttr : pF->nVariant;
+    }
+}
+
+const parity_layout_info *parity_layout_of(const parity_op_def *pDef)
+{
+    size_t i;
+    pthread_once(&layoutOnce, make_layouts);
+    for (i = 0; i < nLayout; i++)
+        if (aLayout[i].pDef == pDef) return &aLayout[i];
+    return NULL;
+}
 
 const parity_layout_info *parity_layout_find(const char *zOp)
 {
-    size_t i;
-    for (i = 0; i < N_LAYOUT; i++)
-        if (strcmp(aLayout[i].zOp, zOp) == 0) return &aLayout[i];
-    return NULL;
+    const parity_op_def *pDef = parity_op_find(zOp);
+    return pDef ? parity_layout_of(pDef) : NULL;
 }
 
 const parity_layout_info *parity_layout_all(size_t *pn)
 {
-    *pn = N_LAYOUT;
+    pthread_once(&layoutOnce, make_layouts);
+    *pn = nLayout;
     return aLayout;
+}
+
+int parity_layout_families(void)
+{
+    int n = 0, f;
+    for (f = 0; f < PARITY_FAMILY_COUNT; f++) n += aFamily[f].xLayout != NULL;
+    return n;
 }
 
 int parity_layout_apply(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
 {
-    const parity_layout_info *p = parity_layout_find(pS->zOp);
+    const parity_layout_info *p = pC->pDef ? parity_layout_of(pC->pDef) : NULL;
     if (!p) {
         snprintf(zErr, nErr, "no fuzz layout for op '%s'", pS->zOp);
         return -1;
@@ -466,5 +426,6 @@ int parity_layout_apply(const parity_case_spec *pS, parity_case *pC, char *zErr,
                  (unsigned)pS->variant, (unsigned)p->nVariant - 1);
         return -1;
     }
-    return p->xLayout(pS, pC, zErr, nErr);
+    pC->outDtype = pS->dtype;     /* the layout may say otherwise (cast) */
+    return aFamily[p->pDef->family].xLayout(pS, pC, zErr, nErr);
 }

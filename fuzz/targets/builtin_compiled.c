@@ -213,11 +213,10 @@ static double compiled_reduce_row(const kern_ctx *pK, double *x, uint64_t n, voi
 static int compiled_reduce(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                            double *aOut, char *zErr, size_t nErr)
 {
-    const char *zOp = pCase->spec.zOp;
-    reduce_kind kind = { strcmp(zOp, "amax") == 0, strcmp(zOp, "amin") == 0,
-                         strcmp(zOp, "mean") == 0, defects };
+    reduce_kind kind = { pCase->pDef == &parity_op_amax, pCase->pDef == &parity_op_amin,
+                         pCase->pDef == &parity_op_mean, defects };
     kern_rows r;
-    if (kern_reduce_open(&r, pCase, zErr, nErr) != 0) return -1;
+    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
     return kern_rows_run(&r, pCase, pK, 0, compiled_reduce_row, &kind, aOut);
 }
 
@@ -260,7 +259,7 @@ static int compiled_logsumexp(const parity_case *pCase, const kern_ctx *pK, uint
 {
     kern_rows r;
     (void)defects;
-    if (kern_reduce_open(&r, pCase, zErr, nErr) != 0) return -1;
+    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
     return kern_rows_run(&r, pCase, pK, 0, compiled_logsumexp_row, NULL, aOut);
 }
 
@@ -339,9 +338,9 @@ static double compiled_softmax_row(const kern_ctx *pK, double *x, uint64_t n, vo
 static int compiled_softmax(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                             double *aOut, char *zErr, size_t nErr)
 {
-    softmax_kind kind = { strcmp(pCase->spec.zOp, "log_softmax") == 0, defects };
+    softmax_kind kind = { pCase->pDef == &parity_op_log_softmax, defects };
     kern_rows r;
-    if (kern_rows_open(&r, pCase, "dim", 0, 0, -1, 1, zErr, nErr) != 0) return -1;
+    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
     return kern_rows_run(&r, pCase, pK, 1, compiled_softmax_row, &kind, aOut);
 }
 
@@ -368,7 +367,7 @@ static int compiled_cumsum(const parity_case *pCase, const kern_ctx *pK, uint32_
 {
     kern_rows r;
     (void)defects;
-    if (kern_rows_open(&r, pCase, "dim", 0, 0, -1, 1, zErr, nErr) != 0) return -1;
+    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
     return kern_rows_run(&r, pCase, pK, 1, compiled_cumsum_row, NULL, aOut);
 }
 
@@ -442,11 +441,11 @@ static double compiled_rms_norm_row(const kern_ctx *pK, double *x, uint64_t n, v
 static int compiled_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                          double *aOut, char *zErr, size_t nErr)
 {
-    int isRms = strcmp(pCase->spec.zOp, "rms_norm") == 0;
+    int isRms = pCase->pDef == &parity_op_rms_norm;
     kern_norm nm;
     norm_state st = { &nm, defects, NULL };
     int rc;
-    if (kern_norm_open(&nm, pCase, pK, isRms, zErr, nErr) != 0) return -1;
+    if (kern_norm_open(&nm, pCase, pK, zErr, nErr) != 0) return -1;
     st.aSq = malloc((nm.r.rows.n + 1) * sizeof(double));   /* rms_norm's squares */
     if (!st.aSq) {
         kern_rows_close(&nm.r);
@@ -525,14 +524,15 @@ static int compiled_sdpa(const parity_case *pCase, const kern_ctx *pK, uint32_t 
 }
 
 static const kern_entry aCompiled[] = {
-    { "sum", compiled_reduce }, { "mean", compiled_reduce }, { "amax", compiled_reduce },
-    { "amin", compiled_reduce }, { "var", compiled_var },
-    { "logsumexp", compiled_logsumexp },
-    { "softmax", compiled_softmax }, { "log_softmax", compiled_softmax },
-    { "cumsum", compiled_cumsum }, { "layer_norm", compiled_norm },
-    { "rms_norm", compiled_norm },
-    { "matmul", compiled_matmul }, { "bmm", compiled_matmul }, { "linear", compiled_matmul },
-    { "conv2d", compiled_conv2d }, { "scaled_dot_product_attention", compiled_sdpa },
+    { &parity_op_sum, compiled_reduce }, { &parity_op_mean, compiled_reduce },
+    { &parity_op_amax, compiled_reduce }, { &parity_op_amin, compiled_reduce },
+    { &parity_op_var, compiled_var }, { &parity_op_logsumexp, compiled_logsumexp },
+    { &parity_op_softmax, compiled_softmax }, { &parity_op_log_softmax, compiled_softmax },
+    { &parity_op_cumsum, compiled_cumsum },
+    { &parity_op_layer_norm, compiled_norm }, { &parity_op_rms_norm, compiled_norm },
+    { &parity_op_matmul, compiled_matmul }, { &parity_op_bmm, compiled_matmul },
+    { &parity_op_linear, compiled_matmul }, { &parity_op_conv2d, compiled_conv2d },
+    { &parity_op_scaled_dot_product_attention, compiled_sdpa },
     { NULL, NULL }
 };
 

@@ -82,12 +82,11 @@ static double eager_reduce_row(const kern_ctx *pK, double *x, uint64_t n, void *
 static int eager_reduce(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                         double *aOut, char *zErr, size_t nErr)
 {
-    const char *zOp = pCase->spec.zOp;
-    reduce_kind kind = { strcmp(zOp, "amax") == 0, strcmp(zOp, "amin") == 0,
-                         strcmp(zOp, "mean") == 0 };
+    reduce_kind kind = { pCase->pDef == &parity_op_amax, pCase->pDef == &parity_op_amin,
+                         pCase->pDef == &parity_op_mean };
     kern_rows r;
     (void)defects;
-    if (kern_reduce_open(&r, pCase, zErr, nErr) != 0) return -1;
+    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
     return kern_rows_run(&r, pCase, pK, 0, eager_reduce_row, &kind, aOut);
 }
 
@@ -130,7 +129,7 @@ static int eager_logsumexp(const parity_case *pCase, const kern_ctx *pK, uint32_
 {
     kern_rows r;
     (void)defects;
-    if (kern_reduce_open(&r, pCase, zErr, nErr) != 0) return -1;
+    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
     return kern_rows_run(&r, pCase, pK, 0, eager_logsumexp_row, NULL, aOut);
 }
 
@@ -156,10 +155,10 @@ static double eager_softmax_row(const kern_ctx *pK, double *x, uint64_t n, void 
 static int eager_softmax(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                          double *aOut, char *zErr, size_t nErr)
 {
-    int isLog = strcmp(pCase->spec.zOp, "log_softmax") == 0;
+    int isLog = pCase->pDef == &parity_op_log_softmax;
     kern_rows r;
     (void)defects;
-    if (kern_rows_open(&r, pCase, "dim", 0, 0, -1, 1, zErr, nErr) != 0) return -1;
+    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
     return kern_rows_run(&r, pCase, pK, 1, eager_softmax_row, &isLog, aOut);
 }
 
@@ -177,7 +176,7 @@ static int eager_cumsum(const parity_case *pCase, const kern_ctx *pK, uint32_t d
 {
     kern_rows r;
     (void)defects;
-    if (kern_rows_open(&r, pCase, "dim", 0, 0, -1, 1, zErr, nErr) != 0) return -1;
+    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
     return kern_rows_run(&r, pCase, pK, 1, eager_cumsum_row, NULL, aOut);
 }
 
@@ -208,10 +207,10 @@ static double eager_rms_norm_row(const kern_ctx *pK, double *x, uint64_t n, void
 static int eager_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                       double *aOut, char *zErr, size_t nErr)
 {
-    int isRms = strcmp(pCase->spec.zOp, "rms_norm") == 0;
+    int isRms = pCase->pDef == &parity_op_rms_norm;
     kern_norm nm;
     (void)defects;
-    if (kern_norm_open(&nm, pCase, pK, isRms, zErr, nErr) != 0) return -1;
+    if (kern_norm_open(&nm, pCase, pK, zErr, nErr) != 0) return -1;
     return kern_rows_run(&nm.r, pCase, pK, 1, isRms ? eager_rms_norm_row : eager_layer_norm_row,
                          &nm, aOut);
 }
@@ -302,18 +301,21 @@ static int eager_sdpa(const parity_case *pCase, const kern_ctx *pK, uint32_t def
 }
 
 static const kern_entry aEager[] = {
-    { "sum", eager_reduce }, { "mean", eager_reduce }, { "amax", eager_reduce },
-    { "amin", eager_reduce }, { "var", eager_var }, { "logsumexp", eager_logsumexp },
-    { "softmax", eager_softmax }, { "log_softmax", eager_softmax },
-    { "cumsum", eager_cumsum }, { "layer_norm", eager_norm }, { "rms_norm", eager_norm },
-    { "matmul", eager_matmul }, { "bmm", eager_matmul }, { "linear", eager_matmul },
-    { "conv2d", eager_conv2d }, { "scaled_dot_product_attention", eager_sdpa },
+    { &parity_op_sum, eager_reduce }, { &parity_op_mean, eager_reduce },
+    { &parity_op_amax, eager_reduce }, { &parity_op_amin, eager_reduce },
+    { &parity_op_var, eager_var }, { &parity_op_logsumexp, eager_logsumexp },
+    { &parity_op_softmax, eager_softmax }, { &parity_op_log_softmax, eager_softmax },
+    { &parity_op_cumsum, eager_cumsum },
+    { &parity_op_layer_norm, eager_norm }, { &parity_op_rms_norm, eager_norm },
+    { &parity_op_matmul, eager_matmul }, { &parity_op_bmm, eager_matmul },
+    { &parity_op_linear, eager_matmul }, { &parity_op_conv2d, eager_conv2d },
+    { &parity_op_scaled_dot_product_attention, eager_sdpa },
     { NULL, NULL }
 };
 
 int parity_builtin_supports(const char *zOp)
 {
-    return kern_has(aEager, zOp);
+    return kern_has(aEager, parity_op_find(zOp));
 }
 
 int parity_builtin_eager(const parity_case *pCase, double *aOut, char *zErr, size_t nErr)

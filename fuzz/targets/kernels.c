@@ -1,8 +1,8 @@
 /*
- * kernels.c - what both builtin kernel files use (kernels_internal.h): rounding, the elementwise
- * ops, and each op's geometry read from the case's parameters the way the registry's
- * xPrepare reads them (tolerance/op_*.c), so the kernels and the judge never disagree on
- * what a case means.
+ * kernels.c - what both builtin kernel files use (kernels_internal.h): rounding, the
+ * elementwise ops, and each op's geometry as the registry works it out (the case's
+ * parity_op_call, tolerance/geometry.h), so the kernels and the judge never disagree on
+ * what a case means, and no shape rule is written twice.
  */
 #include <math.h>
 #include <stdio.h>
@@ -16,66 +16,63 @@
 
 /* The ops whose math is the same on both sides. */
 static const kern_entry aElementwise[] = {
-    { "relu", kern_unary }, { "gelu", kern_unary }, { "silu", kern_unary },
-    { "sigmoid", kern_unary }, { "tanh", kern_unary }, { "exp", kern_unary },
-    { "log", kern_unary }, { "sqrt", kern_unary }, { "rsqrt", kern_unary },
-    { "reciprocal", kern_unary }, { "erf", kern_unary }, { "neg", kern_unary },
-    { "abs", kern_unary }, { "softplus", kern_unary }, { "elu", kern_unary },
-    { "mish", kern_unary },
-    { "add", kern_binary }, { "sub", kern_binary }, { "mul", kern_binary },
-    { "div", kern_binary }, { "maximum", kern_binary }, { "minimum", kern_binary },
-    { "transpose", kern_layout }, { "permute", kern_layout }, { "reshape", kern_layout },
-    { "cast", kern_cast },
+    { &parity_op_relu, kern_unary }, { &parity_op_gelu, kern_unary },
+    { &parity_op_silu, kern_unary }, { &parity_op_sigmoid, kern_unary },
+    { &parity_op_tanh, kern_unary }, { &parity_op_exp, kern_unary },
+    { &parity_op_log, kern_unary }, { &parity_op_sqrt, kern_unary },
+    { &parity_op_rsqrt, kern_unary }, { &parity_op_reciprocal, kern_unary },
+    { &parity_op_erf, kern_unary }, { &parity_op_neg, kern_unary },
+    { &parity_op_abs, kern_unary }, { &parity_op_softplus, kern_unary },
+    { &parity_op_elu, kern_unary }, { &parity_op_mish, kern_unary },
+    { &parity_op_add, kern_binary }, { &parity_op_sub, kern_binary },
+    { &parity_op_mul, kern_binary }, { &parity_op_div, kern_binary },
+    { &parity_op_maximum, kern_binary }, { &parity_op_minimum, kern_binary },
+    { &parity_op_transpose, kern_layout }, { &parity_op_permute, kern_layout },
+    { &parity_op_reshape, kern_layout }, { &parity_op_cast, kern_cast },
     { NULL, NULL }
 };
 
-static const kern_entry *kern_find(const kern_entry *aTable, const char *zOp)
+static const kern_entry *kern_find(const kern_entry *aTable, const parity_op_def *pDef)
 {
     const kern_entry *p;
-    for (p = aTable; p->zOp; p++)
-        if (strcmp(p->zOp, zOp) == 0) return p;
-    for (p = aElementwise; p->zOp; p++)
-        if (strcmp(p->zOp, zOp) == 0) return p;
+    for (p = aTable; p->pDef; p++)
+        if (p->pDef == pDef) return p;
+    for (p = aElementwise; p->pDef; p++)
+        if (p->pDef == pDef) return p;
     return NULL;
 }
 
-int kern_has(const kern_entry *aTable, const char *zOp)
+int kern_has(const kern_entry *aTable, const parity_op_def *pDef)
 {
-    return zOp && kern_find(aTable, zOp) != NULL;
+    return pDef && kern_find(aTable, pDef) != NULL;
 }
 
 int kern_dispatch(const kern_entry *aTable, const parity_case *pCase, uint32_t defects,
                   double *aOut, char *zErr, size_t nErr)
 {
-    const char *zOp = pCase->spec.zOp;
-    const kern_entry *pE = kern_find(aTable, zOp);
-    const parity_op_def *pDef = parity_op_find(zOp);
+    const kern_entry *pE = kern_find(aTable, pCase->pDef);
+    parity_op_call call;
     kern_ctx k;
     size_t i;
+    int rc;
 
-    if (!pE || !pDef) {
-        snprintf(zErr, nErr, "builtin: op '%s' is not implemented", zOp);
-        return -1;
-    }
-    if (!parity_dtype_is_float(pCase->outDtype) && !pDef->allowIntOutput) {
-        snprintf(zErr, nErr, "builtin %s: output dtype %s is not a float type", zOp,
-                 parity_dtype_name(pCase->outDtype));
-        return -1;
-    }
-    /* The kernels index operands by position: the counts must be the registry's. */
-    if (pCase->nIn < pDef->nInMin || pCase->nIn > pDef->nInMax) {
-        snprintf(zErr, nErr, "builtin %s: %zu inputs, the op takes %zu to %zu", zOp,
-                 pCase->nIn, pDef->nInMin, pDef->nInMax);
+    if (!pE) {
+        snprintf(zErr, nErr, "builtin: op '%s' is not implemented", pCase->spec.zOp);
         return -1;
     }
     for (i = 0; i < pCase->nIn; i++)
         if (pCase->aIn[i].nElem > 0 && !pCase->aIn[i].aValue) {
-            snprintf(zErr, nErr, "builtin %s: input %zu has no values", zOp, i);
+            snprintf(zErr, nErr, "builtin %s: input %zu has no values", pCase->spec.zOp, i);
             return -1;
         }
+    /* The registry's checks (input count, output dtype, shapes) and geometry. */
+    if (parity_case_op_shape(pCase, &call, zErr, nErr) != 0) return -1;
     k.f32 = pCase->outDtype != PARITY_DT_F64;
     k.out = pCase->outDtype;
-    return pE->xRun(pCase, &k, defects, aOut, zErr, nErr);
+    k.pCall = &call;
+    rc = pE->xRun(pCase, &k, defects, aOut, zErr, nErr);
+    parity_op_end(&call);
+    return rc;
 }
 
 double kern_exp(const kern_ctx *pK, double x)
@@ -108,25 +105,6 @@ static double kern_log1p(const kern_ctx *pK, double x)
     return pK->f32 ? (double)log1pf((float)x) : log1p(x);
 }
 
-/* Strides of an operand (its dims right-aligned against nBatch batch dims, each equal or
- * 1) over those dims, 0 where it broadcasts; the operand's trailing nMatrix elements form
- * one matrix (1 for elementwise ops). -1 when a dim neither matches nor is 1. */
-static int batch_strides(int nBatch, const uint64_t *aBatchDim, const uint64_t *aOwn,
-                         int nOwn, uint64_t nMatrix, uint64_t *aStride)
-{
-    uint64_t stride = nMatrix;
-    int d;
-    for (d = nBatch - 1; d >= 0; d--) {
-        int iOwn = nOwn - (nBatch - d);
-        if (iOwn < 0) { aStride[d] = 0; continue; }
-        if (aOwn[iOwn] == aBatchDim[d]) aStride[d] = aOwn[iOwn] == 1 ? 0 : stride;
-        else if (aOwn[iOwn] == 1) aStride[d] = 0;
-        else return -1;
-        stride *= aOwn[iOwn];
-    }
-    return nOwn <= nBatch ? 0 : -1;
-}
-
 /* A copy of an operand's values in the compute precision (a float64 input under a
  * float32 contract is rounded once, as a kernel loading it would). NULL when out of
  * memory. */
@@ -139,14 +117,6 @@ static double *acc_copy(const kern_ctx *pK, const parity_operand *pIn)
     return a;
 }
 
-static int out_count_check(const parity_case *pCase, uint64_t nWant, char *zErr, size_t nErr)
-{
-    if (pCase->nOut == nWant) return 0;
-    snprintf(zErr, nErr, "builtin %s: the output has %llu elements, the operands give %llu",
-             pCase->spec.zOp, (unsigned long long)pCase->nOut, (unsigned long long)nWant);
-    return -1;
-}
-
 /* ---- unary ---------------------------------------------------------------------------- */
 
 typedef enum {
@@ -154,12 +124,13 @@ typedef enum {
     U_RECIPROCAL, U_ERF, U_NEG, U_ABS, U_SOFTPLUS, U_ELU, U_MISH
 } unary_kind;
 
-static const struct { const char *zName; unary_kind kind; } aUnaryName[] = {
-    { "relu", U_RELU }, { "gelu", U_GELU }, { "silu", U_SILU }, { "sigmoid", U_SIGMOID },
-    { "tanh", U_TANH }, { "exp", U_EXP }, { "log", U_LOG }, { "sqrt", U_SQRT },
-    { "rsqrt", U_RSQRT }, { "reciprocal", U_RECIPROCAL }, { "erf", U_ERF },
-    { "neg", U_NEG }, { "abs", U_ABS }, { "softplus", U_SOFTPLUS }, { "elu", U_ELU },
-    { "mish", U_MISH },
+static const struct { const parity_op_def *pDef; unary_kind kind; } aUnaryKind[] = {
+    { &parity_op_relu, U_RELU }, { &parity_op_gelu, U_GELU }, { &parity_op_silu, U_SILU },
+    { &parity_op_sigmoid, U_SIGMOID }, { &parity_op_tanh, U_TANH }, { &parity_op_exp, U_EXP },
+    { &parity_op_log, U_LOG }, { &parity_op_sqrt, U_SQRT }, { &parity_op_rsqrt, U_RSQRT },
+    { &parity_op_reciprocal, U_RECIPROCAL }, { &parity_op_erf, U_ERF },
+    { &parity_op_neg, U_NEG }, { &parity_op_abs, U_ABS }, { &parity_op_softplus, U_SOFTPLUS },
+    { &parity_op_elu, U_ELU }, { &parity_op_mish, U_MISH },
 };
 
 /* The attributes of softplus (beta, threshold) and elu (alpha), rounded to the compute
@@ -221,43 +192,30 @@ int kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, d
                char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0];
-    const char *zOp = pCase->spec.zOp;
+    const parity_elementwise_geometry *pG = &pK->pCall->geom.elementwise;
     int fastNan = (defects & PARITY_DEFECT_FASTMATH_NAN) != 0;
     unary_kind kind = U_RELU;
-    unary_attrs attrs = { 1.0, 20.0, 1.0 };
+    unary_attrs attrs;
     size_t i;
     uint64_t k;
     int found = 0;
 
-    for (i = 0; i < sizeof aUnaryName / sizeof aUnaryName[0]; i++)
-        if (strcmp(aUnaryName[i].zName, zOp) == 0) { kind = aUnaryName[i].kind; found = 1; }
+    for (i = 0; i < sizeof aUnaryKind / sizeof aUnaryKind[0]; i++)
+        if (aUnaryKind[i].pDef == pCase->pDef) { kind = aUnaryKind[i].kind; found = 1; }
     if (!found) {
-        snprintf(zErr, nErr, "builtin %s: not a unary op", zOp);
+        snprintf(zErr, nErr, "builtin %s: not a unary op", pCase->spec.zOp);
         return -1;
     }
-    if (kind == U_GELU) {
-        const parity_attr *p = parity_attr_find(pCase->aParam, pCase->nParam, "approximate");
-        if (p && p->kind == PARITY_ATTR_STRING && p->n == 1 && p->azStr && p->azStr[0] &&
-            strcmp(p->azStr[0], "tanh") == 0)
-            kind = U_GELU_TANH;
-        else if (p && !(p->kind == PARITY_ATTR_STRING && p->n == 1 && p->azStr &&
-                        p->azStr[0] && strcmp(p->azStr[0], "none") == 0)) {
-            snprintf(zErr, nErr, "builtin gelu: 'approximate' must be \"none\" or \"tanh\"");
-            return -1;
-        }
-    }
-    if (parity_param_float(pCase->aParam, pCase->nParam, "beta", &attrs.beta, zErr, nErr) < 0
-        || parity_param_float(pCase->aParam, pCase->nParam, "threshold", &attrs.threshold, zErr,
-                              nErr) < 0
-        || parity_param_float(pCase->aParam, pCase->nParam, "alpha", &attrs.alpha, zErr, nErr) < 0)
-        return -1;
-    attrs.beta = kern_acc(pK, attrs.beta);
-    attrs.threshold = kern_acc(pK, attrs.threshold);
-    attrs.alpha = kern_acc(pK, attrs.alpha);
-    if (out_count_check(pCase, pX->nElem, zErr, nErr) != 0) return -1;
+    if (kind == U_GELU && pG->approximateTanh) kind = U_GELU_TANH;
+    /* the registry's values (its defaults where the case has none), rounded to the compute
+     * precision as torch casts them */
+    attrs.beta = kern_acc(pK, pG->beta);
+    attrs.threshold = kern_acc(pK, pG->threshold);
+    attrs.alpha = kern_acc(pK, pG->alpha);
     for (k = 0; k < pX->nElem; k++)
         aOut[k] = kern_out(pK, unary_one(pK, kind, &attrs, fastNan,
                                          kern_acc(pK, pX->aValue[k])));
+    (void)zErr; (void)nErr;
     return 0;
 }
 
@@ -265,38 +223,30 @@ int kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, d
 
 typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN } binary_kind;
 
-static const struct { const char *zName; binary_kind kind; } aBinaryName[] = {
-    { "add", B_ADD }, { "sub", B_SUB }, { "mul", B_MUL }, { "div", B_DIV },
-    { "maximum", B_MAX }, { "minimum", B_MIN },
+static const struct { const parity_op_def *pDef; binary_kind kind; } aBinaryKind[] = {
+    { &parity_op_add, B_ADD }, { &parity_op_sub, B_SUB }, { &parity_op_mul, B_MUL },
+    { &parity_op_div, B_DIV }, { &parity_op_maximum, B_MAX }, { &parity_op_minimum, B_MIN },
 };
 
 int kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                 double *aOut, char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0], *pY = &pCase->aIn[1];
-    const char *zOp = pCase->spec.zOp;
-    uint64_t aStrX[PARITY_MAX_RANK], aStrY[PARITY_MAX_RANK], aIdx[PARITY_MAX_RANK] = { 0 };
-    uint64_t offX = 0, offY = 0, i;
+    const parity_elementwise_geometry *pG = &pK->pCall->geom.elementwise;
+    uint64_t aIdx[PARITY_MAX_RANK] = { 0 }, offX = 0, offY = 0, i;
     int rank = pCase->outRank, d, found = 0;
     int fastNan = (defects & PARITY_DEFECT_FASTMATH_NAN) != 0;
     binary_kind kind = B_ADD;
-    double alpha = 1.0;
+    double alpha;
     size_t j;
 
-    for (j = 0; j < sizeof aBinaryName / sizeof aBinaryName[0]; j++)
-        if (strcmp(aBinaryName[j].zName, zOp) == 0) { kind = aBinaryName[j].kind; found = 1; }
+    for (j = 0; j < sizeof aBinaryKind / sizeof aBinaryKind[0]; j++)
+        if (aBinaryKind[j].pDef == pCase->pDef) { kind = aBinaryKind[j].kind; found = 1; }
     if (!found) {
-        snprintf(zErr, nErr, "builtin %s: not a binary op", zOp);
+        snprintf(zErr, nErr, "builtin %s: not a binary op", pCase->spec.zOp);
         return -1;
     }
-    if (parity_param_float(pCase->aParam, pCase->nParam, "alpha", &alpha, zErr, nErr) < 0)
-        return -1;
-    if (batch_strides(rank, pCase->aOutDim, pX->aDim, pX->rank, 1, aStrX) != 0 ||
-        batch_strides(rank, pCase->aOutDim, pY->aDim, pY->rank, 1, aStrY) != 0) {
-        snprintf(zErr, nErr, "builtin %s: the operands do not broadcast to the output", zOp);
-        return -1;
-    }
-    alpha = kern_acc(pK, alpha);   /* torch casts the scalar to the opmath type */
+    alpha = kern_acc(pK, pG->alpha);   /* torch casts the scalar to the opmath type */
     for (i = 0; i < pCase->nOut; i++) {
         double x = kern_acc(pK, pX->aValue[offX]), y = kern_acc(pK, pY->aValue[offY]), r;
         switch (kind) {
@@ -314,11 +264,11 @@ int kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
         }
         aOut[i] = kern_out(pK, r);
         for (d = rank - 1; d >= 0; d--) {   /* odometer over the output dims */
-            offX += aStrX[d];
-            offY += aStrY[d];
+            offX += pG->aStrideX[d];
+            offY += pG->aStrideY[d];
             if (++aIdx[d] < pCase->aOutDim[d]) break;
-            offX -= aIdx[d] * aStrX[d];
-            offY -= aIdx[d] * aStrY[d];
+            offX -= aIdx[d] * pG->aStrideX[d];
+            offY -= aIdx[d] * pG->aStrideY[d];
             aIdx[d] = 0;
         }
     }
@@ -327,75 +277,20 @@ int kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
 
 /* ---- layout and cast ------------------------------------------------------------------ */
 
-/* The permutation transpose (dim0, dim1) or permute (dims) applies: output dim d reads
- * input dim aPerm[d]. */
-static int layout_perm(const parity_case *pCase, int *aPerm, char *zErr, size_t nErr)
-{
-    const parity_operand *pX = &pCase->aIn[0];
-    const parity_attr *aA = pCase->aParam;
-    size_t nA = pCase->nParam;
-    int d;
-    for (d = 0; d < pX->rank; d++) aPerm[d] = d;
-    if (strcmp(pCase->spec.zOp, "transpose") == 0) {
-        int64_t dim0 = 0, dim1 = 0;
-        int w0, w1;
-        if (parity_param_int(aA, nA, "dim0", &dim0, zErr, nErr) != 1 ||
-            parity_param_int(aA, nA, "dim1", &dim1, zErr, nErr) != 1) {
-            snprintf(zErr, nErr, "builtin transpose: needs integer attributes dim0 and dim1");
-            return -1;
-        }
-        w0 = parity_wrap_dim(dim0, pX->rank);
-        w1 = parity_wrap_dim(dim1, pX->rank);
-        if (w0 < 0 || w1 < 0) {
-            snprintf(zErr, nErr, "builtin transpose: dim out of range");
-            return -1;
-        }
-        if (pX->rank > 0) {
-            aPerm[w0] = w1;
-            aPerm[w1] = w0;
-        }
-    } else {
-        int64_t aDims[PARITY_MAX_RANK];
-        int aSeen[PARITY_MAX_RANK] = { 0 };
-        size_t n = 0, i;
-        if (parity_param_ints(aA, nA, "dims", aDims, PARITY_MAX_RANK, &n, zErr, nErr) != 1 ||
-            n != (size_t)pX->rank) {
-            snprintf(zErr, nErr, "builtin permute: 'dims' must list every dim once");
-            return -1;
-        }
-        for (i = 0; i < n; i++) {
-            int w = parity_wrap_dim(aDims[i], pX->rank);
-            if (w < 0 || aSeen[w]++) {
-                snprintf(zErr, nErr, "builtin permute: 'dims' must list every dim once");
-                return -1;
-            }
-            aPerm[i] = w;
-        }
-    }
-    for (d = 0; d < pX->rank; d++)
-        if (d >= pCase->outRank || pCase->aOutDim[d] != pX->aDim[aPerm[d]]) {
-            snprintf(zErr, nErr, "builtin %s: output shape is not the permuted input shape",
-                     pCase->spec.zOp);
-            return -1;
-        }
-    return 0;
-}
-
 int kern_layout(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                 double *aOut, char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0];
+    const int *aPerm = pK->pCall->geom.perm.aPerm;
     uint64_t aInStride[PARITY_MAX_RANK], aStr[PARITY_MAX_RANK], aIdx[PARITY_MAX_RANK] = { 0 };
     uint64_t stride = 1, off = 0, i;
-    int aPerm[PARITY_MAX_RANK], d;
-    (void)defects;
+    int d;
+    (void)defects; (void)zErr; (void)nErr;
 
-    if (out_count_check(pCase, pX->nElem, zErr, nErr) != 0) return -1;
-    if (strcmp(pCase->spec.zOp, "reshape") == 0) {
+    if (pCase->pDef->family == PARITY_FAMILY_RESHAPE) {
         for (i = 0; i < pX->nElem; i++) aOut[i] = kern_out(pK, pX->aValue[i]);
         return 0;
     }
-    if (layout_perm(pCase, aPerm, zErr, nErr) != 0) return -1;
     for (d = pX->rank - 1; d >= 0; d--) {
         aInStride[d] = stride;
         stride *= pX->aDim[d];
@@ -444,8 +339,7 @@ int kern_cast(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, do
     const parity_operand *pX = &pCase->aIn[0];
     int toFloat = parity_dtype_is_float(pK->out);
     uint64_t i;
-    (void)defects;
-    if (out_count_check(pCase, pX->nElem, zErr, nErr) != 0) return -1;
+    (void)defects; (void)zErr; (void)nErr;
     /* One correct rounding of the exact input: the cast has one right answer. */
     for (i = 0; i < pX->nElem; i++)
         aOut[i] = toFloat ? parity_dtype_round(pK->out, pX->aValue[i])
@@ -455,15 +349,15 @@ int kern_cast(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, do
 
 /* ---- rows ----------------------------------------------------------------------------- */
 
-static int rows_finish(kern_rows *pR, const parity_case *pCase,
-                       const unsigned char *aReduce, int same, char *zErr, size_t nErr)
+/* pR over the rows the registry made (pRows), with each row element's offset. */
+static int rows_finish(kern_rows *pR, const parity_case *pCase, const parity_rows *pRows,
+                       char *zErr, size_t nErr)
 {
-    const parity_operand *pX = &pCase->aIn[0];
     uint64_t aIdx[PARITY_MAX_RANK] = { 0 }, k, off = 0, n;
     int d;
 
-    parity_rows_init(&pR->rows, pX, aReduce);
-    if (out_count_check(pCase, same ? pX->nElem : pR->rows.nRow, zErr, nErr) != 0) return -1;
+    memset(pR, 0, sizeof *pR);
+    pR->rows = *pRows;
     n = pR->rows.n;
     pR->aRel = malloc((n + 1) * sizeof(uint64_t));
     pR->aBuf = malloc((n + 16) * sizeof(double));
@@ -484,15 +378,10 @@ static int rows_finish(kern_rows *pR, const parity_case *pCase,
     return 0;
 }
 
-int kern_rows_open(kern_rows *pR, const parity_case *pCase, const char *zAttr, int allowList,
-                   int allIfAbsent, int64_t defDim, int same, char *zErr, size_t nErr)
+int kern_rows_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+                   size_t nErr)
 {
-    unsigned char aReduce[PARITY_MAX_RANK];
-    memset(pR, 0, sizeof *pR);
-    if (parity_rows_parse_dim(pCase->spec.zOp, &pCase->aIn[0], pCase->aParam, pCase->nParam,
-                              zAttr, allowList, allIfAbsent, defDim, aReduce, zErr, nErr) != 0)
-        return -1;
-    return rows_finish(pR, pCase, aReduce, same, zErr, nErr);
+    return rows_finish(pR, pCase, &pK->pCall->geom.rows.rows, zErr, nErr);
 }
 
 void kern_rows_close(kern_rows *pR)
@@ -531,90 +420,33 @@ int kern_rows_run(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, i
     return 0;
 }
 
-int kern_reduce_open(kern_rows *pR, const parity_case *pCase, char *zErr, size_t nErr)
-{
-    const char *zOp = pCase->spec.zOp;
-    if (kern_rows_open(pR, pCase, "dim", 1, 1, 0, 0, zErr, nErr) != 0) return -1;
-    if (pR->rows.n == 0 && (strcmp(zOp, "amax") == 0 || strcmp(zOp, "amin") == 0)) {
-        kern_rows_close(pR);
-        snprintf(zErr, nErr, "builtin %s: reduction over an empty dim", zOp);
-        return -1;
-    }
-    return 0;
-}
-
 int kern_var_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK,
                   double *pDivisor, char *zErr, size_t nErr)
 {
-    double correction = 1.0, D;
-    int64_t unbiased = 1;
-    int rc;
-    rc = parity_param_float(pCase->aParam, pCase->nParam, "correction", &correction, zErr,
-                            nErr);
-    if (rc < 0) return -1;
-    if (rc == 0) {
-        if (parity_param_int(pCase->aParam, pCase->nParam, "unbiased", &unbiased, zErr,
-                             nErr) < 0)
-            return -1;
-        correction = (double)unbiased;
-    }
-    if (kern_reduce_open(pR, pCase, zErr, nErr) != 0) return -1;
+    double D;
+    if (kern_rows_open(pR, pCase, pK, zErr, nErr) != 0) return -1;
     /* torch divides by max(n - correction, 0): 0 makes Inf (or NaN for M2 = 0). */
-    D = (double)pR->rows.n - correction;
+    D = (double)pR->rows.n - pK->pCall->geom.rows.correction;
     *pDivisor = kern_acc(pK, D > 0.0 ? D : 0.0);
     return 0;
 }
 
-int kern_norm_open(kern_norm *pN, const parity_case *pCase, const kern_ctx *pK, int isRms,
-                   char *zErr, size_t nErr)
+int kern_norm_open(kern_norm *pN, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+                   size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0];
-    const char *zOp = pCase->spec.zOp;
+    const parity_norm_geometry *pG = &pK->pCall->geom.norm;
     unsigned char aReduce[PARITY_MAX_RANK] = { 0 };
-    int64_t aNorm[PARITY_MAX_RANK];
-    size_t nNorm = 0, i;
-    uint64_t nn = 1;
-    int rc;
+    parity_rows rows;
+    int d;
 
     memset(pN, 0, sizeof *pN);
-    /* eps: layer_norm 1e-5; rms_norm torch.finfo(dtype).eps = 2 u of the input dtype. */
-    pN->eps = isRms ? 2.0 * parity_unit_roundoff(pX->dtype) : 1e-5;
-    if (parity_param_float(pCase->aParam, pCase->nParam, "eps", &pN->eps, zErr, nErr) < 0)
-        return -1;
-    rc = parity_param_ints(pCase->aParam, pCase->nParam, "normalized_shape", aNorm,
-                           PARITY_MAX_RANK, &nNorm, zErr, nErr);
-    if (rc < 0) return -1;
-    if (rc == 0) {   /* the weight's shape, else the last dim */
-        if (pCase->nIn >= 2) {
-            nNorm = (size_t)pCase->aIn[1].rank;
-            for (i = 0; i < nNorm; i++) aNorm[i] = (int64_t)pCase->aIn[1].aDim[i];
-        } else if (pX->rank > 0) {
-            nNorm = 1;
-            aNorm[0] = (int64_t)pX->aDim[pX->rank - 1];
-        }
-    }
-    if (nNorm == 0 || (int)nNorm > pX->rank) {
-        snprintf(zErr, nErr, "builtin %s: normalized_shape must name trailing dims", zOp);
-        return -1;
-    }
-    for (i = 0; i < nNorm; i++) {
-        int d = pX->rank - (int)nNorm + (int)i;
-        if (aNorm[i] < 0 || (uint64_t)aNorm[i] != pX->aDim[d]) {
-            snprintf(zErr, nErr, "builtin %s: normalized_shape does not match the input", zOp);
-            return -1;
-        }
-        aReduce[d] = 1;
-        nn *= pX->aDim[d];
-    }
-    for (i = 1; i < pCase->nIn; i++)
-        if (pCase->aIn[i].nElem != nn) {
-            snprintf(zErr, nErr, "builtin %s: weight and bias must have normalized_shape", zOp);
-            return -1;
-        }
-    if (rows_finish(&pN->r, pCase, aReduce, 1, zErr, nErr) != 0) return -1;
-    pN->pWeight = pCase->nIn >= 2 ? pCase->aIn[1].aValue : NULL;
-    pN->pBias = !isRms && pCase->nIn >= 3 ? pCase->aIn[2].aValue : NULL;
-    pN->eps = kern_acc(pK, pN->eps);
+    for (d = pX->rank - pG->nNormDims; d < pX->rank; d++) aReduce[d] = 1;
+    parity_rows_init(&rows, pX, aReduce);
+    if (rows_finish(&pN->r, pCase, &rows, zErr, nErr) != 0) return -1;
+    pN->pWeight = pG->hasWeight ? pCase->aIn[1].aValue : NULL;
+    pN->pBias = pG->hasBias ? pCase->aIn[2].aValue : NULL;
+    pN->eps = kern_acc(pK, pG->eps);
     return 0;
 }
 
@@ -637,76 +469,23 @@ void kern_norm_apply(const kern_norm *pN, const kern_ctx *pK, double *x, double 
 
 /* ---- matmul, bmm, linear ------------------------------------------------------------- */
 
-static int gemm_shape(kern_gemm *pG, const parity_case *pCase, char *zErr, size_t nErr)
-{
-    const parity_operand *pA = &pCase->aIn[0], *pB = &pCase->aIn[1];
-    const char *zOp = pCase->spec.zOp;
-    uint64_t Kb;
-    int nBatchA, nBatchB, d;
-
-    if (strcmp(zOp, "linear") == 0) {
-        if (pA->rank < 1 || pB->rank != 2 || pA->aDim[pA->rank - 1] != pB->aDim[1]) {
-            snprintf(zErr, nErr, "builtin linear: needs x[..., in] and weight[out, in]");
-            return -1;
-        }
-        pG->K = pB->aDim[1];
-        pG->N = pB->aDim[0];
-        pG->M = 1;
-        for (d = 0; d < pA->rank - 1; d++) pG->M *= pA->aDim[d];
-        pG->nMat = 1;
-        if (pCase->nIn == 3 && (pCase->aIn[2].rank != 1 || pCase->aIn[2].aDim[0] != pG->N)) {
-            snprintf(zErr, nErr, "builtin linear: bias must be [out]");
-            return -1;
-        }
-        return 0;
-    }
-    if (pA->rank < 1 || pB->rank < 1 ||
-        (strcmp(zOp, "bmm") == 0 && (pA->rank != 3 || pB->rank != 3))) {
-        snprintf(zErr, nErr, "builtin %s: operand ranks do not fit", zOp);
-        return -1;
-    }
-    /* torch.matmul: a 1-D left operand is a row, a 1-D right one a column. */
-    if (pA->rank == 1) { pG->M = 1; pG->K = pA->aDim[0]; nBatchA = 0; }
-    else { pG->M = pA->aDim[pA->rank - 2]; pG->K = pA->aDim[pA->rank - 1]; nBatchA = pA->rank - 2; }
-    if (pB->rank == 1) { pG->N = 1; Kb = pB->aDim[0]; nBatchB = 0; }
-    else { pG->N = pB->aDim[pB->rank - 1]; Kb = pB->aDim[pB->rank - 2]; nBatchB = pB->rank - 2; }
-    if (Kb != pG->K) {
-        snprintf(zErr, nErr, "builtin %s: inner dimensions differ", zOp);
-        return -1;
-    }
-    pG->nBatch = nBatchA > nBatchB ? nBatchA : nBatchB;
-    pG->nMat = 1;
-    for (d = 0; d < pG->nBatch; d++) {
-        int iA = nBatchA - (pG->nBatch - d), iB = nBatchB - (pG->nBatch - d);
-        uint64_t dimA = iA >= 0 ? pA->aDim[iA] : 1, dimB = iB >= 0 ? pB->aDim[iB] : 1;
-        pG->aBatchDim[d] = dimA > dimB ? dimA : dimB;
-        pG->nMat *= pG->aBatchDim[d];
-    }
-    if (batch_strides(pG->nBatch, pG->aBatchDim, pA->aDim, nBatchA, pG->M * pG->K,
-                      pG->aStrA) != 0 ||
-        batch_strides(pG->nBatch, pG->aBatchDim, pB->aDim, nBatchB, pG->K * pG->N,
-                      pG->aStrB) != 0) {
-        snprintf(zErr, nErr, "builtin %s: batch dimensions do not broadcast", zOp);
-        return -1;
-    }
-    return 0;
-}
-
 int kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                    size_t nErr)
 {
     const parity_operand *pB = &pCase->aIn[1];
-    int isLinear = strcmp(pCase->spec.zOp, "linear") == 0;
+    const parity_dot_geometry *pD = &pK->pCall->geom.dot;
     uint64_t m, k, j, KN, nMatB;
 
     memset(pG, 0, sizeof *pG);
-    if (gemm_shape(pG, pCase, zErr, nErr) != 0 ||
-        out_count_check(pCase, pG->nMat * pG->M * pG->N, zErr, nErr) != 0)
-        return -1;
+    pG->pGeom = pD;
+    pG->M = pD->M;
+    pG->K = pD->K;
+    pG->N = pD->N;
+    pG->nMat = pD->nMat;
     pG->aA = acc_copy(pK, &pCase->aIn[0]);
     pG->aBT = malloc((pB->nElem + 1) * sizeof(double));
-    if (isLinear && pCase->nIn == 3) pG->aBias = acc_copy(pK, &pCase->aIn[2]);
-    if (!pG->aA || !pG->aBT || (isLinear && pCase->nIn == 3 && !pG->aBias)) {
+    if (pD->hasBias) pG->aBias = acc_copy(pK, &pCase->aIn[2]);
+    if (!pG->aA || !pG->aBT || (pD->hasBias && !pG->aBias)) {
         kern_gemm_close(pG);
         snprintf(zErr, nErr, "builtin %s: out of memory", pCase->spec.zOp);
         return -1;
@@ -714,7 +493,7 @@ int kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ctx *pK, 
     pG->pBias = pG->aBias;
     KN = pG->K * pG->N;
     nMatB = KN ? pB->nElem / KN : 0;
-    if (isLinear || pB->rank == 1) {
+    if (pD->strideBk == 1) {
         /* The weight [out, in] (or a column vector) already has K contiguous. */
         for (k = 0; k < pB->nElem; k++) pG->aBT[k] = kern_acc(pK, pB->aValue[k]);
     } else {
@@ -737,111 +516,24 @@ void kern_gemm_close(kern_gemm *pG)
 
 void kern_gemm_mat(const kern_gemm *pG, uint64_t iMat, uint64_t *pOffA, uint64_t *pOffB)
 {
-    uint64_t offA = 0, offB = 0;
-    int d;
-    for (d = pG->nBatch - 1; d >= 0; d--) {
-        uint64_t idx = iMat % pG->aBatchDim[d];
-        iMat /= pG->aBatchDim[d];
-        offA += idx * pG->aStrA[d];
-        offB += idx * pG->aStrB[d];
-    }
-    *pOffA = offA;
-    *pOffB = offB;
+    parity_dot_matrix(pG->pGeom, iMat, pOffA, pOffB);   /* b^T: b's batch layout */
 }
 
 /* ---- conv2d --------------------------------------------------------------------------- */
 
-/* An int-or-pair attribute, as op_conv2d.c reads it. */
-static int conv_pair(const parity_case *pCase, const char *zName, int64_t def, int64_t *a,
-                     char *zErr, size_t nErr)
-{
-    int64_t v[2];
-    size_t n = 0;
-    int rc = parity_param_ints(pCase->aParam, pCase->nParam, zName, v, 2, &n, zErr, nErr);
-    if (rc == 0) { a[0] = a[1] = def; return 0; }
-    if (rc == 1 && (n == 1 || n == 2)) {
-        a[0] = v[0];
-        a[1] = v[n - 1];
-        return 0;
-    }
-    snprintf(zErr, nErr, "builtin conv2d: attribute '%s' must be an int or a pair", zName);
-    return -1;
-}
-
-static int conv_shape(kern_conv *pC, const parity_case *pCase, char *zErr, size_t nErr)
-{
-    const parity_operand *pX = &pCase->aIn[0], *pW = &pCase->aIn[1];
-    const parity_attr *pPad = parity_attr_find(pCase->aParam, pCase->nParam, "padding");
-    int64_t stride[2], pad[2] = { 0, 0 }, dil[2], after[2], groups = 1, ext[2], in[2];
-    int batched = pX->rank == 4, same = 0, i;
-
-    if ((pX->rank != 4 && pX->rank != 3) || pW->rank != 4) {
-        snprintf(zErr, nErr, "builtin conv2d: needs input [N, C, H, W] and weight [O, C/g, kH, kW]");
-        return -1;
-    }
-    pC->N = batched ? pX->aDim[0] : 1;
-    pC->C = pX->aDim[batched];
-    pC->H = pX->aDim[batched + 1];
-    pC->W = pX->aDim[batched + 2];
-    pC->O = pW->aDim[0];
-    pC->Cg = pW->aDim[1];
-    pC->kH = pW->aDim[2];
-    pC->kW = pW->aDim[3];
-    if (conv_pair(pCase, "stride", 1, stride, zErr, nErr) != 0 ||
-        conv_pair(pCase, "dilation", 1, dil, zErr, nErr) != 0)
-        return -1;
-    if (pPad && pPad->kind == PARITY_ATTR_STRING && pPad->n == 1) {
-        same = strcmp(pPad->azStr[0], "same") == 0;
-    } else if (conv_pair(pCase, "padding", 0, pad, zErr, nErr) != 0) {
-        return -1;
-    }
-    if (parity_param_int(pCase->aParam, pCase->nParam, "groups", &groups, zErr, nErr) < 0)
-        return -1;
-    if (stride[0] <= 0 || stride[1] <= 0 || dil[0] <= 0 || dil[1] <= 0 || pad[0] < 0 ||
-        pad[1] < 0 || groups <= 0 || pC->C % (uint64_t)groups != 0 ||
-        pC->O % (uint64_t)groups != 0 || pC->Cg * (uint64_t)groups != pC->C ||
-        pC->kH == 0 || pC->kW == 0) {
-        snprintf(zErr, nErr, "builtin conv2d: stride, padding, dilation or groups do not fit");
-        return -1;
-    }
-    pC->G = (uint64_t)groups;
-    pC->Og = pC->O / pC->G;
-    for (i = 0; i < 2; i++) {
-        int64_t k = (int64_t)(i == 0 ? pC->kH : pC->kW);
-        /* torch's 'same': total dil (k - 1), the smaller half before. */
-        if (same) pad[i] = dil[i] * (k - 1) / 2;
-        after[i] = same ? dil[i] * (k - 1) - pad[i] : pad[i];
-        in[i] = (int64_t)(i == 0 ? pC->H : pC->W) + pad[i] + after[i];
-        ext[i] = dil[i] * (k - 1) + 1;
-        if (ext[i] > in[i]) {
-            snprintf(zErr, nErr, "builtin conv2d: kernel larger than the padded input");
-            return -1;
-        }
-    }
-    pC->Ho = (uint64_t)((in[0] - ext[0]) / stride[0] + 1);
-    pC->Wo = (uint64_t)((in[1] - ext[1]) / stride[1] + 1);
-    pC->sH = stride[0]; pC->sW = stride[1];
-    pC->pH = pad[0]; pC->pW = pad[1];
-    pC->dH = dil[0]; pC->dW = dil[1];
-    pC->K = pC->Cg * pC->kH * pC->kW;
-    if (pCase->nIn == 3 && (pCase->aIn[2].rank != 1 || pCase->aIn[2].aDim[0] != pC->O)) {
-        snprintf(zErr, nErr, "builtin conv2d: bias must be [O]");
-        return -1;
-    }
-    return out_count_check(pCase, pC->N * pC->O * pC->Ho * pC->Wo, zErr, nErr);
-}
-
 int kern_conv_open(kern_conv *pC, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                    size_t nErr)
 {
+    const parity_conv_geometry *pG = &pK->pCall->geom.conv;
     memset(pC, 0, sizeof *pC);
-    if (conv_shape(pC, pCase, zErr, nErr) != 0) return -1;
+    pC->pGeom = pG;
+    pC->K = pG->K;
     pC->aX = acc_copy(pK, &pCase->aIn[0]);
     pC->aW = acc_copy(pK, &pCase->aIn[1]);
-    if (pCase->nIn == 3) pC->aBias = acc_copy(pK, &pCase->aIn[2]);
+    if (pG->hasBias) pC->aBias = acc_copy(pK, &pCase->aIn[2]);
     pC->aTapX = malloc((pC->K + 1) * sizeof(double));
     pC->aTapW = malloc((pC->K + 1) * sizeof(double));
-    if (!pC->aX || !pC->aW || (pCase->nIn == 3 && !pC->aBias) || !pC->aTapX || !pC->aTapW) {
+    if (!pC->aX || !pC->aW || (pG->hasBias && !pC->aBias) || !pC->aTapX || !pC->aTapW) {
         kern_conv_close(pC);
         snprintf(zErr, nErr, "builtin conv2d: out of memory");
         return -1;
@@ -861,97 +553,22 @@ void kern_conv_close(kern_conv *pC)
 
 uint64_t kern_conv_gather(kern_conv *pC, uint64_t linear, uint64_t *pO)
 {
-    uint64_t ox = linear % pC->Wo, oy, o, n, g, c, i, j, nTap = 0;
-    linear /= pC->Wo;
-    oy = linear % pC->Ho;
-    linear /= pC->Ho;
-    o = linear % pC->O;
-    n = linear / pC->O;
-    g = o / pC->Og;
-    for (c = 0; c < pC->Cg; c++) {
-        const double *xc = pC->aX + ((n * pC->C + g * pC->Cg + c) * pC->H) * pC->W;
-        const double *wc = pC->aW + (o * pC->Cg + c) * pC->kH * pC->kW;
-        for (i = 0; i < pC->kH; i++) {
-            int64_t iy = (int64_t)oy * pC->sH - pC->pH + (int64_t)i * pC->dH;
-            if (iy < 0 || iy >= (int64_t)pC->H) continue;
-            for (j = 0; j < pC->kW; j++) {
-                int64_t ix = (int64_t)ox * pC->sW - pC->pW + (int64_t)j * pC->dW;
-                if (ix < 0 || ix >= (int64_t)pC->W) continue;
-                pC->aTapX[nTap] = xc[(uint64_t)iy * pC->W + (uint64_t)ix];
-                pC->aTapW[nTap] = wc[i * pC->kW + j];
-                nTap++;
-            }
-        }
-    }
-    *pO = o;
-    return nTap;
+    return parity_conv_taps(pC->pGeom, pC->aX, pC->aW, linear, pC->aTapX, pC->aTapW, pO);
 }
 
 /* ---- scaled_dot_product_attention ----------------------------------------------------- */
 
-static int sdpa_shape(kern_sdpa *pA, const parity_case *pCase, char *zErr, size_t nErr)
-{
-    const parity_operand *pQ = &pCase->aIn[0], *pK = &pCase->aIn[1], *pV = &pCase->aIn[2];
-    int nQ, nK, nV, d;
-    uint64_t nBatchTotal = 1;
-
-    if (pQ->rank < 2 || pK->rank < 2 || pV->rank < 2) goto bad;
-    pA->L = pQ->aDim[pQ->rank - 2];
-    pA->E = pQ->aDim[pQ->rank - 1];
-    pA->S = pK->aDim[pK->rank - 2];
-    pA->Ev = pV->aDim[pV->rank - 1];
-    if (pK->aDim[pK->rank - 1] != pA->E || pV->aDim[pV->rank - 2] != pA->S) goto bad;
-    nQ = pQ->rank - 2;
-    nK = pK->rank - 2;
-    nV = pV->rank - 2;
-    pA->nBatch = nQ > nK ? nQ : nK;
-    if (nV > pA->nBatch) pA->nBatch = nV;
-    for (d = 0; d < pA->nBatch; d++) {
-        int iQ = nQ - (pA->nBatch - d), iK = nK - (pA->nBatch - d), iV = nV - (pA->nBatch - d);
-        uint64_t dim = 1;
-        if (iQ >= 0 && pQ->aDim[iQ] != 1) dim = pQ->aDim[iQ];
-        if (iK >= 0 && pK->aDim[iK] != 1) dim = pK->aDim[iK];
-        if (iV >= 0 && pV->aDim[iV] != 1) dim = pV->aDim[iV];
-        pA->aBatchDim[d] = dim;
-        nBatchTotal *= dim;
-    }
-    if (batch_strides(pA->nBatch, pA->aBatchDim, pQ->aDim, nQ, pA->L * pA->E, pA->aStrQ) ||
-        batch_strides(pA->nBatch, pA->aBatchDim, pK->aDim, nK, pA->S * pA->E, pA->aStrK) ||
-        batch_strides(pA->nBatch, pA->aBatchDim, pV->aDim, nV, pA->S * pA->Ev, pA->aStrV))
-        goto bad;
-    if (pCase->nIn == 4) {
-        const parity_operand *pM = &pCase->aIn[3];
-        uint64_t aFull[PARITY_MAX_RANK + 2];
-        for (d = 0; d < pA->nBatch; d++) aFull[d] = pA->aBatchDim[d];
-        aFull[pA->nBatch] = pA->L;
-        aFull[pA->nBatch + 1] = pA->S;
-        pA->maskKind = pM->dtype == PARITY_DT_BOOL ? 1 : 2;
-        if (batch_strides(pA->nBatch + 2, aFull, pM->aDim, pM->rank, 1, pA->aStrM) != 0)
-            goto bad;
-    }
-    pA->nRow = nBatchTotal * pA->L;
-    return out_count_check(pCase, pA->nRow * pA->Ev, zErr, nErr);
-bad:
-    snprintf(zErr, nErr, "builtin scaled_dot_product_attention: q, k, v, mask shapes do not fit");
-    return -1;
-}
-
 int kern_sdpa_open(kern_sdpa *pA, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                    size_t nErr)
 {
-    int64_t causal = 0;
-    double scale = 0.0;
-    int rc;
+    const parity_attention_geometry *pG = &pK->pCall->geom.attention;
 
     memset(pA, 0, sizeof *pA);
-    if (sdpa_shape(pA, pCase, zErr, nErr) != 0) return -1;
-    if (parity_param_int(pCase->aParam, pCase->nParam, "is_causal", &causal, zErr, nErr) < 0)
-        return -1;
-    rc = parity_param_float(pCase->aParam, pCase->nParam, "scale", &scale, zErr, nErr);
-    if (rc < 0) return -1;
-    if (rc == 0) scale = 1.0 / sqrt((double)pA->E);
-    pA->causal = causal != 0;
-    pA->scale = kern_acc(pK, scale);
+    pA->pGeom = pG;
+    pA->L = pG->L; pA->S = pG->S; pA->E = pG->E; pA->Ev = pG->Ev; pA->nRow = pG->nRow;
+    pA->maskKind = pG->maskKind;
+    pA->causal = pG->causal;
+    pA->scale = kern_acc(pK, pG->scale);
     pA->aQ = acc_copy(pK, &pCase->aIn[0]);
     pA->aK = acc_copy(pK, &pCase->aIn[1]);
     pA->aV = acc_copy(pK, &pCase->aIn[2]);
@@ -981,34 +598,20 @@ void kern_sdpa_close(kern_sdpa *pA)
 void kern_sdpa_row(const kern_sdpa *pA, uint64_t iRow, uint64_t *pQ, uint64_t *pK,
                    uint64_t *pV, uint64_t *pM, uint64_t *pStrMS)
 {
-    uint64_t l = iRow % pA->L, iB = iRow / pA->L, q = 0, k = 0, v = 0, m = 0;
-    int d;
-    for (d = pA->nBatch - 1; d >= 0; d--) {
-        uint64_t idx = iB % pA->aBatchDim[d];
-        iB /= pA->aBatchDim[d];
-        q += idx * pA->aStrQ[d];
-        k += idx * pA->aStrK[d];
-        v += idx * pA->aStrV[d];
-        m += idx * pA->aStrM[d];
-    }
-    *pQ = q + l * pA->E;
-    *pK = k;
-    *pV = v;
-    *pM = m + l * pA->aStrM[pA->nBatch];
-    *pStrMS = pA->aStrM[pA->nBatch + 1];
+    parity_attention_row(pA->pGeom, iRow, pQ, pK, pV, pM, pStrMS);
 }
 
 int kern_sdpa_masked(const kern_sdpa *pA, uint64_t l, uint64_t j, uint64_t mOff,
                      uint64_t strMS)
 {
     if (pA->causal && j > l) return 1;
-    return pA->maskKind == 1 && pA->aM[mOff + j * strMS] == 0.0;
+    return pA->maskKind == PARITY_MASK_BOOL && pA->aM[mOff + j * strMS] == 0.0;
 }
 
 double kern_sdpa_score(const kern_sdpa *pA, const kern_ctx *pK, double dot, uint64_t j,
                        uint64_t mOff, uint64_t strMS)
 {
     double s = kern_acc(pK, dot * pA->scale);
-    if (pA->maskKind == 2) s = kern_acc(pK, s + pA->aM[mOff + j * strMS]);
+    if (pA->maskKind == PARITY_MASK_FLOAT) s = kern_acc(pK, s + pA->aM[mOff + j * strMS]);
     return s;
 }

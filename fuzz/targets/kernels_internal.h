@@ -2,7 +2,7 @@
  * kernels_internal.h - what the builtin eager and compiled kernels (builtin_eager.c,
  * builtin_compiled.c) share: the compute precision and the final rounding, the
  * elementwise ops (whose math is the same on both sides), and the geometry of every op
- * read from the case's parameters exactly as the registry reads them (tolerance/ops.h).
+ * as the registry works it out (tolerance/geometry.h), never recomputed here.
  *
  * Compute precision: binary64 when the output is float64, else binary32 (the registry's
  * default acc_dtype). Values travel as doubles; in binary32 mode every arithmetic result
@@ -25,24 +25,27 @@
 typedef struct {
     int f32;                  /* compute in binary32 (else binary64) */
     parity_dtype out;         /* the output dtype: every result is rounded to it once */
+    const parity_op_call *pCall;  /* the case as the registry reads it: its geometry
+                               * (tolerance/geometry.h), set up by kern_dispatch */
 } kern_ctx;
 
 /* A kernel of either side: defects are the compiled side's bits (0 for eager). */
 typedef int (*kern_fn)(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                        double *aOut, char *zErr, size_t nErr);
 
+/* A side's kernel of one registry op. */
 typedef struct {
-    const char *zOp;
+    const parity_op_def *pDef;
     kern_fn xRun;
 } kern_entry;
 
 /* Runs pCase's op: the entry of a side's NULL-terminated table, else the shared
- * elementwise kernels, after checking the output dtype (float only: integer and bool
- * outputs are refused, as parity_op_begin does) and the input count. */
+ * elementwise kernels, after the registry's checks (input count, output dtype, shapes:
+ * parity_case_op_shape), whose geometry the kernel then reads from pK->pCall. */
 int kern_dispatch(const kern_entry *aTable, const parity_case *pCase, uint32_t defects,
                   double *aOut, char *zErr, size_t nErr);
-/* 1 when aTable or the shared elementwise kernels implement zOp. */
-int kern_has(const kern_entry *aTable, const char *zOp);
+/* 1 when aTable or the shared elementwise kernels implement pDef. */
+int kern_has(const kern_entry *aTable, const parity_op_def *pDef);
 
 /* x rounded to the compute precision. */
 static inline double kern_acc(const kern_ctx *pK, double x)
@@ -98,11 +101,10 @@ typedef struct {
     double *aBuf;             /* one row (n + 16 values: room for a padded vector) */
 } kern_rows;
 
-/* Rows of input 0 along the dims named by attribute zAttr, read as
- * parity_rows_parse_dim does (allowList, allIfAbsent, defDim: see rows.h). same: the
- * output has the input's shape (softmax, cumsum), else one element per row. */
-int kern_rows_open(kern_rows *pR, const parity_case *pCase, const char *zAttr, int allowList,
-                   int allIfAbsent, int64_t defDim, int same, char *zErr, size_t nErr);
+/* The rows of input 0 the registry made for the op (geom.rows: reductions, softmax,
+ * scans). */
+int kern_rows_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+                   size_t nErr);
 void kern_rows_close(kern_rows *pR);
 /* Copies row iRow of input 0 into pR->aBuf, each value rounded to the compute precision. */
 void kern_rows_gather(kern_rows *pR, const kern_ctx *pK, const double *x, uint64_t iRow);
@@ -123,12 +125,8 @@ typedef double (*kern_row_fn)(const kern_ctx *pK, double *aRow, uint64_t n, void
 int kern_rows_run(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, int same,
                   kern_row_fn xRow, void *pArg, double *aOut);
 
-/* Rows of a reduction (sum, mean, amax, amin, var, logsumexp): 'dim' an int or a list,
- * absent or empty = every dim; one output per row. amax/amin over an empty dim are
- * refused, as torch raises. */
-int kern_reduce_open(kern_rows *pR, const parity_case *pCase, char *zErr, size_t nErr);
-/* The same for var, with its divisor max(n - correction, 0) in the compute precision
- * ('correction', else 'unbiased', default 1). */
+/* The rows of var, with its divisor max(n - correction, 0) in the compute precision
+ * (the registry's correction: 'correction', else 'unbiased', default 1). */
 int kern_var_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK,
                   double *pDivisor, char *zErr, size_t nErr);
 
@@ -139,8 +137,9 @@ typedef struct {
     double eps;               /* already in the compute precision */
 } kern_norm;
 
-int kern_norm_open(kern_norm *pN, const parity_case *pCase, const kern_ctx *pK, int isRms,
-                   char *zErr, size_t nErr);
+/* The normalized rows, weight, bias and eps of the registry's geom.norm. */
+int kern_norm_open(kern_norm *pN, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+                   size_t nErr);
 /* 1 / sqrt(var + eps): two roundings, as torch's rsqrt on CPU. */
 double kern_rstd(const kern_ctx *pK, double var, double eps);
 /* The row x (pN->r.aBuf) becomes ((x - mean) rstd) w + b in place; rms_norm passes mean 0
@@ -155,9 +154,8 @@ void kern_norm_apply(const kern_norm *pN, const kern_ctx *pK, double *x, double 
  * [.., N, K] (linear's weight already is). Output (iMat, i, j) is element
  * (iMat M + i) N + j. */
 typedef struct {
+    const parity_dot_geometry *pGeom;     /* the registry's (kern_ctx.pCall) */
     uint64_t M, K, N, nMat;
-    int nBatch;
-    uint64_t aBatchDim[PARITY_MAX_RANK], aStrA[PARITY_MAX_RANK], aStrB[PARITY_MAX_RANK];
     double *aA, *aBT;
     const double *pBias;      /* linear's bias (compute precision: see aBias) */
     double *aBias;
@@ -171,8 +169,8 @@ void kern_gemm_mat(const kern_gemm *pG, uint64_t iMat, uint64_t *pOffA, uint64_t
 
 /* conv2d: every output element is a dot product over its receptive field. */
 typedef struct {
-    uint64_t N, C, H, W, O, G, Cg, Og, kH, kW, Ho, Wo, K;
-    int64_t sH, sW, pH, pW, dH, dW;
+    const parity_conv_geometry *pGeom;    /* the registry's (kern_ctx.pCall) */
+    uint64_t K;                           /* terms per output element, at most */
     double *aX, *aW, *aBias;  /* compute precision copies; aBias NULL without bias */
     double *aTapX, *aTapW;    /* one receptive field, K each */
 } kern_conv;
@@ -187,12 +185,9 @@ uint64_t kern_conv_gather(kern_conv *pC, uint64_t linear, uint64_t *pO);
 
 /* scaled_dot_product_attention: q [.., L, E], k [.., S, E], v [.., S, Ev], mask. */
 typedef struct {
+    const parity_attention_geometry *pGeom;   /* the registry's (kern_ctx.pCall) */
     uint64_t L, S, E, Ev, nRow;           /* nRow = batch * L query rows */
-    int nBatch;
-    uint64_t aBatchDim[PARITY_MAX_RANK];
-    uint64_t aStrQ[PARITY_MAX_RANK], aStrK[PARITY_MAX_RANK], aStrV[PARITY_MAX_RANK];
-    uint64_t aStrM[PARITY_MAX_RANK + 2];
-    int maskKind;                         /* 0 none, 1 bool (0 = masked), 2 float (added) */
+    parity_mask_kind maskKind;            /* bool: False masks; float: added */
     int causal;
     double scale;                         /* compute precision */
     double *aQ, *aK, *aV, *aM;            /* compute precision copies */

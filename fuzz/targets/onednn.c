@@ -115,29 +115,6 @@ static const char *status_name(dnnl_status_t st)
     return "unknown status";
 }
 
-/* ---- case parameters ------------------------------------------------------------------ */
-
-static const parity_attr *case_param(const parity_case *pCase, const char *zName)
-{
-    return parity_attr_find(pCase->aParam, pCase->nParam, zName);
-}
-
-/* A float attribute of the case, or dflt when absent (the layout wrote it, so its type is
- * right; parity_param_float is the registry's reader). */
-static double case_float(const parity_case *pCase, const char *zName, double dflt)
-{
-    double v = dflt;
-    char zErr[PARITY_ERR_LEN];
-    if (parity_param_float(pCase->aParam, pCase->nParam, zName, &v, zErr, sizeof zErr) != 1)
-        v = dflt;
-    return v;
-}
-
-static int op_is(const parity_case *pCase, const char *zOp)
-{
-    return strcmp(pCase->spec.zOp, zOp) == 0;
-}
-
 /* ---- memory descriptors --------------------------------------------------------------- */
 
 static dnnl_data_type_t dnnl_type(parity_dtype dt)
@@ -201,232 +178,281 @@ typedef union {
     dnnl_reduction_desc_t reduction;
 } op_desc;
 
-static const struct { const char *zOp; dnnl_alg_kind_t alg; float alpha; } aEltwise[] = {
-    { "relu", dnnl_eltwise_relu, 0.0f },     { "abs", dnnl_eltwise_abs, 0.0f },
-    { "sqrt", dnnl_eltwise_sqrt, 0.0f },     { "exp", dnnl_eltwise_exp, 0.0f },
-    { "log", dnnl_eltwise_log, 0.0f },       { "tanh", dnnl_eltwise_tanh, 0.0f },
-    { "sigmoid", dnnl_eltwise_logistic, 0.0f },
-    { "gelu", dnnl_eltwise_gelu_erf, 0.0f }, /* gelu_tanh for approximate="tanh" */
-    { "silu", dnnl_eltwise_swish, 1.0f },    { "softplus", dnnl_eltwise_soft_relu, 0.0f },
-    { "elu", dnnl_eltwise_elu, 1.0f },       { "mish", dnnl_eltwise_mish, 0.0f },
+/* Registry op -> oneDNN algorithm: the target's own map, its only op knowledge; shapes and
+ * attributes come from the registry's geometry of the case (tolerance/geometry.h). */
+typedef struct {
+    const parity_op_def *pDef;
+    dnnl_alg_kind_t alg;
+} alg_map;
+
+static const alg_map aEltwise[] = {
+    { &parity_op_relu, dnnl_eltwise_relu },     { &parity_op_abs, dnnl_eltwise_abs },
+    { &parity_op_sqrt, dnnl_eltwise_sqrt },     { &parity_op_exp, dnnl_eltwise_exp },
+    { &parity_op_log, dnnl_eltwise_log },       { &parity_op_tanh, dnnl_eltwise_tanh },
+    { &parity_op_sigmoid, dnnl_eltwise_logistic },
+    { &parity_op_gelu, dnnl_eltwise_gelu_erf }, /* gelu_tanh for approximate="tanh" */
+    { &parity_op_silu, dnnl_eltwise_swish },    { &parity_op_softplus, dnnl_eltwise_soft_relu },
+    { &parity_op_elu, dnnl_eltwise_elu },       { &parity_op_mish, dnnl_eltwise_mish },
 };
 #define N_ELTWISE (sizeof aEltwise / sizeof aEltwise[0])
 
-static const struct { const char *zOp; dnnl_alg_kind_t alg; } aBinary[] = {
-    { "add", dnnl_binary_add }, { "mul", dnnl_binary_mul }, { "div", dnnl_binary_div },
-    { "maximum", dnnl_binary_max }, { "minimum", dnnl_binary_min },
+static const alg_map aBinary[] = {
+    { &parity_op_add, dnnl_binary_add }, { &parity_op_mul, dnnl_binary_mul },
+    { &parity_op_div, dnnl_binary_div }, { &parity_op_maximum, dnnl_binary_max },
+    { &parity_op_minimum, dnnl_binary_min },
 };
 #define N_BINARY (sizeof aBinary / sizeof aBinary[0])
 
-static const struct { const char *zOp; dnnl_alg_kind_t alg; } aReduction[] = {
-    { "sum", dnnl_reduction_sum }, { "mean", dnnl_reduction_mean },
-    { "amax", dnnl_reduction_max }, { "amin", dnnl_reduction_min },
+static const alg_map aReduction[] = {
+    { &parity_op_sum, dnnl_reduction_sum }, { &parity_op_mean, dnnl_reduction_mean },
+    { &parity_op_amax, dnnl_reduction_max }, { &parity_op_amin, dnnl_reduction_min },
 };
 #define N_REDUCTION (sizeof aReduction / sizeof aReduction[0])
 
-static const char *const azOtherOps[] = { "softmax", "log_softmax", "layer_norm", "matmul",
-                                          "linear" };
+static const parity_op_def *const apOtherOps[] = { &parity_op_softmax, &parity_op_log_softmax,
+                                                   &parity_op_layer_norm, &parity_op_matmul,
+                                                   &parity_op_linear };
 
-static int onednn_runs(const char *zOp)
+/* The row of pDef in one of the maps above, or NULL. */
+static const alg_map *find_alg(const alg_map *aMap, size_t n, const parity_op_def *pDef)
 {
     size_t i;
-    for (i = 0; i < N_ELTWISE; i++) if (strcmp(aEltwise[i].zOp, zOp) == 0) return 1;
-    for (i = 0; i < N_BINARY; i++) if (strcmp(aBinary[i].zOp, zOp) == 0) return 1;
-    for (i = 0; i < N_REDUCTION; i++) if (strcmp(aReduction[i].zOp, zOp) == 0) return 1;
-    for (i = 0; i < sizeof azOtherOps / sizeof azOtherOps[0]; i++)
-        if (strcmp(azOtherOps[i], zOp) == 0) return 1;
+    for (i = 0; i < n; i++)
+        if (aMap[i].pDef == pDef) return &aMap[i];
+    return NULL;
+}
+
+static int onednn_runs(const parity_op_def *pDef)
+{
+    size_t i;
+    if (!pDef) return 0;
+    if (find_alg(aEltwise, N_ELTWISE, pDef) || find_alg(aBinary, N_BINARY, pDef) ||
+        find_alg(aReduction, N_REDUCTION, pDef))
+        return 1;
+    for (i = 0; i < sizeof apOtherOps / sizeof apOtherOps[0]; i++)
+        if (apOtherOps[i] == pDef) return 1;
     return 0;
 }
 
-/* Fills the op descriptor and the argument list of pE for the case. Returns dnnl_success,
- * dnnl_unimplemented with zWhy for a case this mapping does not cover, or oneDNN's status. */
+/* Each describe_* fills the op descriptor and the argument list of pE from the case and
+ * the registry's geometry of it (pCall). Returns dnnl_success, dnnl_unimplemented with zWhy
+ * for a case this mapping does not cover, or oneDNN's status. */
+
+static dnnl_status_t describe_eltwise(const parity_case *pCase, const parity_op_call *pCall,
+                                      dnnl_alg_kind_t alg, op_desc *pD, onednn_entry *pE,
+                                      char *zWhy, size_t nWhy)
+{
+    const parity_elementwise_geometry *pG = &pCall->geom.elementwise;
+    dnnl_memory_desc_t mdSrc;
+    dnnl_status_t st;
+    float alpha = 0.0f;
+    if (pCase->pDef == &parity_op_gelu && pG->approximateTanh) alg = dnnl_eltwise_gelu_tanh;
+    if (pCase->pDef == &parity_op_silu) alpha = 1.0f;           /* swish(x; 1) = x sigmoid(x) */
+    if (pCase->pDef == &parity_op_elu) alpha = (float)pG->alpha;
+    if (pCase->pDef == &parity_op_softplus && pG->beta != 1.0) {
+        snprintf(zWhy, nWhy, "oneDNN 2.6's soft_relu has no beta");
+        return dnnl_unimplemented;
+    }
+    if ((st = md_operand(&mdSrc, &pCase->aIn[0])) != dnnl_success) return st;
+    add_arg(pE, DNNL_ARG_SRC, SRC_INPUT0, &mdSrc);
+    add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdSrc);
+    return dnnl_eltwise_forward_desc_init(&pD->eltwise, dnnl_forward_inference, alg, &mdSrc,
+                                          alpha, 0.0f);
+}
+
+/* y broadcast to x's rank with leading 1s. */
+static dnnl_status_t describe_binary(const parity_case *pCase, const parity_op_call *pCall,
+                                     dnnl_alg_kind_t alg, op_desc *pD, onednn_entry *pE,
+                                     char *zWhy, size_t nWhy)
+{
+    const parity_operand *aIn = pCase->aIn;
+    dnnl_memory_desc_t mdSrc, mdSrc1, mdDst;
+    int64_t aY[PARITY_MAX_RANK];
+    int rank = aIn[0].rank, pad = rank - aIn[1].rank, d;
+    dnnl_status_t st;
+    if (pCall->geom.elementwise.alpha != 1.0) {
+        snprintf(zWhy, nWhy, "oneDNN's binary add has no alpha");
+        return dnnl_unimplemented;
+    }
+    for (d = 0; d < rank; d++) aY[d] = d < pad ? 1 : (int64_t)aIn[1].aDim[d - pad];
+    if ((st = md_operand(&mdSrc, &aIn[0])) != dnnl_success) return st;
+    if ((st = md_dense(&mdSrc1, rank, aY, dnnl_type(aIn[1].dtype))) != dnnl_success) return st;
+    if ((st = md_output(&mdDst, pCase)) != dnnl_success) return st;
+    add_arg(pE, DNNL_ARG_SRC_0, SRC_INPUT0, &mdSrc);
+    add_arg(pE, DNNL_ARG_SRC_1, SRC_INPUT0 + 1, &mdSrc1);
+    add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdDst);
+    return dnnl_binary_desc_init(&pD->binary, alg, &mdSrc, &mdSrc1, &mdDst);
+}
+
+/* The reduced dims (the registry's rows) become size 1 in dst. */
+static dnnl_status_t describe_reduction(const parity_case *pCase, const parity_op_call *pCall,
+                                        dnnl_alg_kind_t alg, op_desc *pD, onednn_entry *pE,
+                                        char *zWhy, size_t nWhy)
+{
+    const parity_operand *pX = &pCase->aIn[0];
+    const parity_rows *pR = &pCall->geom.rows.rows;
+    dnnl_memory_desc_t mdSrc, mdDst;
+    int64_t aOut[PARITY_MAX_RANK];
+    int d, nChanged = 0;
+    dnnl_status_t st;
+    for (d = 0; d < pX->rank; d++) {
+        aOut[d] = pR->aRed[d] ? 1 : (int64_t)pX->aDim[d];
+        nChanged += aOut[d] != (int64_t)pX->aDim[d];
+    }
+    if (nChanged == 0) {
+        snprintf(zWhy, nWhy, "oneDNN 2.6 refuses a reduction whose destination shape is "
+                 "its source's (every reduced dim has size 1)");
+        return dnnl_unimplemented;
+    }
+    if ((st = md_operand(&mdSrc, pX)) != dnnl_success) return st;
+    if ((st = md_dense(&mdDst, pX->rank, aOut, dnnl_type(pCase->outDtype))) != dnnl_success)
+        return st;
+    add_arg(pE, DNNL_ARG_SRC, SRC_INPUT0, &mdSrc);
+    add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdDst);
+    return dnnl_reduction_desc_init(&pD->reduction, alg, &mdSrc, &mdDst, 0.0f, 0.0f);
+}
+
+/* softmax_v2 along the registry's one reduced dim (0 for a scalar, seen as [1]). */
+static dnnl_status_t describe_softmax(const parity_case *pCase, const parity_op_call *pCall,
+                                      op_desc *pD, onednn_entry *pE)
+{
+    const parity_rows *pR = &pCall->geom.rows.rows;
+    dnnl_memory_desc_t mdSrc;
+    dnnl_status_t st;
+    int axis = 0, d;
+    for (d = 0; d < pR->rank; d++)
+        if (pR->aRed[d]) axis = d;
+    if ((st = md_operand(&mdSrc, &pCase->aIn[0])) != dnnl_success) return st;
+    add_arg(pE, DNNL_ARG_SRC, SRC_INPUT0, &mdSrc);
+    add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdSrc);
+    return dnnl_softmax_v2_forward_desc_init(
+        &pD->softmax, dnnl_forward_inference,
+        pCase->pDef == &parity_op_softmax ? dnnl_softmax_accurate : dnnl_softmax_log, &mdSrc,
+        &mdSrc, axis);
+}
+
+/* Layer normalization over [rows, D]; weight and bias as scale and shift. */
+static dnnl_status_t describe_layer_norm(const parity_case *pCase, const parity_op_call *pCall,
+                                         op_desc *pD, onednn_entry *pE, char *zWhy,
+                                         size_t nWhy)
+{
+    const parity_norm_geometry *pG = &pCall->geom.norm;
+    dnnl_memory_desc_t mdSrc, mdW;
+    int64_t aRC[2], C = (int64_t)pG->D;
+    unsigned flags = 0;
+    dnnl_status_t st;
+    if (C == 0) {
+        snprintf(zWhy, nWhy, "layer_norm over an empty normalized shape");
+        return dnnl_unimplemented;
+    }
+    aRC[0] = (int64_t)pG->nRow;
+    aRC[1] = C;
+    if ((st = md_dense(&mdSrc, 2, aRC, dnnl_type(pCase->aIn[0].dtype))) != dnnl_success) return st;
+    add_arg(pE, DNNL_ARG_SRC, SRC_INPUT0, &mdSrc);
+    add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdSrc);
+    /* oneDNN 2.6: scale and shift are float32 vectors of C */
+    if ((st = md_dense(&mdW, 1, &C, dnnl_f32)) != dnnl_success) return st;
+    if (pG->hasWeight) {
+        flags |= dnnl_use_scale;
+        add_arg(pE, DNNL_ARG_SCALE, SRC_INPUT0 + 1, &mdW);
+    }
+    if (pG->hasBias) {
+        flags |= dnnl_use_shift;
+        add_arg(pE, DNNL_ARG_SHIFT, SRC_INPUT0 + 2, &mdW);
+    }
+    return dnnl_layer_normalization_forward_desc_init(&pD->lnorm, dnnl_forward_inference,
+                                                      &mdSrc, NULL, (float)pG->eps, flags);
+}
+
+/* matmul: [M, K] x [K, N], or with one batch dim [B|1, M, K] x [B|1, K, N] (a side that
+ * broadcasts has a 1 there); a 1-D side is the row or column the geometry made of it. */
+static dnnl_status_t describe_matmul(const parity_case *pCase, const parity_op_call *pCall,
+                                     op_desc *pD, onednn_entry *pE, char *zWhy, size_t nWhy)
+{
+    const parity_dot_geometry *pG = &pCall->geom.dot;
+    dnnl_memory_desc_t mdSrc, mdW, mdDst;
+    int64_t aA[3], aB[3], aC[3];
+    int rank = pG->nBatch + 2, i = 0;
+    dnnl_status_t st;
+    if (pG->nBatch > 1) {
+        snprintf(zWhy, nWhy, "the onednn target maps matmul with at most one batch dim");
+        return dnnl_unimplemented;
+    }
+    if (pG->nBatch == 1) {
+        aA[0] = pG->aStrideA[0] ? (int64_t)pG->aBatchDim[0] : 1;
+        aB[0] = pG->aStrideB[0] ? (int64_t)pG->aBatchDim[0] : 1;
+        aC[0] = (int64_t)pG->aBatchDim[0];
+        i = 1;
+    }
+    aA[i] = (int64_t)pG->M; aA[i + 1] = (int64_t)pG->K;
+    aB[i] = (int64_t)pG->K; aB[i + 1] = (int64_t)pG->N;
+    aC[i] = (int64_t)pG->M; aC[i + 1] = (int64_t)pG->N;
+    if ((st = md_dense(&mdSrc, rank, aA, dnnl_type(pCase->aIn[0].dtype))) != dnnl_success) return st;
+    if ((st = md_dense(&mdW, rank, aB, dnnl_type(pCase->aIn[1].dtype))) != dnnl_success) return st;
+    if ((st = md_dense(&mdDst, rank, aC, dnnl_type(pCase->outDtype))) != dnnl_success) return st;
+    add_arg(pE, DNNL_ARG_SRC, SRC_INPUT0, &mdSrc);
+    add_arg(pE, DNNL_ARG_WEIGHTS, SRC_INPUT0 + 1, &mdW);
+    add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdDst);
+    return dnnl_matmul_desc_init(&pD->matmul, &mdSrc, &mdW, NULL, &mdDst);
+}
+
+/* linear: x as [M, K] (M = the product of its leading dims) times the weight [N, K] read
+ * as [K, N] through strides {1, K}, plus the bias as [1, N]. */
+static dnnl_status_t describe_linear(const parity_case *pCase, const parity_op_call *pCall,
+                                     op_desc *pD, onednn_entry *pE)
+{
+    const parity_dot_geometry *pG = &pCall->geom.dot;
+    const parity_operand *aIn = pCase->aIn;
+    int64_t K = (int64_t)pG->K, N = (int64_t)pG->N;
+    int64_t aA[2] = { (int64_t)pG->M, K }, aC[2] = { (int64_t)pG->M, N }, aBias[2] = { 1, N };
+    dnnl_dims_t dW = { K, N }, sW = { 1, K > 0 ? K : 1 };
+    dnnl_memory_desc_t mdSrc, mdW, mdDst, mdB;
+    dnnl_status_t st;
+    if ((st = md_dense(&mdSrc, 2, aA, dnnl_type(aIn[0].dtype))) != dnnl_success) return st;
+    if ((st = dnnl_memory_desc_init_by_strides(&mdW, 2, dW, dnnl_type(aIn[1].dtype), sW)) !=
+        dnnl_success)
+        return st;
+    if ((st = md_dense(&mdDst, 2, aC, dnnl_type(pCase->outDtype))) != dnnl_success) return st;
+    add_arg(pE, DNNL_ARG_SRC, SRC_INPUT0, &mdSrc);
+    add_arg(pE, DNNL_ARG_WEIGHTS, SRC_INPUT0 + 1, &mdW);
+    add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdDst);
+    if (pG->hasBias) {
+        if ((st = md_dense(&mdB, 2, aBias, dnnl_type(aIn[2].dtype))) != dnnl_success) return st;
+        add_arg(pE, DNNL_ARG_BIAS, SRC_INPUT0 + 2, &mdB);
+    }
+    return dnnl_matmul_desc_init(&pD->matmul, &mdSrc, &mdW, pG->hasBias ? &mdB : NULL,
+                                 &mdDst);
+}
+
+/* The op descriptor and arguments of the case, by the primitive its op maps to. */
 static dnnl_status_t describe(const parity_case *pCase, op_desc *pD, onednn_entry *pE,
                               char *zWhy, size_t nWhy)
 {
-    const parity_operand *aIn = pCase->aIn;
-    dnnl_memory_desc_t mdSrc, mdSrc1, mdDst, mdW, mdB;
+    const parity_op_def *pDef = pCase->pDef;
+    const alg_map *pMap;
+    parity_op_call call;
     dnnl_status_t st;
-    size_t i;
-
-    for (i = 0; i < N_ELTWISE; i++) {
-        const parity_attr *pApprox;
-        dnnl_alg_kind_t alg;
-        float alpha;
-        if (!op_is(pCase, aEltwise[i].zOp)) continue;
-        alg = aEltwise[i].alg;
-        alpha = aEltwise[i].alpha;
-        pApprox = case_param(pCase, "approximate");
-        if (op_is(pCase, "gelu") && pApprox && strcmp(pApprox->azStr[0], "tanh") == 0)
-            alg = dnnl_eltwise_gelu_tanh;
-        if (op_is(pCase, "elu")) alpha = (float)case_float(pCase, "alpha", 1.0);
-        if (op_is(pCase, "softplus") && case_float(pCase, "beta", 1.0) != 1.0) {
-            snprintf(zWhy, nWhy, "oneDNN 2.6's soft_relu has no beta");
-            return dnnl_unimplemented;
-        }
-        if ((st = md_operand(&mdSrc, &aIn[0])) != dnnl_success) return st;
-        add_arg(pE, DNNL_ARG_SRC, SRC_INPUT0, &mdSrc);
-        add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdSrc);
-        return dnnl_eltwise_forward_desc_init(&pD->eltwise, dnnl_forward_inference, alg,
-                                              &mdSrc, alpha, 0.0f);
+    if (parity_case_op_shape(pCase, &call, zWhy, nWhy) != 0) return dnnl_invalid_arguments;
+    if ((pMap = find_alg(aEltwise, N_ELTWISE, pDef)) != NULL)
+        st = describe_eltwise(pCase, &call, pMap->alg, pD, pE, zWhy, nWhy);
+    else if ((pMap = find_alg(aBinary, N_BINARY, pDef)) != NULL)
+        st = describe_binary(pCase, &call, pMap->alg, pD, pE, zWhy, nWhy);
+    else if ((pMap = find_alg(aReduction, N_REDUCTION, pDef)) != NULL)
+        st = describe_reduction(pCase, &call, pMap->alg, pD, pE, zWhy, nWhy);
+    else if (pDef == &parity_op_softmax || pDef == &parity_op_log_softmax)
+        st = describe_softmax(pCase, &call, pD, pE);
+    else if (pDef == &parity_op_layer_norm)
+        st = describe_layer_norm(pCase, &call, pD, pE, zWhy, nWhy);
+    else if (pDef == &parity_op_matmul)
+        st = describe_matmul(pCase, &call, pD, pE, zWhy, nWhy);
+    else if (pDef == &parity_op_linear)
+        st = describe_linear(pCase, &call, pD, pE);
+    else {
+        snprintf(zWhy, nWhy, "the onednn target has no primitive for %s", pCase->spec.zOp);
+        st = dnnl_unimplemented;
     }
-    for (i = 0; i < N_BINARY; i++) {
-        int64_t aY[PARITY_MAX_RANK];
-        int rank = aIn[0].rank, pad = rank - aIn[1].rank, d;
-        if (!op_is(pCase, aBinary[i].zOp)) continue;
-        if (case_param(pCase, "alpha")) {
-            snprintf(zWhy, nWhy, "oneDNN's binary add has no alpha");
-            return dnnl_unimplemented;
-        }
-        for (d = 0; d < rank; d++) aY[d] = d < pad ? 1 : (int64_t)aIn[1].aDim[d - pad];
-        if ((st = md_operand(&mdSrc, &aIn[0])) != dnnl_success) return st;
-        if ((st = md_dense(&mdSrc1, rank, aY, dnnl_type(aIn[1].dtype))) != dnnl_success) return st;
-        if ((st = md_output(&mdDst, pCase)) != dnnl_success) return st;
-        add_arg(pE, DNNL_ARG_SRC_0, SRC_INPUT0, &mdSrc);
-        add_arg(pE, DNNL_ARG_SRC_1, SRC_INPUT0 + 1, &mdSrc1);
-        add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdDst);
-        return dnnl_binary_desc_init(&pD->binary, aBinary[i].alg, &mdSrc, &mdSrc1, &mdDst);
-    }
-    for (i = 0; i < N_REDUCTION; i++) {
-        int64_t aDims[PARITY_MAX_RANK], aOut[PARITY_MAX_RANK];
-        size_t nDims = 0, k;
-        int d;
-        char zErr[PARITY_ERR_LEN];
-        if (!op_is(pCase, aReduction[i].zOp)) continue;
-        if (parity_param_ints(pCase->aParam, pCase->nParam, "dim", aDims, PARITY_MAX_RANK,
-                              &nDims, zErr, sizeof zErr) < 0) {
-            snprintf(zWhy, nWhy, "%s", zErr);
-            return dnnl_invalid_arguments;
-        }
-        for (d = 0; d < aIn[0].rank; d++) aOut[d] = nDims ? (int64_t)aIn[0].aDim[d] : 1;
-        for (k = 0; k < nDims; k++) {
-            int dd = parity_wrap_dim(aDims[k], aIn[0].rank);
-            if (dd >= 0) aOut[dd] = 1;
-        }
-        for (d = 0; d < aIn[0].rank && aOut[d] == (int64_t)aIn[0].aDim[d]; d++) {}
-        if (d == aIn[0].rank) {
-            snprintf(zWhy, nWhy, "oneDNN 2.6 refuses a reduction whose destination shape is "
-                     "its source's (every reduced dim has size 1)");
-            return dnnl_unimplemented;
-        }
-        if ((st = md_operand(&mdSrc, &aIn[0])) != dnnl_success) return st;
-        if ((st = md_dense(&mdDst, aIn[0].rank, aOut, dnnl_type(pCase->outDtype))) != dnnl_success)
-            return st;
-        add_arg(pE, DNNL_ARG_SRC, SRC_INPUT0, &mdSrc);
-        add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdDst);
-        return dnnl_reduction_desc_init(&pD->reduction, aReduction[i].alg, &mdSrc, &mdDst,
-                                        0.0f, 0.0f);
-    }
-    if (op_is(pCase, "softmax") || op_is(pCase, "log_softmax")) {
-        int64_t dim = 0;
-        char zErr[PARITY_ERR_LEN];
-        parity_param_int(pCase->aParam, pCase->nParam, "dim", &dim, zErr, sizeof zErr);
-        if ((st = md_operand(&mdSrc, &aIn[0])) != dnnl_success) return st;
-        add_arg(pE, DNNL_ARG_SRC, SRC_INPUT0, &mdSrc);
-        add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdSrc);
-        return dnnl_softmax_v2_forward_desc_init(
-            &pD->softmax, dnnl_forward_inference,
-            op_is(pCase, "softmax") ? dnnl_softmax_accurate : dnnl_softmax_log, &mdSrc, &mdSrc,
-            parity_wrap_dim(dim, aIn[0].rank < 1 ? 1 : aIn[0].rank));
-    }
-    if (op_is(pCase, "layer_norm")) {
-        int64_t aNorm[PARITY_MAX_RANK], aRC[2], C = 1;
-        size_t nNorm = 0, k;
-        unsigned flags = 0;
-        char zErr[PARITY_ERR_LEN];
-        if (parity_param_ints(pCase->aParam, pCase->nParam, "normalized_shape", aNorm,
-                              PARITY_MAX_RANK, &nNorm, zErr, sizeof zErr) < 0) {
-            snprintf(zWhy, nWhy, "%s", zErr);
-            return dnnl_invalid_arguments;
-        }
-        for (k = 0; k < nNorm; k++) C *= aNorm[k];
-        aRC[1] = C;
-        aRC[0] = C > 0 ? (int64_t)(aIn[0].nElem / (uint64_t)C) : 0;
-        if (C == 0) {
-            snprintf(zWhy, nWhy, "layer_norm over an empty normalized shape");
-            return dnnl_unimplemented;
-        }
-        if ((st = md_dense(&mdSrc, 2, aRC, dnnl_type(aIn[0].dtype))) != dnnl_success) return st;
-        add_arg(pE, DNNL_ARG_SRC, SRC_INPUT0, &mdSrc);
-        add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdSrc);
-        /* oneDNN 2.6: scale and shift are float32 vectors of C */
-        if ((st = md_dense(&mdW, 1, &C, dnnl_f32)) != dnnl_success) return st;
-        if (pCase->nIn > 1) {
-            flags |= dnnl_use_scale;
-            add_arg(pE, DNNL_ARG_SCALE, SRC_INPUT0 + 1, &mdW);
-        }
-        if (pCase->nIn > 2) {
-            flags |= dnnl_use_shift;
-            add_arg(pE, DNNL_ARG_SHIFT, SRC_INPUT0 + 2, &mdW);
-        }
-        return dnnl_layer_normalization_forward_desc_init(
-            &pD->lnorm, dnnl_forward_inference, &mdSrc, NULL,
-            (float)case_float(pCase, "eps", 1e-5), flags);
-    }
-    if (op_is(pCase, "matmul")) {
-        int64_t aA[3], aB[3], aC[3];
-        int rank;
-        if (aIn[0].rank == 1) {                      /* [K] x [K, N] -> [1, K] x [K, N] */
-            aA[0] = 1; aA[1] = (int64_t)aIn[0].aDim[0];
-            aB[0] = (int64_t)aIn[1].aDim[0]; aB[1] = (int64_t)aIn[1].aDim[1];
-            rank = 2;
-        } else if (aIn[1].rank == 1) {               /* [M, K] x [K] -> [M, K] x [K, 1] */
-            aA[0] = (int64_t)aIn[0].aDim[0]; aA[1] = (int64_t)aIn[0].aDim[1];
-            aB[0] = (int64_t)aIn[1].aDim[0]; aB[1] = 1;
-            rank = 2;
-        } else if (aIn[0].rank == 3) {               /* [B, M, K] x ([B,] K, N) */
-            aA[0] = (int64_t)aIn[0].aDim[0]; aA[1] = (int64_t)aIn[0].aDim[1];
-            aA[2] = (int64_t)aIn[0].aDim[2];
-            aB[0] = aIn[1].rank == 3 ? (int64_t)aIn[1].aDim[0] : 1;
-            aB[1] = (int64_t)aIn[1].aDim[aIn[1].rank - 2];
-            aB[2] = (int64_t)aIn[1].aDim[aIn[1].rank - 1];
-            rank = 3;
-        } else {
-            aA[0] = (int64_t)aIn[0].aDim[0]; aA[1] = (int64_t)aIn[0].aDim[1];
-            aB[0] = (int64_t)aIn[1].aDim[0]; aB[1] = (int64_t)aIn[1].aDim[1];
-            rank = 2;
-        }
-        if (rank == 2) { aC[0] = aA[0]; aC[1] = aB[1]; }
-        else { aC[0] = aA[0]; aC[1] = aA[1]; aC[2] = aB[2]; }
-        if ((st = md_dense(&mdSrc, rank, aA, dnnl_type(aIn[0].dtype))) != dnnl_success) return st;
-        if ((st = md_dense(&mdW, rank, aB, dnnl_type(aIn[1].dtype))) != dnnl_success) return st;
-        if ((st = md_dense(&mdDst, rank, aC, dnnl_type(pCase->outDtype))) != dnnl_success) return st;
-        add_arg(pE, DNNL_ARG_SRC, SRC_INPUT0, &mdSrc);
-        add_arg(pE, DNNL_ARG_WEIGHTS, SRC_INPUT0 + 1, &mdW);
-        add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdDst);
-        return dnnl_matmul_desc_init(&pD->matmul, &mdSrc, &mdW, NULL, &mdDst);
-    }
-    if (op_is(pCase, "linear")) {
-        /* x [..., K] as [rows, K]; weight [N, K] read as [K, N] through strides {1, K} */
-        int64_t K = (int64_t)aIn[1].aDim[1], N = (int64_t)aIn[1].aDim[0];
-        int64_t aA[2], aC[2], aBias[2] = { 1, N };
-        dnnl_dims_t dW = { K, N }, sW = { 1, K > 0 ? K : 1 };
-        aA[1] = K;
-        aA[0] = K > 0 ? (int64_t)(aIn[0].nElem / (uint64_t)K) : 1;
-        if (K == 0) {
-            uint64_t rows = 1;
-            int d;
-            for (d = 0; d + 1 < aIn[0].rank; d++) rows *= aIn[0].aDim[d];
-            aA[0] = (int64_t)rows;
-        }
-        aC[0] = aA[0];
-        aC[1] = N;
-        if ((st = md_dense(&mdSrc, 2, aA, dnnl_type(aIn[0].dtype))) != dnnl_success) return st;
-        if ((st = dnnl_memory_desc_init_by_strides(&mdW, 2, dW, dnnl_type(aIn[1].dtype), sW)) !=
-            dnnl_success)
-            return st;
-        if ((st = md_dense(&mdDst, 2, aC, dnnl_type(pCase->outDtype))) != dnnl_success) return st;
-        add_arg(pE, DNNL_ARG_SRC, SRC_INPUT0, &mdSrc);
-        add_arg(pE, DNNL_ARG_WEIGHTS, SRC_INPUT0 + 1, &mdW);
-        add_arg(pE, DNNL_ARG_DST, SRC_OUTPUT, &mdDst);
-        if (pCase->nIn > 2) {
-            if ((st = md_dense(&mdB, 2, aBias, dnnl_type(aIn[2].dtype))) != dnnl_success) return st;
-            add_arg(pE, DNNL_ARG_BIAS, SRC_INPUT0 + 2, &mdB);
-        }
-        return dnnl_matmul_desc_init(&pD->matmul, &mdSrc, &mdW, pCase->nIn > 2 ? &mdB : NULL,
-                                     &mdDst);
-    }
-    snprintf(zWhy, nWhy, "the onednn target has no primitive for %s", pCase->spec.zOp);
-    return dnnl_unimplemented;
+    parity_op_end(&call);
+    return st;
 }
 
 /* ---- the primitive cache -------------------------------------------------------------- */
@@ -541,7 +567,7 @@ static parity_run_status onednn_run(parity_target *pT, parity_side side,
     parity_run_status rs = PARITY_RUN_OK;
     int i, iOut = -1;
 
-    if (!onednn_runs(pCase->spec.zOp) || !parity_builtin_supports(pCase->spec.zOp)) {
+    if (!onednn_runs(pCase->pDef) || !parity_builtin_supports(pCase->spec.zOp)) {
         snprintf(zErr, nErr, "onednn: no primitive for %s", pCase->spec.zOp);
         return PARITY_RUN_SKIP;
     }
@@ -598,7 +624,7 @@ done:
 static int onednn_supports(parity_target *pT, const char *zOp)
 {
     (void)pT;
-    return onednn_runs(zOp) && parity_builtin_supports(zOp);
+    return onednn_runs(parity_op_find(zOp)) && parity_builtin_supports(zOp);
 }
 
 static int onednn_identity(parity_target *pT, const parity_case *pCase,
