@@ -25,7 +25,8 @@
 #include <string.h>
 #include <strings.h>
 #include <hdf5.h>
-#include "capture.h"
+#include "formats/capture.h"
+#include "formats/float_format.h"
 
 #define PARITY_MAX_ELEMENTS (1ULL << 48)   /* 256 Ti elements: beyond any real tensor */
 #define PARITY_MAX_TENSORS  1000000        /* objects listed per file */
@@ -333,21 +334,24 @@ static int read_attrs(hid_t hObj, parity_attr **paAttr, size_t *pnAttr, char *zE
 
 /* ---- element types ---------------------------------------------------------------- */
 
-/* Maps an HDF5 float type to a dtype by its bit fields; PARITY_DT_INVALID if unknown. */
+/* Maps an HDF5 float type to a dtype by its bit fields: the layout every format of the float
+ * table has (mantissa at bit 0, exponent above it, the sign on top, implied leading bit),
+ * then the row whose width, field sizes and bias it matches. PARITY_DT_INVALID if none. */
 static parity_dtype float_dtype(hid_t hType)
 {
     size_t nSize = H5Tget_size(hType), spos, epos, esize, mpos, msize, ebias;
+    int i;
     if (H5Tget_fields(hType, &spos, &epos, &esize, &mpos, &msize) < 0) return PARITY_DT_INVALID;
     ebias = H5Tget_ebias(hType);
     if (mpos != 0 || epos != msize || spos != epos + esize || spos != nSize * 8 - 1)
         return PARITY_DT_INVALID;
     if (H5Tget_norm(hType) != H5T_NORM_IMPLIED) return PARITY_DT_INVALID;
-    if (nSize == 8 && esize == 11 && ebias == 1023) return PARITY_DT_F64;
-    if (nSize == 4 && esize == 8 && ebias == 127) return PARITY_DT_F32;
-    if (nSize == 2 && esize == 5 && ebias == 15) return PARITY_DT_F16;
-    if (nSize == 2 && esize == 8 && ebias == 127) return PARITY_DT_BF16;
-    if (nSize == 1 && esize == 4 && ebias == 7) return PARITY_DT_F8E4M3FN;
-    if (nSize == 1 && esize == 5 && ebias == 15) return PARITY_DT_F8E5M2;
+    for (i = 0; i < PARITY_DT_COUNT; i++) {
+        const parity_float_format *pF = parity_float_format_of((parity_dtype)i);
+        if (pF && nSize * 8 == (size_t)pF->nBits && esize == (size_t)pF->exponentBits &&
+            msize == (size_t)pF->mantissaBits && ebias == (size_t)pF->bias)
+            return pF->dtype;
+    }
     return PARITY_DT_INVALID;
 }
 
