@@ -16,7 +16,6 @@
  * library's global lock, so the calling thread fetches slab k+1 while worker threads judge
  * slab k; raw contiguous data is mapped instead of read, and faulted in by the workers.
  */
-#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -108,7 +107,7 @@ static void account_error(double e, double d, uint64_t ulp, double floorRel,
 static double judge_special(const parity_tolerance *pTol, double e, double c, int64_t keyE,
                             int64_t keyC, double floorRel, parity_tensor_stats *pStats)
 {
-    int nonFiniteE = !(fabs(e) <= DBL_MAX), nonFiniteC = !(fabs(c) <= DBL_MAX);
+    int nonFiniteE = !isfinite(e), nonFiniteC = !isfinite(c);
     if (pTol->exact) {
         /* Bit for bit: inputs must be the very same data. */
         if (nonFiniteE || nonFiniteC) {
@@ -164,11 +163,11 @@ static inline void judge_element(const compare_spec *pSpec, block_acc *pAcc, ulp
     if (!differ) {
         /* Identical bits: 0 error by construction; only the reference norm. */
         pAcc->nSame++;
-        if (fabs(e) <= DBL_MAX) pAcc->sumSqRef += e * e;
+        if (isfinite(e)) pAcc->sumSqRef += e * e;
         return;
     }
     pAcc->nBitDiff++;
-    if (pTol->exact || !(fabs(e) <= DBL_MAX) || !(fabs(c) <= DBL_MAX) || (e == 0.0 && c == 0.0)) {
+    if (pTol->exact || !isfinite(e) || !isfinite(c) || (e == 0.0 && c == 0.0)) {
         score = judge_special(pTol, e, c, keyE, keyC, floorRel, pStats);
     } else {
         /* The common case: finite, different. */

@@ -51,7 +51,7 @@ static int vacuous_special(const parity_op_call *pCall, const mpfr_t ref, double
                            double c)
 {
     if (rounded != rounded) return 0;
-    if (!(fabs(c) <= 1.79769313486231570815e308)) return 1;
+    if (!isfinite(c)) return 1;
     return pCall->overflowPossible == PARITY_OVERFLOW_ANY_VALUE && mpfr_number_p(ref);
 }
 
@@ -70,8 +70,7 @@ static int selected(parity_op_call *pCall, const double *aApprox, const double *
                     uint64_t i, uint64_t threshold, uint64_t seed, parity_judgement *pJ)
 {
     double c = aCompiled[i], e = aApprox ? aApprox[i] : c;
-    if (!(fabs(c) <= 1.79769313486231570815e308) || !(fabs(e) <= 1.79769313486231570815e308) ||
-        fabs(c - e) > 2.0 * pCall->pDef->xEnvelope(pCall, i)) {
+    if (!isfinite(c) || !isfinite(e) || fabs(c - e) > 2.0 * pCall->pDef->xEnvelope(pCall, i)) {
         pJ->nFlagged++;
         return 1;
     }
@@ -161,7 +160,7 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
          * hold: nothing finite can fail there, which the vacuous count says. */
         if (pCall->overflowPossible) bound = INFINITY;
         rounded = parity_round_to_dtype(ref, pCall->outDtype);
-        finiteRef = fabs(rounded) <= 1.79769313486231570815e308;
+        finiteRef = isfinite(rounded);
         if (bound > pJ->maxBound) pJ->maxBound = bound;
         if (bound == INFINITY) pJ->nVacuous++;
         if (pCall->overflowPossible) pJ->nVacuousOverflow++;
@@ -174,8 +173,8 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
             /* Policy "lenient": a finite value where the reference is NaN is accepted
              * (fully masked softmax rows returning zeros, for instance). */
             if (pPlan && pPlan->nanLenient && rounded != rounded) {
-                if (fabs(c) <= 1.79769313486231570815e308) cOut = 0;
-                if (aEager && fabs(e) <= 1.79769313486231570815e308) eOut = 0;
+                if (isfinite(c)) cOut = 0;
+                if (aEager && isfinite(e)) eOut = 0;
             }
             if (cOut && pCall->overflowPossible && vacuous_special(pCall, ref, rounded, c)) {
                 cOut = 0;
@@ -184,15 +183,15 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
             }
             ratio = cOut ? INFINITY : 0.0;
             if (cOut) pJ->nNonFinite++;
-        } else if (!(fabs(c) <= 1.79769313486231570815e308) && pCall->overflowPossible) {
+        } else if (!isfinite(c) && pCall->overflowPossible) {
             /* a reassociated sum may overflow where the exact one does not (ops.h) */
             pJ->nOverflowAccepted++;
             cOut = 0;
-            if (aEager) eOut = fabs(e) <= 1.79769313486231570815e308 && error_vs(scratch, ref, e) > bound;
+            if (aEager) eOut = isfinite(e) && error_vs(scratch, ref, e) > bound;
             ratio = 0.0;
-        } else if (!(fabs(c) <= 1.79769313486231570815e308)) {
+        } else if (!isfinite(c)) {
             cOut = 1;
-            if (aEager) eOut = !(fabs(e) <= 1.79769313486231570815e308) || error_vs(scratch, ref, e) > bound;
+            if (aEager) eOut = !isfinite(e) || error_vs(scratch, ref, e) > bound;
             ratio = INFINITY;
             pJ->nNonFinite++;
         } else {
@@ -203,7 +202,7 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
             if (errC > pJ->maxErrCompiled) pJ->maxErrCompiled = errC;
             if (errC / ulp > pJ->maxUlpCompiled) pJ->maxUlpCompiled = errC / ulp;
             if (aEager) {
-                if (!(fabs(e) <= 1.79769313486231570815e308)) {
+                if (!isfinite(e)) {
                     eOut = 1;
                     errE = INFINITY;
                 } else {
@@ -227,7 +226,7 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
             if (!cOut && eOut && !(errC > bound)) pJ->nEagerWorse++;
             if (!cOut && !eOut) pJ->nWithin++;
         }
-        if (!finiteRef || !(fabs(c) <= 1.79769313486231570815e308)) {
+        if (!finiteRef || !isfinite(c)) {
             /* Where the bound is vacuous and both sides left the exact value's special
              * value, neither is wrong by the model: reported, never failed. */
             if (cAccepted && eOut) pJ->nBothBeyond++;
