@@ -300,10 +300,10 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         judge_pair(pOpt, pEagerCap, iE, pCompCap, iC, pR);
         if (!pR->isInput)
             semantic_judge(pOpt, pEagerCap, iE, pCompCap, iC, upstream_failed(pRes, pE), pR);
-        if (pR->status == PARITY_ST_FAIL && !pR->zCause && !pE->zOp) {
+        if (pR->status == PARITY_ST_FAIL && pR->cause == PARITY_CAUSE_NONE && !pE->zOp) {
             /* No op above it in the graph: a differing input or plain tensor is its own
              * cause. */
-            pR->zCause = strdup("local");
+            pR->cause = PARITY_CAUSE_LOCAL;
         }
         if (pR->status == PARITY_ST_PASS && pR->stats.nElem == 0 && pE->nElem == 0) {
             if (push_string(&pR->azWarning, &pR->nWarning, "zero-size tensor: nothing to compare") != 0)
@@ -376,7 +376,7 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         if (pR->status == PARITY_ST_ERROR) anyError = 1;
         if (is_failing_status(pR->status, aMissingFails)) {
             anyFail = 1;
-            if (!pRes->zFirstDivergence && !(pR->zCause && strcmp(pR->zCause, "propagated") == 0))
+            if (!pRes->zFirstDivergence && pR->cause != PARITY_CAUSE_PROPAGATED)
                 pRes->zFirstDivergence = strdup(pR->zName);
         }
     }
@@ -410,7 +410,6 @@ void parity_diff_result_free(parity_diff_result *pRes)
         parity_tensor_result *pR = &pRes->aTensor[k];
         free(pR->zName);
         free(pR->zOp);
-        free(pR->zCause);
         free(pR->zMessage);
         free(pR->zModelNote);
         free_strings(pR->azWarning, pR->nWarning);

@@ -10,7 +10,7 @@
 /* For a compared tensor (status pass or fail, stats filled) whose eager "op" is in the
  * registry, the model decides (see semantic.c for the rule): local failure, propagated
  * failure (upstreamFailed: some input of this op failed earlier in execution order), or
- * pass. Overrides status, mismatches, worst and slice, and sets zCause. Tensors it cannot
+ * pass. Overrides status, mismatches, worst and slice, and sets cause. Tensors it cannot
  * judge keep the per-dtype verdict with zModelNote saying why; bad op parameters or operand
  * shapes make the tensor an error. */
 void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, size_t iE,

@@ -934,7 +934,7 @@ Test(report_text, mismatch_missing_error_and_rank0_blocks)
     aT[2].rankCompiled = 0;
     aT[3] = make_tensor("/bad", NULL, PARITY_ST_ERROR, 0, NULL);
     aT[3].zMessage = (char *)"cannot read dataset";
-    aT[3].zCause = (char *)"storage";
+    aT[3].cause = PARITY_CAUSE_UNKNOWN;
     aT[4] = make_tensor("/loss", NULL, PARITY_ST_FAIL, 0, NULL);
     aT[4].hasStats = 1;
     aT[4].stats.nElem = 1;
@@ -951,7 +951,7 @@ Test(report_text, mismatch_missing_error_and_rank0_blocks)
     expect_line(zText, "DTYPE_MISMATCH /h float32 [4, 8] vs compiled float16 [4, 8]");
     expect_line(zText, "MISSING_IN_COMPILED /gone float32 [4, 8]");
     expect_line(zText, "ERROR /bad float32 []");
-    expect_line(zText, "  cause: storage");
+    expect_line(zText, "  cause: unknown");
     expect_line(zText, "  error: cannot read dataset");
     expect_line(zText, "  nan/inf mismatches 1, signed zero mismatches 0");
     expect_line(zText, "  worst [] score inf; affected slice []");
