@@ -301,8 +301,10 @@ typedef struct {
     size_t nElem;
     size_t nBlock, nNextBlock, nDoneBlock;
     parity_tensor_stats *aPartial;
-    unsigned generation;
     int shutdown;
+    int ready;               /* mutex and conditions initialised */
+    pthread_t aThread[64];
+    int nThread;             /* workers running */
 } pool;
 
 static void *pool_worker(void *pArg)
@@ -361,6 +363,109 @@ static int default_threads(void)
     return n < 1 ? 1 : (n > 64 ? 64 : (int)n);
 }
 
+/* Starts up to nThreads (<= 64) workers judging slabs of at most nMaxSlabElem elements.
+ * Returns 0 (p->nThread may still be 0: then the caller judges inline), or -1 when memory
+ * runs out. pool_stop undoes whatever was done either way. */
+static int pool_start(pool *p, const compare_spec *pSpec, uint64_t nMaxSlabElem, int nThreads)
+{
+    int i;
+    p->ready = 1;
+    pthread_mutex_init(&p->mutex, NULL);
+    pthread_cond_init(&p->cvWork, NULL);
+    pthread_cond_init(&p->cvDone, NULL);
+    p->pSpec = pSpec;
+    p->aPartial = malloc(((nMaxSlabElem + BLOCK_ELEMS - 1) / BLOCK_ELEMS + 1) *
+                         sizeof(parity_tensor_stats));
+    if (!p->aPartial) return -1;
+    for (i = 0; i < nThreads; i++) {
+        if (pthread_create(&p->aThread[i], NULL, pool_worker, p) != 0) break;
+        p->nThread++;
+    }
+    return 0;
+}
+
+static void pool_stop(pool *p)
+{
+    int i;
+    if (p->nThread > 0) {
+        pthread_mutex_lock(&p->mutex);
+        p->shutdown = 1;
+        pthread_cond_broadcast(&p->cvWork);
+        pthread_mutex_unlock(&p->mutex);
+        for (i = 0; i < p->nThread; i++) pthread_join(p->aThread[i], NULL);
+    }
+    free(p->aPartial);
+    if (p->ready) {
+        pthread_mutex_destroy(&p->mutex);
+        pthread_cond_destroy(&p->cvWork);
+        pthread_cond_destroy(&p->cvDone);
+    }
+}
+
+/* Plans the slabs: nSlabBytes per side (0: the default) but at least one block, aligned to
+ * the eager side's chunks along the split dimension. */
+static void plan_slabs(parity_tensor_reader *pEager, const parity_tensor_info *pInfo,
+                       uint64_t nSlabBytes, parity_slab_plan *pPlan)
+{
+    const uint64_t *aChunk = parity_tensor_reader_chunk(pEager);
+    uint64_t nSlabElem, rowAlign = 1;
+    parity_slab_plan probe;
+
+    if (nSlabBytes == 0) nSlabBytes = DEFAULT_SLAB_BYTES;
+    nSlabElem = nSlabBytes / parity_dtype_size(pInfo->dtype);
+    if (nSlabElem < BLOCK_ELEMS) nSlabElem = BLOCK_ELEMS;
+    parity_slab_plan_init(&probe, pInfo->rank, pInfo->aDim, nSlabElem, 1);
+    if (probe.splitDim >= 0 && aChunk[probe.splitDim] > 0) rowAlign = aChunk[probe.splitDim];
+    parity_slab_plan_init(pPlan, pInfo->rank, pInfo->aDim, nSlabElem, rowAlign);
+}
+
+/* Judges slab after slab into pStats: on the pool's workers when pPool is not NULL (the
+ * next slab is read while they judge this one), else inline in the same fixed blocks,
+ * merged in the same order, so the result (sums included) does not depend on the number
+ * of threads. Returns 0, or -1 with zErr naming the side whose read failed. */
+static int stream_slabs(parity_slab_plan *pPlan, slab_source *pSrcE, slab_source *pSrcC,
+                        const compare_spec *pSpec, pool *pPool, parity_tensor_stats *pStats,
+                        char *zErr, size_t nErr)
+{
+    size_t nSize = parity_dtype_size(pSpec->dtype);
+    parity_slab slab;
+    int iBuf = 0, pending = 0, rc = 0;
+
+    while (parity_slab_next(pPlan, &slab)) {
+        const unsigned char *pE, *pC;
+        char zWhy[PARITY_ERR_LEN];
+        pE = source_fetch(pSrcE, &slab, iBuf, zWhy, sizeof zWhy);
+        if (!pE) {
+            snprintf(zErr, nErr, "eager: %s", zWhy);
+            rc = -1;
+            break;
+        }
+        pC = source_fetch(pSrcC, &slab, iBuf, zWhy, sizeof zWhy);
+        if (!pC) {
+            snprintf(zErr, nErr, "compiled: %s", zWhy);
+            rc = -1;
+            break;
+        }
+        if (pPool) {
+            if (pending) pool_collect(pPool, pStats);
+            pool_post(pPool, pE, pC, slab.first, slab.n);
+            pending = 1;
+            iBuf ^= 1;   /* the next fetch fills the other slot while workers judge this */
+        } else {
+            uint64_t off;
+            for (off = 0; off < slab.n; off += BLOCK_ELEMS) {
+                parity_tensor_stats part;
+                size_t n = slab.n - off < BLOCK_ELEMS ? (size_t)(slab.n - off) : BLOCK_ELEMS;
+                compare_stats_init(&part);
+                compare_block(pSpec, pE + off * nSize, pC + off * nSize, slab.first + off, n, &part);
+                compare_stats_merge(pStats, &part, pSpec->rank);
+            }
+        }
+    }
+    if (pending) pool_collect(pPool, pStats);
+    return rc;
+}
+
 int compare_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled,
                    const parity_tensor_info *pInfo, const parity_tolerance *pTol,
                    int nThreads, uint64_t nSlabBytes, parity_tensor_stats *pStats,
@@ -368,106 +473,35 @@ int compare_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled
 {
     compare_spec spec = { pInfo->dtype, pInfo->rank, pInfo->aDim, *pTol };
     size_t nSize = parity_dtype_size(pInfo->dtype);
-    uint64_t nSlabElem, rowAlign = 1;
+    uint64_t nCap;
     parity_slab_plan plan;
-    parity_slab slab;
     slab_source srcE, srcC;
-    pthread_t aThread[64];
     pool p;
-    int nStarted = 0, usePool = 0, poolReady = 0, iBuf = 0, pending = 0, rc = -1, i;
-    const uint64_t *aChunk = parity_tensor_reader_chunk(pEager);
+    int rc = -1;
 
     compare_stats_init(pStats);
     memset(&p, 0, sizeof p);
     memset(&srcE, 0, sizeof srcE);
     memset(&srcC, 0, sizeof srcC);
     srcE.fd = srcC.fd = -1;
-    if (nSlabBytes == 0) nSlabBytes = DEFAULT_SLAB_BYTES;
-    nSlabElem = nSlabBytes / nSize;
-    if (nSlabElem < BLOCK_ELEMS) nSlabElem = BLOCK_ELEMS;
     if (nThreads <= 0) nThreads = default_threads();
     if (nThreads > 64) nThreads = 64;
 
-    {
-        /* Align slabs to the eager side's chunks along the split dimension. */
-        parity_slab_plan probe;
-        parity_slab_plan_init(&probe, pInfo->rank, pInfo->aDim, nSlabElem, 1);
-        if (probe.splitDim >= 0 && aChunk[probe.splitDim] > 0) rowAlign = aChunk[probe.splitDim];
+    plan_slabs(pEager, pInfo, nSlabBytes, &plan);
+    nCap = plan.nStep * plan.nInner;
+    if (nCap == 0 || pInfo->rank == 0) nCap = 1;
+    if (source_open(&srcE, pEager, nSize, nCap, zErr, nErr) != 0 ||
+        source_open(&srcC, pCompiled, nSize, nCap, zErr, nErr) != 0)
+        goto cleanup;
+    if (pInfo->nElem >= INLINE_LIMIT && nThreads > 1 &&
+        pool_start(&p, &spec, plan.nStep * plan.nInner, nThreads) != 0) {
+        snprintf(zErr, nErr, "out of memory");
+        goto cleanup;
     }
-    parity_slab_plan_init(&plan, pInfo->rank, pInfo->aDim, nSlabElem, rowAlign);
-    {
-        uint64_t nCap = plan.nStep * plan.nInner;
-        if (nCap == 0 || pInfo->rank == 0) nCap = 1;
-        if (source_open(&srcE, pEager, nSize, nCap, zErr, nErr) != 0 ||
-            source_open(&srcC, pCompiled, nSize, nCap, zErr, nErr) != 0)
-            goto cleanup;
-    }
-
-    usePool = pInfo->nElem >= INLINE_LIMIT && nThreads > 1;
-    if (usePool) {
-        poolReady = 1;
-        pthread_mutex_init(&p.mutex, NULL);
-        pthread_cond_init(&p.cvWork, NULL);
-        pthread_cond_init(&p.cvDone, NULL);
-        p.pSpec = &spec;
-        p.aPartial = malloc(((plan.nStep * plan.nInner + BLOCK_ELEMS - 1) / BLOCK_ELEMS + 1) *
-                            sizeof(parity_tensor_stats));
-        if (!p.aPartial) { snprintf(zErr, nErr, "out of memory"); goto cleanup; }
-        for (i = 0; i < nThreads; i++) {
-            if (pthread_create(&aThread[i], NULL, pool_worker, &p) != 0) break;
-            nStarted++;
-        }
-        if (nStarted == 0) usePool = 0;
-    }
-
-    while (parity_slab_next(&plan, &slab)) {
-        const unsigned char *pE, *pC;
-        char zWhy[PARITY_ERR_LEN];
-        pE = source_fetch(&srcE, &slab, iBuf, zWhy, sizeof zWhy);
-        if (!pE) {
-            snprintf(zErr, nErr, "eager: %s", zWhy);
-            goto drain;
-        }
-        pC = source_fetch(&srcC, &slab, iBuf, zWhy, sizeof zWhy);
-        if (!pC) {
-            snprintf(zErr, nErr, "compiled: %s", zWhy);
-            goto drain;
-        }
-        if (usePool) {
-            if (pending) pool_collect(&p, pStats);
-            pool_post(&p, pE, pC, slab.first, slab.n);
-            pending = 1;
-            iBuf ^= 1;   /* the next fetch fills the other slot while workers judge this */
-        } else {
-            /* The same fixed blocks, merged in the same order, as the pool uses: the result
-             * (sums included) does not depend on the number of threads. */
-            uint64_t off;
-            for (off = 0; off < slab.n; off += BLOCK_ELEMS) {
-                parity_tensor_stats part;
-                size_t n = slab.n - off < BLOCK_ELEMS ? (size_t)(slab.n - off) : BLOCK_ELEMS;
-                compare_stats_init(&part);
-                compare_block(&spec, pE + off * nSize, pC + off * nSize, slab.first + off, n, &part);
-                compare_stats_merge(pStats, &part, spec.rank);
-            }
-        }
-    }
-    rc = 0;
-drain:
-    if (pending) pool_collect(&p, pStats);
+    /* Without workers (a small tensor, one thread, or none would start): inline. */
+    rc = stream_slabs(&plan, &srcE, &srcC, &spec, p.nThread > 0 ? &p : NULL, pStats, zErr, nErr);
 cleanup:
-    if (nStarted > 0) {
-        pthread_mutex_lock(&p.mutex);
-        p.shutdown = 1;
-        pthread_cond_broadcast(&p.cvWork);
-        pthread_mutex_unlock(&p.mutex);
-        for (i = 0; i < nStarted; i++) pthread_join(aThread[i], NULL);
-    }
-    free(p.aPartial);
-    if (poolReady) {
-        pthread_mutex_destroy(&p.mutex);
-        pthread_cond_destroy(&p.cvWork);
-        pthread_cond_destroy(&p.cvDone);
-    }
+    pool_stop(&p);
     source_close(&srcE);
     source_close(&srcC);
     return rc;
