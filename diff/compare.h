@@ -10,7 +10,7 @@
 #ifndef PARITY_COMPARE_H
 #define PARITY_COMPARE_H
 
-#include "diff.h"
+#include "diff/diff.h"
 
 typedef struct {
     parity_dtype dtype;

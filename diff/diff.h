@@ -17,10 +17,10 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "../formats/capture.h"
-#include "../tolerance/tolerance.h"
-#include "../tolerance/judge.h"
-#include "../tolerance/tolfile.h"
+#include "formats/capture.h"
+#include "tolerance/tolerance.h"
+#include "tolerance/judge.h"
+#include "tolerance/tolfile.h"
 
 #define PARITY_ULP_BUCKETS 64   /* bucket 0: distance 0; bucket k: [2^(k-1), 2^k) */
 

@@ -9,11 +9,11 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "diff.h"
-#include "compare.h"
-#include "order.h"
-#include "isolate.h"
-#include "semantic.h"
+#include "diff/diff.h"
+#include "diff/compare.h"
+#include "diff/order.h"
+#include "diff/isolate.h"
+#include "diff/semantic.h"
 
 void parity_diff_options_init(parity_diff_options *pOpt)
 {

@@ -5,7 +5,7 @@
  */
 #include <math.h>
 #include <string.h>
-#include "diff.h"
+#include "diff/diff.h"
 
 const char *parity_status_name(parity_status st)
 {

@@ -9,7 +9,7 @@
 #ifndef PARITY_ORDER_H
 #define PARITY_ORDER_H
 
-#include "../formats/capture.h"
+#include "formats/capture.h"
 
 /* Fills aOrder with the n = parity_capture_count indices in execution order. azWarn (n
  * entries, zeroed by the caller) receives a malloc'd warning for tensors whose "inputs"

@@ -25,9 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "semantic.h"
-#include "operand.h"
-#include "isolate.h"
+#include "diff/semantic.h"
+#include "diff/operand.h"
+#include "diff/isolate.h"
 
 static void push_warning(parity_tensor_result *pR, const char *zText)
 {

@@ -5,7 +5,7 @@
 #ifndef PARITY_SEMANTIC_H
 #define PARITY_SEMANTIC_H
 
-#include "diff.h"
+#include "diff/diff.h"
 
 /* For a compared tensor (status pass or fail, stats filled) whose eager "op" is in the
  * registry, the model decides (see semantic.c for the rule): local failure, propagated

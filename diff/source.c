@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "source.h"
+#include "diff/source.h"
 
 int source_open(slab_source *pSrc, parity_tensor_reader *pRd, size_t nElemSize,
                 uint64_t nMaxElem, char *zErr, size_t nErr)

@@ -12,7 +12,7 @@
 #ifndef PARITY_SOURCE_H
 #define PARITY_SOURCE_H
 
-#include "../formats/capture.h"
+#include "formats/capture.h"
 
 typedef struct {
     parity_tensor_reader *pRd;

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "dtype.h"
+#include "formats/dtype.h"
 
 #define PARITY_MAX_RANK 32    /* HDF5's own limit (H5S_MAX_RANK) */
 #define PARITY_ERR_LEN 512

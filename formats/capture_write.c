@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <hdf5.h>
-#include "capture.h"
+#include "formats/capture.h"
 #include "formats/float_format.h"
 
 struct parity_writer {

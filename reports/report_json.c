@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "report.h"
+#include "reports/report.h"
 
 #define REPORT_JSON_VERSION 1
 #define REPORT_DUMP_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER)

@@ -11,7 +11,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
-#include "report.h"
+#include "reports/report.h"
 
 /* Room for one formatted attribute value; longer values are truncated, which is fine for
  * a report meant to be read on a terminal. */

@@ -4,8 +4,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "judge.h"
-#include "mpref.h"
+#include "tolerance/judge.h"
+#include "tolerance/mpref.h"
 
 /* |v - ref| in binary64 (rounded up), for finite v and finite ref. */
 static double error_vs(mpfr_t scratch, const mpfr_t ref, double v)

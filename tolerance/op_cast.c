@@ -29,8 +29,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
 
 /* Bits and signedness of an integer dtype; 0 bits for non-integers (bool included). */
 static int int_bits(parity_dtype dt, int *pSigned)

@@ -28,8 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
 
 typedef struct {
     uint64_t N, C, H, W, O, G, Cg, Og, kH, kW, Ho, Wo, K;

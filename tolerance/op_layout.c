@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
 
 /* [lo, hi] of an integer or bool dtype, as binary64 (exact for widths up to 53 bits). */
 static void int_range(parity_dtype dt, double *pLo, double *pHi)

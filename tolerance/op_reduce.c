@@ -33,8 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
 
 typedef enum { RED_SUM, RED_MEAN, RED_AMAX, RED_AMIN } reduce_kind;
 

@@ -102,9 +102,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
-#include "op_unary_internal.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
+#include "tolerance/op_unary_internal.h"
 
 #define C_FN PARITY_UNARY_C_FN
 #define WORK_EXTRA PARITY_UNARY_WORK_EXTRA

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 #include <mpfr.h>
-#include "ops.h"
+#include "tolerance/ops.h"
 
 /* Ulps of acc allowed to a primitive exp, expm1, log, log1p, tanh or erf (c_f): 2x the
  * worst documented float error of glibc's and CUDA's (op_unary.c derives it). */

@@ -77,9 +77,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
-#include "op_unary_internal.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
+#include "tolerance/op_unary_internal.h"
 
 #define C_FN PARITY_UNARY_C_FN
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <math.h>
 #include <string.h>
-#include "ops.h"
-#include "mpref.h"
+#include "tolerance/ops.h"
+#include "tolerance/mpref.h"
 
 extern const parity_op_def parity_op_relu, parity_op_matmul, parity_op_linear, parity_op_bmm,
     parity_op_softmax, parity_op_layer_norm;

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <mpfr.h>
-#include "../formats/capture.h"
+#include "formats/capture.h"
 
 /* A captured tensor decoded to binary64, whole (operands are read at random). */
 typedef struct {

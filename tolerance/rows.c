@@ -3,7 +3,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "rows.h"
+#include "tolerance/rows.h"
 
 void parity_rows_init(parity_rows *pR, const parity_operand *pX, const unsigned char *aReduce)
 {

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "ops.h"
+#include "tolerance/ops.h"
 
 typedef struct {
     int rank;

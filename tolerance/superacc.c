@@ -9,7 +9,7 @@
 #include <gmp.h>
 #include <math.h>
 #include <string.h>
-#include "superacc.h"
+#include "tolerance/superacc.h"
 
 
 void superacc_clear(superacc *pAcc)

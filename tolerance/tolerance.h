@@ -15,7 +15,7 @@
 #define PARITY_TOLERANCE_H
 
 #include <stdint.h>
-#include "../formats/dtype.h"
+#include "formats/dtype.h"
 
 typedef struct {
     double atol;
