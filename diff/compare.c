@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "diff/compare.h"
-#include "diff/source.h"
+#include "diff/compare_internal.h"
+#include "diff/source_internal.h"
 
 #define BATCH 512                      /* elements decoded at a time (stack scratch) */
 #define BLOCK_ELEMS (1u << 16)         /* elements per work unit merged in order */

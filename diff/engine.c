@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff/diff.h"
-#include "diff/compare.h"
-#include "diff/order.h"
+#include "diff/compare_internal.h"
+#include "diff/order_internal.h"
 #include "diff/isolate.h"
-#include "diff/semantic.h"
+#include "diff/semantic_internal.h"
 
 void parity_diff_options_init(parity_diff_options *pOpt)
 {

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "diff/order.h"
+#include "diff/order_internal.h"
 
 static void append_warning(char **pzWarn, const char *zText)
 {

@@ -25,8 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "diff/semantic.h"
-#include "diff/operand.h"
+#include "diff/semantic_internal.h"
+#include "diff/operand_internal.h"
 #include "diff/isolate.h"
 
 static void push_warning(parity_tensor_result *pR, const char *zText)

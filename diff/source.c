@@ -1,6 +1,6 @@
 /*
  * source.c - slab sources: mapped file windows when the bytes are raw, HDF5 reads else.
- * See source.h for why.
+ * See source_internal.h for why.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "diff/source.h"
+#include "diff/source_internal.h"
 
 int source_open(slab_source *pSrc, parity_tensor_reader *pRd, size_t nElemSize,
                 uint64_t nMaxElem, char *zErr, size_t nErr)

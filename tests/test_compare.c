@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "diff/compare.h"
-#include "diff/order.h"
+#include "diff/compare_internal.h"
+#include "diff/order_internal.h"
 
 static compare_spec spec_f32(int rank, const uint64_t *aDim)
 {

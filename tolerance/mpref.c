@@ -77,7 +77,7 @@
  * (mpfr_buildopt_tls_p), so this is safe from several threads at once.
  */
 #include "tolerance/mpref.h"
-#include "tolerance/superacc.h"
+#include "tolerance/superacc_internal.h"
 #include "formats/float_format.h"
 
 #include <math.h>
@@ -406,7 +406,7 @@ static void terms_sum(mpfr_t r, term_set *pT, double *pAbsSum, const mp_state *p
     mpfr_check_range(r, t, MPFR_RNDN);
 }
 
-/* The fast path: terms accumulated exactly in fixed-point accumulators (superacc.h), the
+/* The fast path: terms accumulated exactly in fixed-point accumulators (superacc_internal.h), the
  * sum rounded once to r's precision and sum |terms| rounded up to binary64, as the MPFR path
  * does. Returns -1 (nothing written) when a term is out of the accumulator's range. */
 static int fast_dot(mpfr_t r, const double *a, size_t strideA, const double *b,

@@ -1,15 +1,15 @@
 /*
- * superacc.c - exact fixed-point accumulation of binary64 terms; see superacc.h.
+ * superacc.c - exact fixed-point accumulation of binary64 terms; see superacc_internal.h.
  *
  * Representation: the value is sum_k aLimb[k] * 2^(32 k + SUPERACC_MIN_EXP). The additions
- * (inline, in superacc.h) put each term's 53 bits into three 32-bit digits; each limb
+ * (inline, in superacc_internal.h) put each term's 53 bits into three 32-bit digits; each limb
  * stays below 2^63 in magnitude for 2^30 additions of values below 2^33, so carries are
  * propagated only every 2^30 additions and at the end (superacc_normalise).
  */
 #include <gmp.h>
 #include <math.h>
 #include <string.h>
-#include "tolerance/superacc.h"
+#include "tolerance/superacc_internal.h"
 
 
 void superacc_clear(superacc *pAcc)

@@ -1,6 +1,6 @@
 /*
- * superacc.h - an exact fixed-point accumulator for sums of binary64 values (internal to
- * tolerance/).
+ * superacc_internal.h - an exact fixed-point accumulator for sums of binary64 values
+ * (mpref.c's fast path).
  *
  * mpfr_sum per output element of a matmul costs about 20x a naive binary64 loop. This
  * accumulator instead adds every term exactly into a long fixed-point integer (a Kulisch
@@ -14,8 +14,8 @@
  * part below 2^-1020, where TwoProduct may be inexact) and non-finite terms are refused: the
  * caller then falls back to mpfr_sum.
  */
-#ifndef PARITY_SUPERACC_H
-#define PARITY_SUPERACC_H
+#ifndef PARITY_SUPERACC_INTERNAL_H
+#define PARITY_SUPERACC_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>

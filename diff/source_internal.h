@@ -1,5 +1,5 @@
 /*
- * source.h - where one side's slabs come from (internal to diff/).
+ * source_internal.h - where one side's slabs come from (compare.c's).
  *
  * A slab source hands out the bytes of slab after slab in two alternating slots, so the
  * caller can fill one slot while threads still read the other. When the tensor lies in the
@@ -9,8 +9,8 @@
  * buffer filled by parity_tensor_read. Either way at most two slabs per side are resident,
  * so memory does not grow with the tensor.
  */
-#ifndef PARITY_SOURCE_H
-#define PARITY_SOURCE_H
+#ifndef PARITY_SOURCE_INTERNAL_H
+#define PARITY_SOURCE_INTERNAL_H
 
 #include "formats/capture.h"
 

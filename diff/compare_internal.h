@@ -1,5 +1,6 @@
 /*
- * compare.h - element-wise comparison of one tensor pair, streamed (internal to diff/).
+ * compare_internal.h - element-wise comparison of one tensor pair, streamed (engine.c
+ * and its test use it).
  *
  * compare_block judges a contiguous run of elements and accumulates parity_tensor_stats;
  * compare_stats_merge folds the stats of a later run into an earlier one. Both are pure, so
@@ -7,8 +8,8 @@
  * threads in any order and still produce the same result: blocks are merged in index order
  * and ties in worst score go to the lowest linear index.
  */
-#ifndef PARITY_COMPARE_H
-#define PARITY_COMPARE_H
+#ifndef PARITY_COMPARE_INTERNAL_H
+#define PARITY_COMPARE_INTERNAL_H
 
 #include "diff/diff.h"
 

@@ -1,13 +1,13 @@
 /*
- * order.h - execution order of a capture's tensors (internal to diff/).
+ * order_internal.h - execution order of a capture's tensors (engine.c and its test).
  *
  * Order (from the eager capture): tensors with an "order" attribute ascending, ties by
  * name; then the rest in topological order of their "inputs" (ties by name); then tensors
  * left in or behind a cycle, by name. "File order" is name order: h5py does not track
  * creation order.
  */
-#ifndef PARITY_ORDER_H
-#define PARITY_ORDER_H
+#ifndef PARITY_ORDER_INTERNAL_H
+#define PARITY_ORDER_INTERNAL_H
 
 #include "formats/capture.h"
 

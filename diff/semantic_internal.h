@@ -1,9 +1,9 @@
 /*
- * semantic.h - judging op tensors by their op's reference and error model, and telling
- * local from propagated divergence (internal to diff/).
+ * semantic_internal.h - judging op tensors by their op's reference and error model, and
+ * telling local from propagated divergence (engine.c's).
  */
-#ifndef PARITY_SEMANTIC_H
-#define PARITY_SEMANTIC_H
+#ifndef PARITY_SEMANTIC_INTERNAL_H
+#define PARITY_SEMANTIC_INTERNAL_H
 
 #include "diff/diff.h"
 
