@@ -29,7 +29,7 @@
 #define INLINE_LIMIT (1u << 18)        /* tensors below this are judged inline */
 #define DEFAULT_SLAB_BYTES (8u << 20)  /* per side, per slab */
 
-void compare_stats_init(parity_tensor_stats *pStats)
+void parity_cmp_stats_init(parity_tensor_stats *pStats)
 {
     memset(pStats, 0, sizeof *pStats);
     pStats->worstScore = -1.0;
@@ -75,7 +75,7 @@ static void diff_mask(const unsigned char *pE, const unsigned char *pC, size_t n
 }
 
 /* Records a failing element in the bounding box. */
-static void mark_failing(const compare_spec *pSpec, uint64_t linear, parity_tensor_stats *pStats)
+static void mark_failing(const parity_cmp_spec *pSpec, uint64_t linear, parity_tensor_stats *pStats)
 {
     uint64_t aIndex[PARITY_MAX_RANK];
     int iDim;
@@ -151,7 +151,7 @@ typedef uint64_t ulp_hist2[2][PARITY_ULP_BUCKETS];
 
 /* Judges one element pair: e and c decoded exactly, their ULP keys, whether their stored
  * bits differ. */
-static inline void judge_element(const compare_spec *pSpec, block_acc *pAcc, ulp_hist2 aHist,
+static inline void judge_element(const parity_cmp_spec *pSpec, block_acc *pAcc, ulp_hist2 aHist,
                                  parity_tensor_stats *pStats, double e, double c,
                                  int64_t keyE, int64_t keyC, int differ, uint64_t linear,
                                  double floorRel)
@@ -195,8 +195,8 @@ static inline void judge_element(const compare_spec *pSpec, block_acc *pAcc, ulp
     if (score > 1.0) mark_failing(pSpec, linear, pStats);
 }
 
-void compare_block(const compare_spec *pSpec, const void *pEager, const void *pCompiled,
-                   uint64_t first, size_t n, parity_tensor_stats *pStats)
+void parity_cmp_block(const parity_cmp_spec *pSpec, const void *pEager, const void *pCompiled,
+                      uint64_t first, size_t n, parity_tensor_stats *pStats)
 {
     size_t nSize = parity_dtype_size(pSpec->dtype);
     double floorRel = parity_dtype_smallest_normal(pSpec->dtype);
@@ -259,7 +259,7 @@ void compare_block(const compare_spec *pSpec, const void *pEager, const void *pC
     pStats->sumSqRef += acc.sumSqRef;
 }
 
-void compare_stats_merge(parity_tensor_stats *pInto, const parity_tensor_stats *pFrom, int rank)
+void parity_cmp_stats_merge(parity_tensor_stats *pInto, const parity_tensor_stats *pFrom, int rank)
 {
     int iDim, k;
 
@@ -295,7 +295,7 @@ typedef struct {
     pthread_mutex_t mutex;
     pthread_cond_t cvWork;   /* a slab was posted, or shutdown */
     pthread_cond_t cvDone;   /* the last block of the slab finished */
-    const compare_spec *pSpec;
+    const parity_cmp_spec *pSpec;
     const unsigned char *pE, *pC;
     uint64_t first;          /* linear index of the slab's first element */
     size_t nElem;
@@ -322,9 +322,9 @@ static void *pool_worker(void *pArg)
             size_t n = p->nElem - start < BLOCK_ELEMS ? p->nElem - start : BLOCK_ELEMS;
             parity_tensor_stats *pPart = &p->aPartial[iBlock];
             pthread_mutex_unlock(&p->mutex);
-            compare_stats_init(pPart);
-            compare_block(p->pSpec, p->pE + start * nSize, p->pC + start * nSize,
-                          p->first + start, n, pPart);
+            parity_cmp_stats_init(pPart);
+            parity_cmp_block(p->pSpec, p->pE + start * nSize, p->pC + start * nSize,
+                             p->first + start, n, pPart);
             pthread_mutex_lock(&p->mutex);
             if (++p->nDoneBlock == p->nBlock) pthread_cond_signal(&p->cvDone);
         }
@@ -339,7 +339,7 @@ static void pool_collect(pool *p, parity_tensor_stats *pStats)
     size_t i;
     pthread_mutex_lock(&p->mutex);
     while (p->nDoneBlock < p->nBlock) pthread_cond_wait(&p->cvDone, &p->mutex);
-    for (i = 0; i < p->nBlock; i++) compare_stats_merge(pStats, &p->aPartial[i], p->pSpec->rank);
+    for (i = 0; i < p->nBlock; i++) parity_cmp_stats_merge(pStats, &p->aPartial[i], p->pSpec->rank);
     p->nBlock = p->nNextBlock = p->nDoneBlock = 0;
     pthread_mutex_unlock(&p->mutex);
 }
@@ -366,7 +366,7 @@ static int default_threads(void)
 /* Starts up to nThreads (<= 64) workers judging slabs of at most nMaxSlabElem elements.
  * Returns 0 (p->nThread may still be 0: then the caller judges inline), or -1 when memory
  * runs out. pool_stop undoes whatever was done either way. */
-static int pool_start(pool *p, const compare_spec *pSpec, uint64_t nMaxSlabElem, int nThreads)
+static int pool_start(pool *p, const parity_cmp_spec *pSpec, uint64_t nMaxSlabElem, int nThreads)
 {
     int i;
     p->ready = 1;
@@ -423,9 +423,9 @@ static void plan_slabs(parity_tensor_reader *pEager, const parity_tensor_info *p
  * next slab is read while they judge this one), else inline in the same fixed blocks,
  * merged in the same order, so the result (sums included) does not depend on the number
  * of threads. Returns 0, or -1 with zErr naming the side whose read failed. */
-static int stream_slabs(parity_slab_plan *pPlan, slab_source *pSrcE, slab_source *pSrcC,
-                        const compare_spec *pSpec, pool *pPool, parity_tensor_stats *pStats,
-                        char *zErr, size_t nErr)
+static int stream_slabs(parity_slab_plan *pPlan, parity_slab_source *pSrcE,
+                        parity_slab_source *pSrcC, const parity_cmp_spec *pSpec, pool *pPool,
+                        parity_tensor_stats *pStats, char *zErr, size_t nErr)
 {
     size_t nSize = parity_dtype_size(pSpec->dtype);
     parity_slab slab;
@@ -434,13 +434,13 @@ static int stream_slabs(parity_slab_plan *pPlan, slab_source *pSrcE, slab_source
     while (parity_slab_next(pPlan, &slab)) {
         const unsigned char *pE, *pC;
         char zWhy[PARITY_ERR_LEN];
-        pE = source_fetch(pSrcE, &slab, iBuf, zWhy, sizeof zWhy);
+        pE = parity_source_fetch(pSrcE, &slab, iBuf, zWhy, sizeof zWhy);
         if (!pE) {
             snprintf(zErr, nErr, "eager: %s", zWhy);
             rc = -1;
             break;
         }
-        pC = source_fetch(pSrcC, &slab, iBuf, zWhy, sizeof zWhy);
+        pC = parity_source_fetch(pSrcC, &slab, iBuf, zWhy, sizeof zWhy);
         if (!pC) {
             snprintf(zErr, nErr, "compiled: %s", zWhy);
             rc = -1;
@@ -456,9 +456,10 @@ static int stream_slabs(parity_slab_plan *pPlan, slab_source *pSrcE, slab_source
             for (off = 0; off < slab.n; off += BLOCK_ELEMS) {
                 parity_tensor_stats part;
                 size_t n = slab.n - off < BLOCK_ELEMS ? (size_t)(slab.n - off) : BLOCK_ELEMS;
-                compare_stats_init(&part);
-                compare_block(pSpec, pE + off * nSize, pC + off * nSize, slab.first + off, n, &part);
-                compare_stats_merge(pStats, &part, pSpec->rank);
+                parity_cmp_stats_init(&part);
+                parity_cmp_block(pSpec, pE + off * nSize, pC + off * nSize, slab.first + off, n,
+                                 &part);
+                parity_cmp_stats_merge(pStats, &part, pSpec->rank);
             }
         }
     }
@@ -466,20 +467,20 @@ static int stream_slabs(parity_slab_plan *pPlan, slab_source *pSrcE, slab_source
     return rc;
 }
 
-int compare_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled,
-                   const parity_tensor_info *pInfo, const parity_tolerance *pTol,
-                   int nThreads, uint64_t nSlabBytes, parity_tensor_stats *pStats,
-                   char *zErr, size_t nErr)
+int parity_cmp_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled,
+                      const parity_tensor_info *pInfo, const parity_tolerance *pTol,
+                      int nThreads, uint64_t nSlabBytes, parity_tensor_stats *pStats,
+                      char *zErr, size_t nErr)
 {
-    compare_spec spec = { pInfo->dtype, pInfo->rank, pInfo->aDim, *pTol };
+    parity_cmp_spec spec = { pInfo->dtype, pInfo->rank, pInfo->aDim, *pTol };
     size_t nSize = parity_dtype_size(pInfo->dtype);
     uint64_t nCap;
     parity_slab_plan plan;
-    slab_source srcE, srcC;
+    parity_slab_source srcE, srcC;
     pool p;
     int rc = -1;
 
-    compare_stats_init(pStats);
+    parity_cmp_stats_init(pStats);
     memset(&p, 0, sizeof p);
     memset(&srcE, 0, sizeof srcE);
     memset(&srcC, 0, sizeof srcC);
@@ -490,8 +491,8 @@ int compare_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled
     plan_slabs(pEager, pInfo, nSlabBytes, &plan);
     nCap = plan.nStep * plan.nInner;
     if (nCap == 0 || pInfo->rank == 0) nCap = 1;
-    if (source_open(&srcE, pEager, nSize, nCap, zErr, nErr) != 0 ||
-        source_open(&srcC, pCompiled, nSize, nCap, zErr, nErr) != 0)
+    if (parity_source_open(&srcE, pEager, nSize, nCap, zErr, nErr) != 0 ||
+        parity_source_open(&srcC, pCompiled, nSize, nCap, zErr, nErr) != 0)
         goto cleanup;
     if (pInfo->nElem >= INLINE_LIMIT && nThreads > 1 &&
         pool_start(&p, &spec, plan.nStep * plan.nInner, nThreads) != 0) {
@@ -502,7 +503,7 @@ int compare_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled
     rc = stream_slabs(&plan, &srcE, &srcC, &spec, p.nThread > 0 ? &p : NULL, pStats, zErr, nErr);
 cleanup:
     pool_stop(&p);
-    source_close(&srcE);
-    source_close(&srcC);
+    parity_source_close(&srcE);
+    parity_source_close(&srcC);
     return rc;
 }

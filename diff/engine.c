@@ -158,8 +158,8 @@ static void judge_pair(const parity_diff_options *pOpt, parity_capture *pEagerCa
         goto error;
     }
     parity_isolate_set_current(parity_capture_filename(pEagerCap));
-    if (compare_tensor(pRdE, pRdC, pE, &pR->tol, pOpt->nThreads, pOpt->nSlabBytes,
-                       &pR->stats, zErr, sizeof zErr) != 0) {
+    if (parity_cmp_tensor(pRdE, pRdC, pE, &pR->tol, pOpt->nThreads, pOpt->nSlabBytes,
+                          &pR->stats, zErr, sizeof zErr) != 0) {
         snprintf(zMsg, sizeof zMsg, "%s", zErr);
         goto error;
     }
@@ -272,7 +272,7 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     aMatched = calloc(nC ? nC : 1, 1);
     pRes->aTensor = calloc(nE + nC + 1, sizeof(parity_tensor_result));
     if (!aOrder || !azWarn || !aIsInput || !aMatched || !pRes->aTensor) goto oom;
-    if (order_compute(pEagerCap, 1, aOrder, azWarn) != 0) goto oom;
+    if (parity_order_compute(pEagerCap, 1, aOrder, azWarn) != 0) goto oom;
 
     for (i = 0; i < nE; i++) {
         const parity_tensor_info *pT = parity_capture_tensor(pEagerCap, i);

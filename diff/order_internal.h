@@ -15,6 +15,7 @@
  * entries, zeroed by the caller) receives a malloc'd warning for tensors whose "inputs"
  * name a missing tensor (when warnDangling) or take part in or depend on a cycle.
  * Returns 0, or -1 when memory runs out. */
-int order_compute(const parity_capture *pCap, int warnDangling, size_t *aOrder, char **azWarn);
+int parity_order_compute(const parity_capture *pCap, int warnDangling, size_t *aOrder,
+                         char **azWarn);
 
 #endif

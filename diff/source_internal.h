@@ -22,14 +22,14 @@ typedef struct {
     unsigned char *aBuf[2];      /* read buffers (not mapping) */
     void *apMap[2];              /* mapped windows (mapping) */
     size_t anMap[2];
-} slab_source;
+} parity_slab_source;
 
 /* Prepares a source for slabs of at most nMaxElem elements. Returns 0 or -1 (zErr). */
-int source_open(slab_source *pSrc, parity_tensor_reader *pRd, size_t nElemSize,
-                uint64_t nMaxElem, char *zErr, size_t nErr);
+int parity_source_open(parity_slab_source *pSrc, parity_tensor_reader *pRd, size_t nElemSize,
+                       uint64_t nMaxElem, char *zErr, size_t nErr);
 /* The bytes of pSlab, valid until slot iSlot is fetched again. NULL on failure (zErr). */
-const unsigned char *source_fetch(slab_source *pSrc, const parity_slab *pSlab, int iSlot,
-                                  char *zErr, size_t nErr);
-void source_close(slab_source *pSrc);
+const unsigned char *parity_source_fetch(parity_slab_source *pSrc, const parity_slab *pSlab,
+                                         int iSlot, char *zErr, size_t nErr);
+void parity_source_close(parity_slab_source *pSrc);
 
 #endif

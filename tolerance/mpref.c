@@ -412,33 +412,33 @@ static void terms_sum(mpfr_t r, term_set *pT, double *pAbsSum, const mp_state *p
 static int fast_dot(mpfr_t r, const double *a, size_t strideA, const double *b,
                     size_t strideB, size_t n, const double *pBias, double *pAbsSum)
 {
-    static __thread superacc acc = { { 0 }, SUPERACC_LIMBS, -1, 0, 0 };
-    static __thread superacc accAbs = { { 0 }, SUPERACC_LIMBS, -1, 0, 0 };
-    superacc *pAbs = pAbsSum ? &accAbs : NULL;
+    static __thread parity_superacc acc = { { 0 }, PARITY_SUPERACC_LIMBS, -1, 0, 0 };
+    static __thread parity_superacc accAbs = { { 0 }, PARITY_SUPERACC_LIMBS, -1, 0, 0 };
+    parity_superacc *pAbs = pAbsSum ? &accAbs : NULL;
     size_t i;
     int negZeroOnly = 1, rc;   /* IEEE: a sum of -0 terms only is -0 */
     mpfr_flags_t flags = mpfr_flags_save();
     mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
     mpfr_t absSum;
 
-    superacc_clear(&acc);
-    superacc_clear(&accAbs);
+    parity_superacc_clear(&acc);
+    parity_superacc_clear(&accAbs);
     for (i = 0; i < n; i++) {
         double x = a[i * strideA];
         if (b) {
             double y = b[i * strideB];
-            superacc_add_product(&acc, x, y, pAbs);
+            parity_superacc_add_product(&acc, x, y, pAbs);
             /* only a zero product with opposite signs is -0 */
             negZeroOnly &= (x == 0.0 || y == 0.0) && signbit(x) != signbit(y);
         } else {
-            superacc_add(&acc, x);
-            if (pAbs) superacc_add(pAbs, fabs(x));
+            parity_superacc_add(&acc, x);
+            if (pAbs) parity_superacc_add(pAbs, fabs(x));
             if (!(x == 0.0 && signbit(x))) negZeroOnly = 0;
         }
     }
     if (pBias) {
-        superacc_add(&acc, *pBias);
-        if (pAbs) superacc_add(pAbs, fabs(*pBias));
+        parity_superacc_add(&acc, *pBias);
+        if (pAbs) parity_superacc_add(pAbs, fabs(*pBias));
         if (!(*pBias == 0.0 && signbit(*pBias))) negZeroOnly = 0;
     }
     if (acc.refused || accAbs.refused) return -1;
@@ -446,11 +446,11 @@ static int fast_dot(mpfr_t r, const double *a, size_t strideA, const double *b,
      * widest range, then let the caller's range apply, as mpfr_sum would. */
     mpfr_set_emin(mpfr_get_emin_min());
     mpfr_set_emax(mpfr_get_emax_max());
-    rc = superacc_round(&acc, r, MPFR_RNDN);
+    rc = parity_superacc_round(&acc, r, MPFR_RNDN);
     if (rc == 0 && negZeroOnly && mpfr_zero_p(r)) mpfr_set_zero(r, -1);
     if (rc == 0 && pAbs) {
         mpfr_init2(absSum, 53);
-        rc = superacc_round(pAbs, absSum, MPFR_RNDU);
+        rc = parity_superacc_round(pAbs, absSum, MPFR_RNDU);
         if (rc == 0) *pAbsSum = mpfr_get_d(absSum, MPFR_RNDU);
         mpfr_clear(absSum);
     }
