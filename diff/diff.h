@@ -6,8 +6,9 @@
  * read. It never prints: warnings and errors are carried in the result.
  *
  * Contract (also in diff/REPORT.md):
- * - inputs: a tensor named by some eager "inputs" attribute is compared bit for bit;
- *   any difference makes inputs_match false and the verdict fail.
+ * - inputs: a tensor without an "op" that some eager "inputs" attribute names (a graph
+ *   input or parameter) is compared bit for bit; any difference makes inputs_match false
+ *   and the verdict fail.
  * - statuses: pass, fail, error, missing_in_compiled, missing_in_eager, shape_mismatch,
  *   dtype_mismatch. verdict: any error -> error; else any fail, shape/dtype mismatch or
  *   differing input -> fail; else pass. missing_* fail only with strict.

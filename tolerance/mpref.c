@@ -341,11 +341,11 @@ double parity_round_double_to_dtype(double x, parity_dtype dt)
 /* ---------------------------------------------------------------------------------- */
 /* Exact dot products and sums                                                        */
 
-/* This is the straightforward path: one 106-bit MPFR number per term, then mpfr_sum. The
- * planned fast path is a fixed-point accumulator (a long integer spanning binary64's whole
- * product range, 2^-2148 .. 2^2048 plus carry room, as in Kulisch's exact dot product) into
- * which each product is added with integer operations, rounded once at the end; this
- * version stays as its reference. */
+/* Two paths. The fast one (fast_dot, below) adds every term exactly into a fixed-point
+ * accumulator with integer operations, as in Kulisch's exact dot product
+ * (superacc_internal.h), and rounds once at the end. It refuses terms outside its range
+ * (non-finite, beyond 2^1000, or with a part below 2^-1020); those sums take this
+ * straightforward path: one 106-bit MPFR number per term, then mpfr_sum. */
 #define TERM_PREC 106 /* 2 * 53: a product of two binary64 values is exact */
 
 typedef struct {
