@@ -129,35 +129,46 @@ static int attr_oom(const char *zName, char *zErr, size_t nErr)
     return -1;
 }
 
+/* Reads the attribute's strings into pRaw (just allocated; NULL: out of memory) through a
+ * C-string memory type nMemSize bytes long (H5T_VARIABLE: pointers HDF5 allocates) in the
+ * attribute's own character set. */
+static int read_raw_strings(hid_t hAttr, hid_t hType, size_t nMemSize, void *pRaw,
+                            const char *zName, char *zErr, size_t nErr)
+{
+    hid_t hMem;
+    int rc = 0;
+
+    if (!pRaw) return attr_oom(zName, zErr, nErr);
+    hMem = H5Tcopy(H5T_C_S1);
+    if (hMem < 0) return attr_oom(zName, zErr, nErr);
+    H5Tset_size(hMem, nMemSize);
+    if (nMemSize != H5T_VARIABLE) H5Tset_strpad(hMem, H5T_STR_NULLTERM);
+    H5Tset_cset(hMem, H5Tget_cset(hType));
+    if (H5Aread(hAttr, hMem, pRaw) < 0) {
+        snprintf(zErr, nErr, "cannot read string attribute '%s'", zName);
+        rc = -1;
+    }
+    H5Tclose(hMem);
+    return rc;
+}
+
 /* Variable-length strings: HDF5 allocates each one, we copy them into pAttr->azStr. */
 static int read_vlen_strings(hid_t hAttr, hid_t hType, const char *zName, size_t n,
                              parity_attr *pAttr, char *zErr, size_t nErr)
 {
     char **azRaw = calloc(n, sizeof(char *));
-    hid_t hMem = H5Tcopy(H5T_C_S1);
     size_t i;
-    int rc = -1;
+    int rc = read_raw_strings(hAttr, hType, H5T_VARIABLE, azRaw, zName, zErr, nErr);
 
-    if (!azRaw || hMem < 0) {
-        attr_oom(zName, zErr, nErr);
-        goto cleanup;
+    if (rc == 0) {
+        for (i = 0; i < n; i++) {
+            pAttr->azStr[i] = dup_string(azRaw[i] ? azRaw[i] : "");
+            free(azRaw[i]);   /* HDF5 allocates vlen strings with the C allocator */
+        }
+        for (i = 0; i < n && rc == 0; i++)
+            if (!pAttr->azStr[i]) rc = attr_oom(zName, zErr, nErr);
     }
-    H5Tset_size(hMem, H5T_VARIABLE);
-    H5Tset_cset(hMem, H5Tget_cset(hType));
-    if (H5Aread(hAttr, hMem, azRaw) < 0) {
-        snprintf(zErr, nErr, "cannot read string attribute '%s'", zName);
-        goto cleanup;
-    }
-    for (i = 0; i < n; i++) {
-        pAttr->azStr[i] = dup_string(azRaw[i] ? azRaw[i] : "");
-        free(azRaw[i]);   /* HDF5 allocates vlen strings with the C allocator */
-    }
-    rc = 0;
-    for (i = 0; i < n && rc == 0; i++)
-        if (!pAttr->azStr[i]) rc = attr_oom(zName, zErr, nErr);
-cleanup:
     free(azRaw);
-    if (hMem >= 0) H5Tclose(hMem);
     return rc;
 }
 
@@ -167,39 +178,22 @@ static int read_fixed_strings(hid_t hAttr, hid_t hType, const char *zName, size_
 {
     size_t nChar = H5Tget_size(hType), i;
     char *zRaw;
-    hid_t hMem;
-    int rc = -1;
+    int rc;
 
     if (nChar == 0 || nChar > (1u << 20)) {
         snprintf(zErr, nErr, "string attribute '%s' has an absurd size", zName);
         return -1;
     }
     zRaw = calloc(n, nChar + 1);
-    hMem = H5Tcopy(H5T_C_S1);
-    if (!zRaw || hMem < 0) {
-        attr_oom(zName, zErr, nErr);
-        goto cleanup;
-    }
-    H5Tset_size(hMem, nChar + 1);   /* room for a terminator HDF5 writes for us */
-    H5Tset_strpad(hMem, H5T_STR_NULLTERM);
-    H5Tset_cset(hMem, H5Tget_cset(hType));
-    if (H5Aread(hAttr, hMem, zRaw) < 0) {
-        snprintf(zErr, nErr, "cannot read string attribute '%s'", zName);
-        goto cleanup;
-    }
-    for (i = 0; i < n; i++) {
+    /* nChar + 1: room for a terminator HDF5 writes for us */
+    rc = read_raw_strings(hAttr, hType, nChar + 1, zRaw, zName, zErr, nErr);
+    for (i = 0; i < n && rc == 0; i++) {
         char *zItem = zRaw + i * (nChar + 1);
         zItem[nChar] = 0;
         pAttr->azStr[i] = dup_string(zItem);
-        if (!pAttr->azStr[i]) {
-            attr_oom(zName, zErr, nErr);
-            goto cleanup;
-        }
+        if (!pAttr->azStr[i]) rc = attr_oom(zName, zErr, nErr);
     }
-    rc = 0;
-cleanup:
     free(zRaw);
-    if (hMem >= 0) H5Tclose(hMem);
     return rc;
 }
 
