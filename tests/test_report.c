@@ -567,6 +567,33 @@ Test(report_json, counts_above_int64_are_clamped)
     json_decref(pDoc);
 }
 
+/* Each cause under its documented name (diff/REPORT.md), and null when there is none. */
+Test(report_json, cause_names)
+{
+    static const uint64_t aDim[] = { 2 };
+    static const char *const azName[] = { NULL, "local", "propagated", "unknown" };
+    parity_tensor_result aT[4];
+    parity_diff_result r;
+    json_t *pDoc;
+    size_t i;
+
+    for (i = 0; i < 4; i++) {
+        aT[i] = make_tensor("/t", "aten::relu", i ? PARITY_ST_FAIL : PARITY_ST_PASS, 1, aDim);
+        aT[i].cause = (parity_cause)i;
+    }
+    cr_assert_eq(aT[0].cause, PARITY_CAUSE_NONE);
+    cr_assert_eq(aT[3].cause, PARITY_CAUSE_UNKNOWN);
+    r = make_result(aT, 4, PARITY_VERDICT_FAIL, "/t");
+    pDoc = build(&r);
+    for (i = 0; i < 4; i++) {
+        if (azName[i]) expect_string_field(tensor_at(pDoc, i), "cause", azName[i]);
+        else expect_null_field(tensor_at(pDoc, i), "cause");
+        if (azName[i]) cr_assert_str_eq(parity_cause_name(aT[i].cause), azName[i]);
+        else cr_assert_null(parity_cause_name(aT[i].cause));
+    }
+    json_decref(pDoc);
+}
+
 Test(report_json, every_tensor_has_the_same_keys)
 {
     static const char *const azKey[] = {
