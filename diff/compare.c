@@ -16,21 +16,20 @@
  * library's global lock, so the calling thread fetches slab k+1 while worker threads judge
  * slab k; raw contiguous data is mapped instead of read, and faulted in by the workers.
  */
-#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "compare.h"
-#include "source.h"
+#include "diff/compare_internal.h"
+#include "diff/source_internal.h"
 
 #define BATCH 512                      /* elements decoded at a time (stack scratch) */
 #define BLOCK_ELEMS (1u << 16)         /* elements per work unit merged in order */
 #define INLINE_LIMIT (1u << 18)        /* tensors below this are judged inline */
 #define DEFAULT_SLAB_BYTES (8u << 20)  /* per side, per slab */
 
-void compare_stats_init(parity_tensor_stats *pStats)
+void parity_cmp_stats_init(parity_tensor_stats *pStats)
 {
     memset(pStats, 0, sizeof *pStats);
     pStats->worstScore = -1.0;
@@ -76,7 +75,7 @@ static void diff_mask(const unsigned char *pE, const unsigned char *pC, size_t n
 }
 
 /* Records a failing element in the bounding box. */
-static void mark_failing(const compare_spec *pSpec, uint64_t linear, parity_tensor_stats *pStats)
+static void mark_failing(const parity_cmp_spec *pSpec, uint64_t linear, parity_tensor_stats *pStats)
 {
     uint64_t aIndex[PARITY_MAX_RANK];
     int iDim;
@@ -108,7 +107,7 @@ static void account_error(double e, double d, uint64_t ulp, double floorRel,
 static double judge_special(const parity_tolerance *pTol, double e, double c, int64_t keyE,
                             int64_t keyC, double floorRel, parity_tensor_stats *pStats)
 {
-    int nonFiniteE = !(fabs(e) <= DBL_MAX), nonFiniteC = !(fabs(c) <= DBL_MAX);
+    int nonFiniteE = !isfinite(e), nonFiniteC = !isfinite(c);
     if (pTol->exact) {
         /* Bit for bit: inputs must be the very same data. */
         if (nonFiniteE || nonFiniteC) {
@@ -152,7 +151,7 @@ typedef uint64_t ulp_hist2[2][PARITY_ULP_BUCKETS];
 
 /* Judges one element pair: e and c decoded exactly, their ULP keys, whether their stored
  * bits differ. */
-static inline void judge_element(const compare_spec *pSpec, block_acc *pAcc, ulp_hist2 aHist,
+static inline void judge_element(const parity_cmp_spec *pSpec, block_acc *pAcc, ulp_hist2 aHist,
                                  parity_tensor_stats *pStats, double e, double c,
                                  int64_t keyE, int64_t keyC, int differ, uint64_t linear,
                                  double floorRel)
@@ -164,11 +163,11 @@ static inline void judge_element(const compare_spec *pSpec, block_acc *pAcc, ulp
     if (!differ) {
         /* Identical bits: 0 error by construction; only the reference norm. */
         pAcc->nSame++;
-        if (fabs(e) <= DBL_MAX) pAcc->sumSqRef += e * e;
+        if (isfinite(e)) pAcc->sumSqRef += e * e;
         return;
     }
     pAcc->nBitDiff++;
-    if (pTol->exact || !(fabs(e) <= DBL_MAX) || !(fabs(c) <= DBL_MAX) || (e == 0.0 && c == 0.0)) {
+    if (pTol->exact || !isfinite(e) || !isfinite(c) || (e == 0.0 && c == 0.0)) {
         score = judge_special(pTol, e, c, keyE, keyC, floorRel, pStats);
     } else {
         /* The common case: finite, different. */
@@ -196,8 +195,8 @@ static inline void judge_element(const compare_spec *pSpec, block_acc *pAcc, ulp
     if (score > 1.0) mark_failing(pSpec, linear, pStats);
 }
 
-void compare_block(const compare_spec *pSpec, const void *pEager, const void *pCompiled,
-                   uint64_t first, size_t n, parity_tensor_stats *pStats)
+void parity_cmp_block(const parity_cmp_spec *pSpec, const void *pEager, const void *pCompiled,
+                      uint64_t first, size_t n, parity_tensor_stats *pStats)
 {
     size_t nSize = parity_dtype_size(pSpec->dtype);
     double floorRel = parity_dtype_smallest_normal(pSpec->dtype);
@@ -260,7 +259,7 @@ void compare_block(const compare_spec *pSpec, const void *pEager, const void *pC
     pStats->sumSqRef += acc.sumSqRef;
 }
 
-void compare_stats_merge(parity_tensor_stats *pInto, const parity_tensor_stats *pFrom, int rank)
+void parity_cmp_stats_merge(parity_tensor_stats *pInto, const parity_tensor_stats *pFrom, int rank)
 {
     int iDim, k;
 
@@ -296,14 +295,16 @@ typedef struct {
     pthread_mutex_t mutex;
     pthread_cond_t cvWork;   /* a slab was posted, or shutdown */
     pthread_cond_t cvDone;   /* the last block of the slab finished */
-    const compare_spec *pSpec;
+    const parity_cmp_spec *pSpec;
     const unsigned char *pE, *pC;
     uint64_t first;          /* linear index of the slab's first element */
     size_t nElem;
     size_t nBlock, nNextBlock, nDoneBlock;
     parity_tensor_stats *aPartial;
-    unsigned generation;
     int shutdown;
+    int ready;               /* mutex and conditions initialised */
+    pthread_t aThread[64];
+    int nThread;             /* workers running */
 } pool;
 
 static void *pool_worker(void *pArg)
@@ -321,9 +322,9 @@ static void *pool_worker(void *pArg)
             size_t n = p->nElem - start < BLOCK_ELEMS ? p->nElem - start : BLOCK_ELEMS;
             parity_tensor_stats *pPart = &p->aPartial[iBlock];
             pthread_mutex_unlock(&p->mutex);
-            compare_stats_init(pPart);
-            compare_block(p->pSpec, p->pE + start * nSize, p->pC + start * nSize,
-                          p->first + start, n, pPart);
+            parity_cmp_stats_init(pPart);
+            parity_cmp_block(p->pSpec, p->pE + start * nSize, p->pC + start * nSize,
+                             p->first + start, n, pPart);
             pthread_mutex_lock(&p->mutex);
             if (++p->nDoneBlock == p->nBlock) pthread_cond_signal(&p->cvDone);
         }
@@ -338,7 +339,7 @@ static void pool_collect(pool *p, parity_tensor_stats *pStats)
     size_t i;
     pthread_mutex_lock(&p->mutex);
     while (p->nDoneBlock < p->nBlock) pthread_cond_wait(&p->cvDone, &p->mutex);
-    for (i = 0; i < p->nBlock; i++) compare_stats_merge(pStats, &p->aPartial[i], p->pSpec->rank);
+    for (i = 0; i < p->nBlock; i++) parity_cmp_stats_merge(pStats, &p->aPartial[i], p->pSpec->rank);
     p->nBlock = p->nNextBlock = p->nDoneBlock = 0;
     pthread_mutex_unlock(&p->mutex);
 }
@@ -362,114 +363,147 @@ static int default_threads(void)
     return n < 1 ? 1 : (n > 64 ? 64 : (int)n);
 }
 
-int compare_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled,
-                   const parity_tensor_info *pInfo, const parity_tolerance *pTol,
-                   int nThreads, uint64_t nSlabBytes, parity_tensor_stats *pStats,
-                   char *zErr, size_t nErr)
+/* Starts up to nThreads (<= 64) workers judging slabs of at most nMaxSlabElem elements.
+ * Returns 0 (p->nThread may still be 0: then the caller judges inline), or -1 when memory
+ * runs out. pool_stop undoes whatever was done either way. */
+static int pool_start(pool *p, const parity_cmp_spec *pSpec, uint64_t nMaxSlabElem, int nThreads)
 {
-    compare_spec spec = { pInfo->dtype, pInfo->rank, pInfo->aDim, *pTol };
-    size_t nSize = parity_dtype_size(pInfo->dtype);
-    uint64_t nSlabElem, rowAlign = 1;
-    parity_slab_plan plan;
-    parity_slab slab;
-    slab_source srcE, srcC;
-    pthread_t aThread[64];
-    pool p;
-    int nStarted = 0, usePool = 0, poolReady = 0, iBuf = 0, pending = 0, rc = -1, i;
+    int i;
+    p->ready = 1;
+    pthread_mutex_init(&p->mutex, NULL);
+    pthread_cond_init(&p->cvWork, NULL);
+    pthread_cond_init(&p->cvDone, NULL);
+    p->pSpec = pSpec;
+    p->aPartial = malloc(((nMaxSlabElem + BLOCK_ELEMS - 1) / BLOCK_ELEMS + 1) *
+                         sizeof(parity_tensor_stats));
+    if (!p->aPartial) return -1;
+    for (i = 0; i < nThreads; i++) {
+        if (pthread_create(&p->aThread[i], NULL, pool_worker, p) != 0) break;
+        p->nThread++;
+    }
+    return 0;
+}
+
+static void pool_stop(pool *p)
+{
+    int i;
+    if (p->nThread > 0) {
+        pthread_mutex_lock(&p->mutex);
+        p->shutdown = 1;
+        pthread_cond_broadcast(&p->cvWork);
+        pthread_mutex_unlock(&p->mutex);
+        for (i = 0; i < p->nThread; i++) pthread_join(p->aThread[i], NULL);
+    }
+    free(p->aPartial);
+    if (p->ready) {
+        pthread_mutex_destroy(&p->mutex);
+        pthread_cond_destroy(&p->cvWork);
+        pthread_cond_destroy(&p->cvDone);
+    }
+}
+
+/* Plans the slabs: nSlabBytes per side (0: the default) but at least one block, aligned to
+ * the eager side's chunks along the split dimension. */
+static void plan_slabs(parity_tensor_reader *pEager, const parity_tensor_info *pInfo,
+                       uint64_t nSlabBytes, parity_slab_plan *pPlan)
+{
     const uint64_t *aChunk = parity_tensor_reader_chunk(pEager);
+    uint64_t nSlabElem, rowAlign = 1;
+    parity_slab_plan probe;
 
-    compare_stats_init(pStats);
-    memset(&p, 0, sizeof p);
-    memset(&srcE, 0, sizeof srcE);
-    memset(&srcC, 0, sizeof srcC);
-    srcE.fd = srcC.fd = -1;
     if (nSlabBytes == 0) nSlabBytes = DEFAULT_SLAB_BYTES;
-    nSlabElem = nSlabBytes / nSize;
+    nSlabElem = nSlabBytes / parity_dtype_size(pInfo->dtype);
     if (nSlabElem < BLOCK_ELEMS) nSlabElem = BLOCK_ELEMS;
-    if (nThreads <= 0) nThreads = default_threads();
-    if (nThreads > 64) nThreads = 64;
+    parity_slab_plan_init(&probe, pInfo->rank, pInfo->aDim, nSlabElem, 1);
+    if (probe.splitDim >= 0 && aChunk[probe.splitDim] > 0) rowAlign = aChunk[probe.splitDim];
+    parity_slab_plan_init(pPlan, pInfo->rank, pInfo->aDim, nSlabElem, rowAlign);
+}
 
-    {
-        /* Align slabs to the eager side's chunks along the split dimension. */
-        parity_slab_plan probe;
-        parity_slab_plan_init(&probe, pInfo->rank, pInfo->aDim, nSlabElem, 1);
-        if (probe.splitDim >= 0 && aChunk[probe.splitDim] > 0) rowAlign = aChunk[probe.splitDim];
-    }
-    parity_slab_plan_init(&plan, pInfo->rank, pInfo->aDim, nSlabElem, rowAlign);
-    {
-        uint64_t nCap = plan.nStep * plan.nInner;
-        if (nCap == 0 || pInfo->rank == 0) nCap = 1;
-        if (source_open(&srcE, pEager, nSize, nCap, zErr, nErr) != 0 ||
-            source_open(&srcC, pCompiled, nSize, nCap, zErr, nErr) != 0)
-            goto cleanup;
-    }
+/* Judges slab after slab into pStats: on the pool's workers when pPool is not NULL (the
+ * next slab is read while they judge this one), else inline in the same fixed blocks,
+ * merged in the same order, so the result (sums included) does not depend on the number
+ * of threads. Returns 0, or -1 with zErr naming the side whose read failed. */
+static int stream_slabs(parity_slab_plan *pPlan, parity_slab_source *pSrcE,
+                        parity_slab_source *pSrcC, const parity_cmp_spec *pSpec, pool *pPool,
+                        parity_tensor_stats *pStats, char *zErr, size_t nErr)
+{
+    size_t nSize = parity_dtype_size(pSpec->dtype);
+    parity_slab slab;
+    int iBuf = 0, pending = 0, rc = 0;
 
-    usePool = pInfo->nElem >= INLINE_LIMIT && nThreads > 1;
-    if (usePool) {
-        poolReady = 1;
-        pthread_mutex_init(&p.mutex, NULL);
-        pthread_cond_init(&p.cvWork, NULL);
-        pthread_cond_init(&p.cvDone, NULL);
-        p.pSpec = &spec;
-        p.aPartial = malloc(((plan.nStep * plan.nInner + BLOCK_ELEMS - 1) / BLOCK_ELEMS + 1) *
-                            sizeof(parity_tensor_stats));
-        if (!p.aPartial) { snprintf(zErr, nErr, "out of memory"); goto cleanup; }
-        for (i = 0; i < nThreads; i++) {
-            if (pthread_create(&aThread[i], NULL, pool_worker, &p) != 0) break;
-            nStarted++;
-        }
-        if (nStarted == 0) usePool = 0;
-    }
-
-    while (parity_slab_next(&plan, &slab)) {
+    while (parity_slab_next(pPlan, &slab)) {
         const unsigned char *pE, *pC;
         char zWhy[PARITY_ERR_LEN];
-        pE = source_fetch(&srcE, &slab, iBuf, zWhy, sizeof zWhy);
+        pE = parity_source_fetch(pSrcE, &slab, iBuf, zWhy, sizeof zWhy);
         if (!pE) {
             snprintf(zErr, nErr, "eager: %s", zWhy);
-            goto drain;
+            rc = -1;
+            break;
         }
-        pC = source_fetch(&srcC, &slab, iBuf, zWhy, sizeof zWhy);
+        pC = parity_source_fetch(pSrcC, &slab, iBuf, zWhy, sizeof zWhy);
         if (!pC) {
             snprintf(zErr, nErr, "compiled: %s", zWhy);
-            goto drain;
+            rc = -1;
+            break;
         }
-        if (usePool) {
-            if (pending) pool_collect(&p, pStats);
-            pool_post(&p, pE, pC, slab.first, slab.n);
+        if (pPool) {
+            if (pending) pool_collect(pPool, pStats);
+            pool_post(pPool, pE, pC, slab.first, slab.n);
             pending = 1;
             iBuf ^= 1;   /* the next fetch fills the other slot while workers judge this */
         } else {
-            /* The same fixed blocks, merged in the same order, as the pool uses: the result
-             * (sums included) does not depend on the number of threads. */
             uint64_t off;
             for (off = 0; off < slab.n; off += BLOCK_ELEMS) {
                 parity_tensor_stats part;
                 size_t n = slab.n - off < BLOCK_ELEMS ? (size_t)(slab.n - off) : BLOCK_ELEMS;
-                compare_stats_init(&part);
-                compare_block(&spec, pE + off * nSize, pC + off * nSize, slab.first + off, n, &part);
-                compare_stats_merge(pStats, &part, spec.rank);
+                parity_cmp_stats_init(&part);
+                parity_cmp_block(pSpec, pE + off * nSize, pC + off * nSize, slab.first + off, n,
+                                 &part);
+                parity_cmp_stats_merge(pStats, &part, pSpec->rank);
             }
         }
     }
-    rc = 0;
-drain:
-    if (pending) pool_collect(&p, pStats);
+    if (pending) pool_collect(pPool, pStats);
+    return rc;
+}
+
+int parity_cmp_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled,
+                      const parity_tensor_info *pInfo, const parity_tolerance *pTol,
+                      int nThreads, uint64_t nSlabBytes, parity_tensor_stats *pStats,
+                      char *zErr, size_t nErr)
+{
+    parity_cmp_spec spec = { pInfo->dtype, pInfo->rank, pInfo->aDim, *pTol };
+    size_t nSize = parity_dtype_size(pInfo->dtype);
+    uint64_t nCap;
+    parity_slab_plan plan;
+    parity_slab_source srcE, srcC;
+    pool p;
+    int rc = -1;
+
+    parity_cmp_stats_init(pStats);
+    memset(&p, 0, sizeof p);
+    memset(&srcE, 0, sizeof srcE);
+    memset(&srcC, 0, sizeof srcC);
+    srcE.fd = srcC.fd = -1;
+    if (nThreads <= 0) nThreads = default_threads();
+    if (nThreads > 64) nThreads = 64;
+
+    plan_slabs(pEager, pInfo, nSlabBytes, &plan);
+    nCap = plan.nStep * plan.nInner;
+    if (nCap == 0 || pInfo->rank == 0) nCap = 1;
+    if (parity_source_open(&srcE, pEager, nSize, nCap, zErr, nErr) != 0 ||
+        parity_source_open(&srcC, pCompiled, nSize, nCap, zErr, nErr) != 0)
+        goto cleanup;
+    if (pInfo->nElem >= INLINE_LIMIT && nThreads > 1 &&
+        pool_start(&p, &spec, plan.nStep * plan.nInner, nThreads) != 0) {
+        snprintf(zErr, nErr, "out of memory");
+        goto cleanup;
+    }
+    /* Without workers (a small tensor, one thread, or none would start): inline. */
+    rc = stream_slabs(&plan, &srcE, &srcC, &spec, p.nThread > 0 ? &p : NULL, pStats, zErr, nErr);
 cleanup:
-    if (nStarted > 0) {
-        pthread_mutex_lock(&p.mutex);
-        p.shutdown = 1;
-        pthread_cond_broadcast(&p.cvWork);
-        pthread_mutex_unlock(&p.mutex);
-        for (i = 0; i < nStarted; i++) pthread_join(aThread[i], NULL);
-    }
-    free(p.aPartial);
-    if (poolReady) {
-        pthread_mutex_destroy(&p.mutex);
-        pthread_cond_destroy(&p.cvWork);
-        pthread_cond_destroy(&p.cvDone);
-    }
-    source_close(&srcE);
-    source_close(&srcC);
+    pool_stop(&p);
+    parity_source_close(&srcE);
+    parity_source_close(&srcC);
     return rc;
 }

@@ -6,8 +6,9 @@
  * read. It never prints: warnings and errors are carried in the result.
  *
  * Contract (also in diff/REPORT.md):
- * - inputs: a tensor named by some eager "inputs" attribute is compared bit for bit;
- *   any difference makes inputs_match false and the verdict fail.
+ * - inputs: a tensor without an "op" that some eager "inputs" attribute names (a graph
+ *   input or parameter) is compared bit for bit; any difference makes inputs_match false
+ *   and the verdict fail.
  * - statuses: pass, fail, error, missing_in_compiled, missing_in_eager, shape_mismatch,
  *   dtype_mismatch. verdict: any error -> error; else any fail, shape/dtype mismatch or
  *   differing input -> fail; else pass. missing_* fail only with strict.
@@ -17,10 +18,10 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "../formats/capture.h"
-#include "../tolerance/tolerance.h"
-#include "../tolerance/judge.h"
-#include "../tolerance/tolfile.h"
+#include "formats/capture.h"
+#include "tolerance/tolerance.h"
+#include "tolerance/judge.h"
+#include "tolerance/tolfile.h"
 
 #define PARITY_ULP_BUCKETS 64   /* bucket 0: distance 0; bucket k: [2^(k-1), 2^k) */
 
@@ -36,8 +37,21 @@ typedef enum {
 
 typedef enum { PARITY_VERDICT_PASS, PARITY_VERDICT_FAIL, PARITY_VERDICT_ERROR } parity_verdict;
 
+/* Why a failing tensor fails (diff/semantic.c; REPORT.md's "cause"): its own computation
+ * breaks its bound (local; also every failing tensor without an op), it is right for inputs
+ * that failed earlier (propagated), or it was judged against the eager inputs because the
+ * compiled capture lacks them (unknown). NONE, the zero value, for a tensor that passes. */
+typedef enum {
+    PARITY_CAUSE_NONE = 0,
+    PARITY_CAUSE_LOCAL,
+    PARITY_CAUSE_PROPAGATED,
+    PARITY_CAUSE_UNKNOWN
+} parity_cause;
+
 const char *parity_status_name(parity_status st);
 const char *parity_verdict_name(parity_verdict v);
+/* "local", "propagated", "unknown"; NULL for PARITY_CAUSE_NONE (JSON null, no text line). */
+const char *parity_cause_name(parity_cause cause);
 
 /* Statistics of one compared tensor pair. Error figures (max_abs_err, max_rel_err,
  * max_ulp, rel_l2) cover elements finite on both sides; elements where exactly one side is
@@ -77,7 +91,7 @@ typedef struct {
     int rankCompiled;          /* -1 when the tensor is missing in compiled */
     uint64_t aDimCompiled[PARITY_MAX_RANK];
     parity_status status;
-    char *zCause;              /* "local", "propagated", "unknown", or NULL when passing */
+    parity_cause cause;        /* PARITY_CAUSE_NONE when passing */
     char *zMessage;            /* why status is error, or NULL */
     int isInput;               /* named by an eager "inputs" attribute */
     int hasStats;              /* stats filled (status pass or fail) */

@@ -9,11 +9,11 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "diff.h"
-#include "compare.h"
-#include "order.h"
-#include "isolate.h"
-#include "semantic.h"
+#include "diff/diff.h"
+#include "diff/compare_internal.h"
+#include "diff/order_internal.h"
+#include "diff/isolate.h"
+#include "diff/semantic_internal.h"
 
 void parity_diff_options_init(parity_diff_options *pOpt)
 {
@@ -158,8 +158,8 @@ static void judge_pair(const parity_diff_options *pOpt, parity_capture *pEagerCa
         goto error;
     }
     parity_isolate_set_current(parity_capture_filename(pEagerCap));
-    if (compare_tensor(pRdE, pRdC, pE, &pR->tol, pOpt->nThreads, pOpt->nSlabBytes,
-                       &pR->stats, zErr, sizeof zErr) != 0) {
+    if (parity_cmp_tensor(pRdE, pRdC, pE, &pR->tol, pOpt->nThreads, pOpt->nSlabBytes,
+                          &pR->stats, zErr, sizeof zErr) != 0) {
         snprintf(zMsg, sizeof zMsg, "%s", zErr);
         goto error;
     }
@@ -272,7 +272,7 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     aMatched = calloc(nC ? nC : 1, 1);
     pRes->aTensor = calloc(nE + nC + 1, sizeof(parity_tensor_result));
     if (!aOrder || !azWarn || !aIsInput || !aMatched || !pRes->aTensor) goto oom;
-    if (order_compute(pEagerCap, 1, aOrder, azWarn) != 0) goto oom;
+    if (parity_order_compute(pEagerCap, 1, aOrder, azWarn) != 0) goto oom;
 
     for (i = 0; i < nE; i++) {
         const parity_tensor_info *pT = parity_capture_tensor(pEagerCap, i);
@@ -300,10 +300,10 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         judge_pair(pOpt, pEagerCap, iE, pCompCap, iC, pR);
         if (!pR->isInput)
             semantic_judge(pOpt, pEagerCap, iE, pCompCap, iC, upstream_failed(pRes, pE), pR);
-        if (pR->status == PARITY_ST_FAIL && !pR->zCause && !pE->zOp) {
+        if (pR->status == PARITY_ST_FAIL && pR->cause == PARITY_CAUSE_NONE && !pE->zOp) {
             /* No op above it in the graph: a differing input or plain tensor is its own
              * cause. */
-            pR->zCause = strdup("local");
+            pR->cause = PARITY_CAUSE_LOCAL;
         }
         if (pR->status == PARITY_ST_PASS && pR->stats.nElem == 0 && pE->nElem == 0) {
             if (push_string(&pR->azWarning, &pR->nWarning, "zero-size tensor: nothing to compare") != 0)
@@ -376,7 +376,7 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         if (pR->status == PARITY_ST_ERROR) anyError = 1;
         if (is_failing_status(pR->status, aMissingFails)) {
             anyFail = 1;
-            if (!pRes->zFirstDivergence && !(pR->zCause && strcmp(pR->zCause, "propagated") == 0))
+            if (!pRes->zFirstDivergence && pR->cause != PARITY_CAUSE_PROPAGATED)
                 pRes->zFirstDivergence = strdup(pR->zName);
         }
     }
@@ -410,7 +410,6 @@ void parity_diff_result_free(parity_diff_result *pRes)
         parity_tensor_result *pR = &pRes->aTensor[k];
         free(pR->zName);
         free(pR->zOp);
-        free(pR->zCause);
         free(pR->zMessage);
         free(pR->zModelNote);
         free_strings(pR->azWarning, pR->nWarning);

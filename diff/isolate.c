@@ -26,8 +26,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "isolate.h"
-#include "../formats/capture.h"
+#include "diff/isolate.h"
+#include "formats/capture.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define PARITY_UNDER_ASAN 1

@@ -1,11 +1,11 @@
 /*
- * names.c - the fixed vocabulary of diff results: status and verdict names, identity and
+ * names.c - the fixed vocabulary of diff results: status, verdict and cause names, identity and
  * telemetry keys, and derived figures. Reports and the CLI print these names, and the
  * JSON schema (diff/REPORT.md) promises them, so they live in one place.
  */
 #include <math.h>
 #include <string.h>
-#include "diff.h"
+#include "diff/diff.h"
 
 const char *parity_status_name(parity_status st)
 {
@@ -29,6 +29,17 @@ const char *parity_verdict_name(parity_verdict v)
     case PARITY_VERDICT_ERROR: return "error";
     }
     return "unknown";
+}
+
+const char *parity_cause_name(parity_cause cause)
+{
+    switch (cause) {
+    case PARITY_CAUSE_NONE: return NULL;
+    case PARITY_CAUSE_LOCAL: return "local";
+    case PARITY_CAUSE_PROPAGATED: return "propagated";
+    case PARITY_CAUSE_UNKNOWN: return "unknown";
+    }
+    return NULL;
 }
 
 const char *const parity_identity_keys[] = {

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "order.h"
+#include "diff/order_internal.h"
 
 static void append_warning(char **pzWarn, const char *zText)
 {
@@ -60,7 +60,8 @@ static int by_order_then_name(const void *a, const void *b)
     return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
 }
 
-int order_compute(const parity_capture *pCap, int warnDangling, size_t *aOrder, char **azWarn)
+int parity_order_compute(const parity_capture *pCap, int warnDangling, size_t *aOrder,
+                         char **azWarn)
 {
     size_t n = parity_capture_count(pCap), nPlaced = 0, i, k;
     size_t *aIndegree = calloc(n ? n : 1, sizeof(size_t));

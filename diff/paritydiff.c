@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "diff.h"
-#include "isolate.h"
-#include "../reports/report.h"
+#include "diff/diff.h"
+#include "diff/isolate.h"
+#include "reports/report.h"
 
 #ifndef PARITY_VERSION
 #define PARITY_VERSION "0.0.0"

@@ -25,9 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "semantic.h"
-#include "operand.h"
-#include "isolate.h"
+#include "diff/semantic_internal.h"
+#include "diff/operand_internal.h"
+#include "diff/isolate.h"
 
 static void push_warning(parity_tensor_result *pR, const char *zText)
 {
@@ -305,7 +305,7 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
         pR->nLocalFail = local.nFail;
         if (local.nFail > 0) {
             pR->status = PARITY_ST_FAIL;
-            pR->zCause = strdup("local");
+            pR->cause = PARITY_CAUSE_LOCAL;
             adopt_failures(pR, &local);
         } else if (upstreamFailed && pR->judgement.nFail > 0 &&
                    echo_region(pR, &outE, &outC) > 0) {
@@ -315,7 +315,7 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
              * eager-input reference, elements that only carry legitimate upstream rounding
              * would count too whenever the op's bound is tight (relu's is 0). */
             pR->status = PARITY_ST_FAIL;
-            pR->zCause = strdup("propagated");
+            pR->cause = PARITY_CAUSE_PROPAGATED;
         } else {
             /* Within its bound for its own inputs, and those inputs differ from eager only
              * within their own bounds (no upstream failure): rounding differences that
@@ -326,7 +326,8 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
     } else {
         /* Inputs fused away on the compiled side: only the eager-input reference is left. */
         pR->status = pR->judgement.nFail > 0 ? PARITY_ST_FAIL : PARITY_ST_PASS;
-        if (pR->status == PARITY_ST_FAIL) pR->zCause = strdup(upstreamFailed ? "propagated" : "unknown");
+        if (pR->status == PARITY_ST_FAIL)
+            pR->cause = upstreamFailed ? PARITY_CAUSE_PROPAGATED : PARITY_CAUSE_UNKNOWN;
         adopt_failures(pR, &pR->judgement);
     }
 done:

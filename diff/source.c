@@ -1,6 +1,6 @@
 /*
  * source.c - slab sources: mapped file windows when the bytes are raw, HDF5 reads else.
- * See source.h for why.
+ * See source_internal.h for why.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -9,10 +9,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "source.h"
+#include "diff/source_internal.h"
 
-int source_open(slab_source *pSrc, parity_tensor_reader *pRd, size_t nElemSize,
-                uint64_t nMaxElem, char *zErr, size_t nErr)
+int parity_source_open(parity_slab_source *pSrc, parity_tensor_reader *pRd, size_t nElemSize,
+                       uint64_t nMaxElem, char *zErr, size_t nErr)
 {
     const char *zFile = NULL;
     int i;
@@ -30,15 +30,15 @@ int source_open(slab_source *pSrc, parity_tensor_reader *pRd, size_t nElemSize,
         pSrc->aBuf[i] = malloc((nMaxElem ? nMaxElem : 1) * nElemSize);
         if (!pSrc->aBuf[i]) {
             snprintf(zErr, nErr, "out of memory for slab buffers");
-            source_close(pSrc);
+            parity_source_close(pSrc);
             return -1;
         }
     }
     return 0;
 }
 
-const unsigned char *source_fetch(slab_source *pSrc, const parity_slab *pSlab, int iSlot,
-                                  char *zErr, size_t nErr)
+const unsigned char *parity_source_fetch(parity_slab_source *pSrc, const parity_slab *pSlab,
+                                         int iSlot, char *zErr, size_t nErr)
 {
     if (pSrc->fd >= 0) {
         static long nPage;
@@ -69,7 +69,7 @@ const unsigned char *source_fetch(slab_source *pSrc, const parity_slab *pSlab, i
     return pSrc->aBuf[iSlot];
 }
 
-void source_close(slab_source *pSrc)
+void parity_source_close(parity_slab_source *pSrc)
 {
     int i;
     for (i = 0; i < 2; i++) {

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "capture.h"
+#include "formats/capture.h"
 
 const parity_attr *parity_attr_find(const parity_attr *aAttr, size_t n, const char *zName)
 {

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "dtype.h"
+#include "formats/dtype.h"
 
 #define PARITY_MAX_RANK 32    /* HDF5's own limit (H5S_MAX_RANK) */
 #define PARITY_ERR_LEN 512
@@ -122,9 +122,8 @@ void parity_unravel(int rank, const uint64_t *aDim, uint64_t linear, uint64_t *a
 
 typedef struct parity_tensor_reader parity_tensor_reader;
 
-/* Opens tensor i for reading. Fails for tensors with zError. *pRowAlign receives the
- * HDF5 chunk extent along the slab split dimension a plan over nMaxElem would choose (1
- * for contiguous data). */
+/* Opens tensor i for reading; fails for tensors with zError. Slab plans may align to the
+ * data's HDF5 chunks (parity_tensor_reader_chunk) so each compressed chunk is inflated once. */
 int parity_tensor_reader_open(parity_capture *pCap, size_t i, parity_tensor_reader **ppRd,
                               char *zErr, size_t nErr);
 /* Chunk extent per dimension (all 0 when the data is not chunked). */

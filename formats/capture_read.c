@@ -25,7 +25,8 @@
 #include <string.h>
 #include <strings.h>
 #include <hdf5.h>
-#include "capture.h"
+#include "formats/capture.h"
+#include "formats/float_format.h"
 
 #define PARITY_MAX_ELEMENTS (1ULL << 48)   /* 256 Ti elements: beyond any real tensor */
 #define PARITY_MAX_TENSORS  1000000        /* objects listed per file */
@@ -122,21 +123,162 @@ static int64_t enum_value(const unsigned char *p, size_t nSize, int isSigned)
     return v;
 }
 
+static int attr_oom(const char *zName, char *zErr, size_t nErr)
+{
+    snprintf(zErr, nErr, "out of memory reading attribute '%s'", zName);
+    return -1;
+}
+
+/* Reads the attribute's strings into pRaw (just allocated; NULL: out of memory) through a
+ * C-string memory type nMemSize bytes long (H5T_VARIABLE: pointers HDF5 allocates) in the
+ * attribute's own character set. */
+static int read_raw_strings(hid_t hAttr, hid_t hType, size_t nMemSize, void *pRaw,
+                            const char *zName, char *zErr, size_t nErr)
+{
+    hid_t hMem;
+    int rc = 0;
+
+    if (!pRaw) return attr_oom(zName, zErr, nErr);
+    hMem = H5Tcopy(H5T_C_S1);
+    if (hMem < 0) return attr_oom(zName, zErr, nErr);
+    H5Tset_size(hMem, nMemSize);
+    if (nMemSize != H5T_VARIABLE) H5Tset_strpad(hMem, H5T_STR_NULLTERM);
+    H5Tset_cset(hMem, H5Tget_cset(hType));
+    if (H5Aread(hAttr, hMem, pRaw) < 0) {
+        snprintf(zErr, nErr, "cannot read string attribute '%s'", zName);
+        rc = -1;
+    }
+    H5Tclose(hMem);
+    return rc;
+}
+
+/* Variable-length strings: HDF5 allocates each one, we copy them into pAttr->azStr. */
+static int read_vlen_strings(hid_t hAttr, hid_t hType, const char *zName, size_t n,
+                             parity_attr *pAttr, char *zErr, size_t nErr)
+{
+    char **azRaw = calloc(n, sizeof(char *));
+    size_t i;
+    int rc = read_raw_strings(hAttr, hType, H5T_VARIABLE, azRaw, zName, zErr, nErr);
+
+    if (rc == 0) {
+        for (i = 0; i < n; i++) {
+            pAttr->azStr[i] = dup_string(azRaw[i] ? azRaw[i] : "");
+            free(azRaw[i]);   /* HDF5 allocates vlen strings with the C allocator */
+        }
+        for (i = 0; i < n && rc == 0; i++)
+            if (!pAttr->azStr[i]) rc = attr_oom(zName, zErr, nErr);
+    }
+    free(azRaw);
+    return rc;
+}
+
+/* Fixed-length strings: read with room for a terminator after each, then copied. */
+static int read_fixed_strings(hid_t hAttr, hid_t hType, const char *zName, size_t n,
+                              parity_attr *pAttr, char *zErr, size_t nErr)
+{
+    size_t nChar = H5Tget_size(hType), i;
+    char *zRaw;
+    int rc;
+
+    if (nChar == 0 || nChar > (1u << 20)) {
+        snprintf(zErr, nErr, "string attribute '%s' has an absurd size", zName);
+        return -1;
+    }
+    zRaw = calloc(n, nChar + 1);
+    /* nChar + 1: room for a terminator HDF5 writes for us */
+    rc = read_raw_strings(hAttr, hType, nChar + 1, zRaw, zName, zErr, nErr);
+    for (i = 0; i < n && rc == 0; i++) {
+        char *zItem = zRaw + i * (nChar + 1);
+        zItem[nChar] = 0;
+        pAttr->azStr[i] = dup_string(zItem);
+        if (!pAttr->azStr[i]) rc = attr_oom(zName, zErr, nErr);
+    }
+    free(zRaw);
+    return rc;
+}
+
+/* n string values, variable- or fixed-length, into pAttr->azStr. */
+static int read_string_values(hid_t hAttr, hid_t hType, const char *zName, size_t n,
+                              parity_attr *pAttr, char *zErr, size_t nErr)
+{
+    int isVlen = H5Tis_variable_str(hType);
+    pAttr->kind = PARITY_ATTR_STRING;
+    pAttr->azStr = calloc(n ? n : 1, sizeof(char *));
+    if (!pAttr->azStr) return attr_oom(zName, zErr, nErr);
+    if (n == 0) return 0;
+    if (isVlen > 0) return read_vlen_strings(hAttr, hType, zName, n, pAttr, zErr, nErr);
+    if (isVlen == 0) return read_fixed_strings(hAttr, hType, zName, n, pAttr, zErr, nErr);
+    snprintf(zErr, nErr, "cannot read the type of attribute '%s'", zName);
+    return -1;
+}
+
+/* n integers or floats, converted by HDF5 to hMemType (native int64 or double), into
+ * pValue, just allocated (NULL: out of memory). */
+static int read_number_values(hid_t hAttr, hid_t hMemType, void *pValue, const char *zKind,
+                              const char *zName, size_t n, char *zErr, size_t nErr)
+{
+    if (!pValue) return attr_oom(zName, zErr, nErr);
+    if (n > 0 && H5Aread(hAttr, hMemType, pValue) < 0) {
+        snprintf(zErr, nErr, "cannot read %s attribute '%s'", zKind, zName);
+        return -1;
+    }
+    return 0;
+}
+
+/* Enums (h5py stores bool as an enum over int8): read as their integer values. An enum
+ * over an integer of odd size becomes PARITY_ATTR_OTHER. */
+static int read_enum_values(hid_t hAttr, hid_t hType, const char *zName, size_t n,
+                            parity_attr *pAttr, char *zErr, size_t nErr)
+{
+    hid_t hBase = H5Tget_super(hType), hMem;
+    size_t nSize = hBase >= 0 ? H5Tget_size(hBase) : 0, i;
+    int isSigned = hBase >= 0 && H5Tget_sign(hBase) == H5T_SGN_2;
+    unsigned char *pRaw;
+    int rc = -1;
+
+    if (hBase >= 0) H5Tclose(hBase);
+    if (nSize != 1 && nSize != 2 && nSize != 4 && nSize != 8) {
+        pAttr->kind = PARITY_ATTR_OTHER;
+        return 0;
+    }
+    pAttr->kind = PARITY_ATTR_INT;
+    pAttr->aInt = calloc(n ? n : 1, sizeof(int64_t));
+    pRaw = calloc(n ? n : 1, nSize);
+    hMem = H5Tget_native_type(hType, H5T_DIR_ASCEND);
+    if (!pAttr->aInt || !pRaw || hMem < 0) {
+        attr_oom(zName, zErr, nErr);
+        goto cleanup;
+    }
+    if (n > 0 && H5Aread(hAttr, hMem, pRaw) < 0) {
+        snprintf(zErr, nErr, "cannot read enum attribute '%s'", zName);
+        goto cleanup;
+    }
+    for (i = 0; i < n; i++) pAttr->aInt[i] = enum_value(pRaw + i * nSize, nSize, isSigned);
+    rc = 0;
+cleanup:
+    free(pRaw);
+    if (hMem >= 0) H5Tclose(hMem);
+    return rc;
+}
+
 /* Reads one attribute into pAttr. Types we cannot interpret become PARITY_ATTR_OTHER; only
  * a failing read is an error. */
 static int read_attr(hid_t hAttr, const char *zName, parity_attr *pAttr, char *zErr,
                      size_t nErr)
 {
-    hid_t hType = -1, hSpace = -1, hMem = -1;
+    hid_t hType = -1, hSpace = -1;
     H5T_class_t cls;
     H5S_class_t spaceClass;
     hssize_t nPoints;
-    size_t n, i;
+    size_t n;
     int rc = -1;
 
     memset(pAttr, 0, sizeof *pAttr);
     pAttr->zName = dup_string(zName);
-    if (!pAttr->zName) goto oom;
+    if (!pAttr->zName) {
+        attr_oom(zName, zErr, nErr);
+        goto cleanup;
+    }
     hType = H5Aget_type(hAttr);
     hSpace = H5Aget_space(hAttr);
     if (hType < 0 || hSpace < 0) {
@@ -157,107 +299,24 @@ static int read_attr(hid_t hAttr, const char *zName, parity_attr *pAttr, char *z
     cls = H5Tget_class(hType);
 
     if (cls == H5T_STRING) {
-        int isVlen = H5Tis_variable_str(hType);
-        pAttr->kind = PARITY_ATTR_STRING;
-        pAttr->azStr = calloc(n ? n : 1, sizeof(char *));
-        if (!pAttr->azStr) goto oom;
-        if (n == 0) { rc = 0; goto cleanup; }
-        if (isVlen > 0) {
-            char **azRaw = calloc(n, sizeof(char *));
-            hMem = H5Tcopy(H5T_C_S1);
-            if (!azRaw || hMem < 0) { free(azRaw); goto oom; }
-            H5Tset_size(hMem, H5T_VARIABLE);
-            H5Tset_cset(hMem, H5Tget_cset(hType));
-            if (H5Aread(hAttr, hMem, azRaw) < 0) {
-                free(azRaw);
-                snprintf(zErr, nErr, "cannot read string attribute '%s'", zName);
-                goto cleanup;
-            }
-            for (i = 0; i < n; i++) {
-                pAttr->azStr[i] = dup_string(azRaw[i] ? azRaw[i] : "");
-                free(azRaw[i]);   /* HDF5 allocates vlen strings with the C allocator */
-            }
-            free(azRaw);
-            for (i = 0; i < n; i++)
-                if (!pAttr->azStr[i]) goto oom;
-        } else if (isVlen == 0) {
-            size_t nChar = H5Tget_size(hType);
-            char *zRaw;
-            if (nChar == 0 || nChar > (1u << 20)) {
-                snprintf(zErr, nErr, "string attribute '%s' has an absurd size", zName);
-                goto cleanup;
-            }
-            zRaw = calloc(n, nChar + 1);
-            hMem = H5Tcopy(H5T_C_S1);
-            if (!zRaw || hMem < 0) { free(zRaw); goto oom; }
-            H5Tset_size(hMem, nChar + 1);   /* room for a terminator HDF5 writes for us */
-            H5Tset_strpad(hMem, H5T_STR_NULLTERM);
-            H5Tset_cset(hMem, H5Tget_cset(hType));
-            if (H5Aread(hAttr, hMem, zRaw) < 0) {
-                free(zRaw);
-                snprintf(zErr, nErr, "cannot read string attribute '%s'", zName);
-                goto cleanup;
-            }
-            for (i = 0; i < n; i++) {
-                char *zItem = zRaw + i * (nChar + 1);
-                zItem[nChar] = 0;
-                pAttr->azStr[i] = dup_string(zItem);
-                if (!pAttr->azStr[i]) { free(zRaw); goto oom; }
-            }
-            free(zRaw);
-        } else {
-            snprintf(zErr, nErr, "cannot read the type of attribute '%s'", zName);
-            goto cleanup;
-        }
+        rc = read_string_values(hAttr, hType, zName, n, pAttr, zErr, nErr);
     } else if (cls == H5T_INTEGER) {
         pAttr->kind = PARITY_ATTR_INT;
         pAttr->aInt = calloc(n ? n : 1, sizeof(int64_t));
-        if (!pAttr->aInt) goto oom;
-        if (n > 0 && H5Aread(hAttr, H5T_NATIVE_INT64, pAttr->aInt) < 0) {
-            snprintf(zErr, nErr, "cannot read integer attribute '%s'", zName);
-            goto cleanup;
-        }
+        rc = read_number_values(hAttr, H5T_NATIVE_INT64, pAttr->aInt, "integer", zName, n,
+                                zErr, nErr);
     } else if (cls == H5T_FLOAT) {
         pAttr->kind = PARITY_ATTR_FLOAT;
         pAttr->aFloat = calloc(n ? n : 1, sizeof(double));
-        if (!pAttr->aFloat) goto oom;
-        if (n > 0 && H5Aread(hAttr, H5T_NATIVE_DOUBLE, pAttr->aFloat) < 0) {
-            snprintf(zErr, nErr, "cannot read float attribute '%s'", zName);
-            goto cleanup;
-        }
+        rc = read_number_values(hAttr, H5T_NATIVE_DOUBLE, pAttr->aFloat, "float", zName, n,
+                                zErr, nErr);
     } else if (cls == H5T_ENUM) {
-        /* h5py stores bool as an enum over int8; any enum is read as its integer values. */
-        hid_t hBase = H5Tget_super(hType);
-        size_t nSize = hBase >= 0 ? H5Tget_size(hBase) : 0;
-        int isSigned = hBase >= 0 && H5Tget_sign(hBase) == H5T_SGN_2;
-        unsigned char *pRaw;
-        if (hBase >= 0) H5Tclose(hBase);
-        if (nSize != 1 && nSize != 2 && nSize != 4 && nSize != 8) {
-            pAttr->kind = PARITY_ATTR_OTHER;
-            rc = 0;
-            goto cleanup;
-        }
-        pAttr->kind = PARITY_ATTR_INT;
-        pAttr->aInt = calloc(n ? n : 1, sizeof(int64_t));
-        pRaw = calloc(n ? n : 1, nSize);
-        hMem = H5Tget_native_type(hType, H5T_DIR_ASCEND);
-        if (!pAttr->aInt || !pRaw || hMem < 0) { free(pRaw); goto oom; }
-        if (n > 0 && H5Aread(hAttr, hMem, pRaw) < 0) {
-            free(pRaw);
-            snprintf(zErr, nErr, "cannot read enum attribute '%s'", zName);
-            goto cleanup;
-        }
-        for (i = 0; i < n; i++) pAttr->aInt[i] = enum_value(pRaw + i * nSize, nSize, isSigned);
-        free(pRaw);
+        rc = read_enum_values(hAttr, hType, zName, n, pAttr, zErr, nErr);
     } else {
         pAttr->kind = PARITY_ATTR_OTHER;
+        rc = 0;
     }
-    rc = 0;
-    goto cleanup;
-oom:
-    snprintf(zErr, nErr, "out of memory reading attribute '%s'", zName);
 cleanup:
-    if (hMem >= 0) H5Tclose(hMem);
     if (hType >= 0) H5Tclose(hType);
     if (hSpace >= 0) H5Sclose(hSpace);
     if (rc != 0) attr_clear(pAttr);
@@ -333,21 +392,24 @@ static int read_attrs(hid_t hObj, parity_attr **paAttr, size_t *pnAttr, char *zE
 
 /* ---- element types ---------------------------------------------------------------- */
 
-/* Maps an HDF5 float type to a dtype by its bit fields; PARITY_DT_INVALID if unknown. */
+/* Maps an HDF5 float type to a dtype by its bit fields: the layout every format of the float
+ * table has (mantissa at bit 0, exponent above it, the sign on top, implied leading bit),
+ * then the row whose width, field sizes and bias it matches. PARITY_DT_INVALID if none. */
 static parity_dtype float_dtype(hid_t hType)
 {
     size_t nSize = H5Tget_size(hType), spos, epos, esize, mpos, msize, ebias;
+    int i;
     if (H5Tget_fields(hType, &spos, &epos, &esize, &mpos, &msize) < 0) return PARITY_DT_INVALID;
     ebias = H5Tget_ebias(hType);
     if (mpos != 0 || epos != msize || spos != epos + esize || spos != nSize * 8 - 1)
         return PARITY_DT_INVALID;
     if (H5Tget_norm(hType) != H5T_NORM_IMPLIED) return PARITY_DT_INVALID;
-    if (nSize == 8 && esize == 11 && ebias == 1023) return PARITY_DT_F64;
-    if (nSize == 4 && esize == 8 && ebias == 127) return PARITY_DT_F32;
-    if (nSize == 2 && esize == 5 && ebias == 15) return PARITY_DT_F16;
-    if (nSize == 2 && esize == 8 && ebias == 127) return PARITY_DT_BF16;
-    if (nSize == 1 && esize == 4 && ebias == 7) return PARITY_DT_F8E4M3FN;
-    if (nSize == 1 && esize == 5 && ebias == 15) return PARITY_DT_F8E5M2;
+    for (i = 0; i < PARITY_DT_COUNT; i++) {
+        const parity_float_format *pF = parity_float_format_of((parity_dtype)i);
+        if (pF && nSize * 8 == (size_t)pF->nBits && esize == (size_t)pF->exponentBits &&
+            msize == (size_t)pF->mantissaBits && ebias == (size_t)pF->bias)
+            return pF->dtype;
+    }
     return PARITY_DT_INVALID;
 }
 

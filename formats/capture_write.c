@@ -15,7 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <hdf5.h>
-#include "capture.h"
+#include "formats/capture.h"
+#include "formats/float_format.h"
 
 struct parity_writer {
     char *zFile;
@@ -218,13 +219,18 @@ static hid_t file_type(parity_dtype dt, const char **pzMark)
     switch (dt) {
     case PARITY_DT_F64: return H5Tcopy(H5T_IEEE_F64LE);
     case PARITY_DT_F32: return H5Tcopy(H5T_IEEE_F32LE);
-    case PARITY_DT_F16:
-        /* IEEE binary16 as h5py defines it: sign bit 15, exponent bits 10-14, mantissa 0-9. */
+    case PARITY_DT_F16: {
+        /* IEEE binary16 as h5py defines it: sign bit 15, exponent bits 10-14, mantissa 0-9,
+         * the float table's layout. The fields shrink before the size so each call leaves
+         * a valid type. */
+        const parity_float_format *pF = parity_float_format_of(dt);
         h = H5Tcopy(H5T_IEEE_F32LE);
-        H5Tset_fields(h, 15, 10, 5, 0, 10);
-        H5Tset_size(h, 2);
-        H5Tset_ebias(h, 15);
+        H5Tset_fields(h, (size_t)pF->nBits - 1, (size_t)pF->mantissaBits,
+                      (size_t)pF->exponentBits, 0, (size_t)pF->mantissaBits);
+        H5Tset_size(h, (size_t)pF->nBits / 8);
+        H5Tset_ebias(h, (size_t)pF->bias);
         return h;
+    }
     case PARITY_DT_BF16: *pzMark = "bfloat16"; return H5Tcopy(H5T_STD_U16LE);
     case PARITY_DT_F8E4M3FN: *pzMark = "float8_e4m3fn"; return H5Tcopy(H5T_STD_U8LE);
     case PARITY_DT_F8E5M2: *pzMark = "float8_e5m2"; return H5Tcopy(H5T_STD_U8LE);

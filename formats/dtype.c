@@ -3,21 +3,17 @@
  *
  * Captures hold f16/bf16/fp8 tensors as raw bit patterns, so parity must decode them
  * itself, bit-exactly, and must measure differences in units of the tensor's own format.
- * The encodings and bounds below come from:
- *   - float16: IEEE 754-2008 binary16 (1.5.10, bias 15, max 65504, subnormals, inf/NaN).
- *   - bfloat16: the top 16 bits of IEEE 754 binary32 (1.8.7, bias 127, max
- *     (2 - 2^-7) * 2^127, subnormals, inf/NaN).
- *   - float8_e4m3fn: OCP 8-bit Floating Point Specification (OFP8), rev. 1.0, 2023: bias 7,
- *     no infinities, the only NaNs are S.1111.111, so exponent 1111 still holds normal
- *     numbers and the max finite is S.1111.110 = 448; subnormals. A generic IEEE-style
- *     conversion (e.g. HDF5 converting a 1.4.3 custom float type) reads exponent 1111 as
- *     inf/NaN and gets 0x78..0x7E wrong: that is why parity decodes fp8 itself.
- *   - float8_e5m2: the same OFP8 spec: bias 15, IEEE-like with inf (S.11111.00) and NaNs,
- *     max 57344, subnormals.
- * Every small format goes through one generic description (fmt_desc) and one rounding
- * routine, so the formats cannot drift apart in their corner cases.
+ * The formats' field widths, biases, ranges and NaN rules are the table of float_format.c,
+ * with their sources (IEEE 754-2019, bfloat16, OCP OFP8 rev. 1.0). The one that needs care
+ * is float8_e4m3fn: no infinities, and the only NaNs are S.1111.111, so exponent 1111
+ * still holds normal numbers and the max finite is S.1111.110 = 448. A generic IEEE-style
+ * conversion (e.g. HDF5 converting a 1.4.3 custom float type) reads exponent 1111 as
+ * inf/NaN and gets 0x78..0x7E wrong: that is why parity decodes fp8 itself.
+ * Every small format goes through one generic description (its parity_float_format) and
+ * one rounding routine, so the formats cannot drift apart in their corner cases.
  */
-#include "dtype.h"
+#include "formats/dtype.h"
+#include "formats/float_format.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -84,19 +80,21 @@ parity_dtype parity_dtype_from_name(const char *zName)
 
 size_t parity_dtype_size(parity_dtype dt)
 {
+    const parity_float_format *pF = parity_float_format_of(dt);
+    if (pF != NULL)
+        return (size_t)pF->nBits / 8;
     switch (dt) {
-    case PARITY_DT_F64: case PARITY_DT_I64: case PARITY_DT_U64: return 8;
-    case PARITY_DT_F32: case PARITY_DT_I32: case PARITY_DT_U32: return 4;
-    case PARITY_DT_F16: case PARITY_DT_BF16: case PARITY_DT_I16: case PARITY_DT_U16: return 2;
-    case PARITY_DT_F8E4M3FN: case PARITY_DT_F8E5M2: case PARITY_DT_I8: case PARITY_DT_U8:
-    case PARITY_DT_BOOL: return 1;
+    case PARITY_DT_I64: case PARITY_DT_U64: return 8;
+    case PARITY_DT_I32: case PARITY_DT_U32: return 4;
+    case PARITY_DT_I16: case PARITY_DT_U16: return 2;
+    case PARITY_DT_I8: case PARITY_DT_U8: case PARITY_DT_BOOL: return 1;
     default: return 0;
     }
 }
 
 int parity_dtype_is_float(parity_dtype dt)
 {
-    return dt >= PARITY_DT_F64 && dt <= PARITY_DT_F8E5M2;
+    return parity_float_format_of(dt) != NULL;
 }
 
 int parity_dtype_is_exact(parity_dtype dt)
@@ -106,26 +104,17 @@ int parity_dtype_is_exact(parity_dtype dt)
 
 double parity_dtype_smallest_normal(parity_dtype dt)
 {
-    switch (dt) {
-    case PARITY_DT_F64: return ldexp(1.0, -1022);
-    case PARITY_DT_F32: return ldexp(1.0, -126);
-    case PARITY_DT_F16: return ldexp(1.0, -14);
-    case PARITY_DT_BF16: return ldexp(1.0, -126);
-    case PARITY_DT_F8E4M3FN: return ldexp(1.0, -6);
-    case PARITY_DT_F8E5M2: return ldexp(1.0, -14);
-    default: return 1.0; /* integers and bool; also INVALID, so a stray caller never divides by 0 */
-    }
+    const parity_float_format *pF = parity_float_format_of(dt);
+    /* 1.0 for integers and bool; also INVALID, so a stray caller never divides by 0 */
+    return pF != NULL ? pF->minNormal : 1.0;
 }
 
 double parity_dtype_max_finite(parity_dtype dt)
 {
+    const parity_float_format *pF = parity_float_format_of(dt);
+    if (pF != NULL)
+        return pF->maxFinite;
     switch (dt) {
-    case PARITY_DT_F64: return 0x1.fffffffffffffp+1023;
-    case PARITY_DT_F32: return 0x1.fffffep+127;
-    case PARITY_DT_F16: return 65504.0;
-    case PARITY_DT_BF16: return 0x1.fep+127;
-    case PARITY_DT_F8E4M3FN: return 448.0;
-    case PARITY_DT_F8E5M2: return 57344.0;
     case PARITY_DT_I8: return INT8_MAX;
     case PARITY_DT_I16: return INT16_MAX;
     case PARITY_DT_I32: return INT32_MAX;
@@ -142,18 +131,14 @@ double parity_dtype_max_finite(parity_dtype dt)
 /* ---------------------------------------------------------------------------------- */
 /* Generic small binary float formats                                                 */
 
-typedef struct {
-    int mbits;    /* explicit fraction bits */
-    int ebits;    /* exponent bits */
-    int bias;
-    int ieeeSpec; /* 1: exponent all-ones is inf/NaN (IEEE); 0: only S.1..1.1..1 is NaN (OFP8 "fn") */
-} fmt_desc;
+/* The routines below take the format's row of the float table (float_format.h): field
+ * widths, bias, emin and the NaN rule are all they need. */
 
-static const fmt_desc g_fmtF32 = {23, 8, 127, 1};
-static const fmt_desc g_fmtF16 = {10, 5, 15, 1};
-static const fmt_desc g_fmtBF16 = {7, 8, 127, 1};
-static const fmt_desc g_fmtE4M3FN = {3, 4, 7, 0};
-static const fmt_desc g_fmtE5M2 = {2, 5, 15, 1};
+/* 1: exponent all-ones is inf/NaN (IEEE); 0: only S.1..1.1..1 is NaN (OFP8 "fn") */
+static int fmt_ieee(const parity_float_format *f)
+{
+    return f->nanRule == PARITY_NAN_IEEE;
+}
 
 #define F64_SIGN UINT64_C(0x8000000000000000)
 #define F64_FRAC_MASK UINT64_C(0x000FFFFFFFFFFFFF)
@@ -174,44 +159,45 @@ static uint64_t f64_to_bits(double d)
 }
 
 /* Largest finite magnitude pattern; everything above it is inf or NaN. */
-static uint64_t fmt_max_bits(const fmt_desc *f)
+static uint64_t fmt_max_bits(const parity_float_format *f)
 {
-    uint64_t all = (UINT64_C(1) << (f->ebits + f->mbits)) - 1;
-    if (f->ieeeSpec)
-        return all - (UINT64_C(1) << f->mbits); /* exponent all-ones minus one, fraction all-ones */
-    return all - 1;                                /* only the all-ones pattern is NaN */
+    uint64_t all = (UINT64_C(1) << (f->exponentBits + f->mantissaBits)) - 1;
+    if (fmt_ieee(f))
+        return all - (UINT64_C(1) << f->mantissaBits); /* exponent all-ones minus one,
+                                                        * fraction all-ones */
+    return all - 1;                                     /* only the all-ones pattern is NaN */
 }
 
-static uint64_t fmt_nan_bits(const fmt_desc *f)
+static uint64_t fmt_nan_bits(const parity_float_format *f)
 {
-    uint64_t expAll = ((UINT64_C(1) << f->ebits) - 1) << f->mbits;
-    if (f->ieeeSpec)
-        return expAll | (UINT64_C(1) << (f->mbits - 1)); /* quiet: top fraction bit set */
-    return expAll | ((UINT64_C(1) << f->mbits) - 1);
+    uint64_t expAll = ((UINT64_C(1) << f->exponentBits) - 1) << f->mantissaBits;
+    if (fmt_ieee(f))
+        return expAll | (UINT64_C(1) << (f->mantissaBits - 1)); /* quiet: top fraction bit set */
+    return expAll | ((UINT64_C(1) << f->mantissaBits) - 1);
 }
 
 /* What a too-large magnitude becomes: inf where the format has one; e4m3fn has none and
  * saturating would not be IEEE, so NaN, as torch's non-saturating cast does. */
-static uint64_t fmt_overflow_bits(const fmt_desc *f)
+static uint64_t fmt_overflow_bits(const parity_float_format *f)
 {
-    if (f->ieeeSpec)
-        return ((UINT64_C(1) << f->ebits) - 1) << f->mbits;
+    if (fmt_ieee(f))
+        return ((UINT64_C(1) << f->exponentBits) - 1) << f->mantissaBits;
     return fmt_nan_bits(f);
 }
 
 /* Decodes one pattern by building the binary64 bits directly, so the result is exact
  * without relying on libm; the tests check it against an ldexp formula. */
-static double fmt_decode(const fmt_desc *f, uint64_t bits)
+static double fmt_decode(const parity_float_format *f, uint64_t bits)
 {
-    const int m = f->mbits;
+    const int m = f->mantissaBits;
     const uint64_t fracMask = (UINT64_C(1) << m) - 1;
-    const uint64_t expAll = (UINT64_C(1) << f->ebits) - 1;
-    uint64_t sign = ((bits >> (f->ebits + m)) & 1) ? F64_SIGN : 0;
+    const uint64_t expAll = (UINT64_C(1) << f->exponentBits) - 1;
+    uint64_t sign = ((bits >> (f->exponentBits + m)) & 1) ? F64_SIGN : 0;
     uint64_t frac = bits & fracMask;
     uint64_t ef = (bits >> m) & expAll;
 
-    if (f->ieeeSpec ? ef == expAll : (ef == expAll && frac == fracMask)) {
-        if (f->ieeeSpec && frac == 0)
+    if (fmt_ieee(f) ? ef == expAll : (ef == expAll && frac == fracMask)) {
+        if (fmt_ieee(f) && frac == 0)
             return bits_to_f64(sign | UINT64_C(0x7FF0000000000000));
         /* Keep the payload for debugging, but always quiet so arithmetic never traps. */
         return bits_to_f64(sign | F64_QNAN | (frac << (52 - m)));
@@ -219,9 +205,9 @@ static double fmt_decode(const fmt_desc *f, uint64_t bits)
     if (ef == 0) {
         if (frac == 0)
             return bits_to_f64(sign);
-        /* Subnormal: value = frac * 2^(1 - bias - m); renormalise on the leading bit. */
+        /* Subnormal: value = frac * 2^(emin - m); renormalise on the leading bit. */
         int h = 63 - __builtin_clzll(frac);
-        int64_t e = (int64_t)(1 - f->bias) - (m - h);
+        int64_t e = (int64_t)f->emin - (m - h);
         uint64_t mant = (frac - (UINT64_C(1) << h)) << (52 - h);
         return bits_to_f64(sign | ((uint64_t)(e + 1023) << 52) | mant);
     }
@@ -236,11 +222,11 @@ static double fmt_decode(const fmt_desc *f, uint64_t bits)
  * out of the fraction simply increments the exponent field, because the pattern is built
  * as ((exponent field - 1) << m) + significand; for subnormals that field is 0 and the
  * significand (at most 2^m) lands in the fraction or, on carry, in the smallest normal. */
-static uint64_t fmt_encode(const fmt_desc *f, double x)
+static uint64_t fmt_encode(const parity_float_format *f, double x)
 {
-    const int m = f->mbits;
-    const int emin = 1 - f->bias;
-    const uint64_t signBit = UINT64_C(1) << (f->ebits + m);
+    const int m = f->mantissaBits;
+    const int emin = f->emin;
+    const uint64_t signBit = UINT64_C(1) << (f->exponentBits + m);
     uint64_t u = f64_to_bits(x);
     uint64_t sign = (u & F64_SIGN) ? signBit : 0;
     uint64_t de = (u >> 52) & 0x7FF;
@@ -298,10 +284,10 @@ static pthread_once_t g_tablesOnce = PTHREAD_ONCE_INIT;
 static void tables_build(void)
 {
     for (uint32_t i = 0; i < 65536; i++)
-        g_afF16[i] = (float)fmt_decode(&g_fmtF16, i);
+        g_afF16[i] = (float)fmt_decode(parity_float_format_of(PARITY_DT_F16), i);
     for (uint32_t i = 0; i < 256; i++) {
-        g_adE4M3FN[i] = fmt_decode(&g_fmtE4M3FN, i);
-        g_adE5M2[i] = fmt_decode(&g_fmtE5M2, i);
+        g_adE4M3FN[i] = fmt_decode(parity_float_format_of(PARITY_DT_F8E4M3FN), i);
+        g_adE5M2[i] = fmt_decode(parity_float_format_of(PARITY_DT_F8E5M2), i);
     }
 }
 
@@ -533,29 +519,35 @@ static uint64_t to_unsigned(double x, double hi, uint64_t tmax)
     return (uint64_t)r;
 }
 
+/* Stores the low nBits (32, 16 or 8) of a float's bit pattern as one element. */
+static void store_pattern(void *pDst, uint64_t bits, int nBits)
+{
+    if (nBits == 32) {
+        uint32_t b = (uint32_t)bits;
+        memcpy(pDst, &b, 4);
+    } else if (nBits == 16) {
+        uint16_t b = (uint16_t)bits;
+        memcpy(pDst, &b, 2);
+    } else {
+        *(uint8_t *)pDst = (uint8_t)bits;
+    }
+}
+
 void parity_encode(parity_dtype dt, double value, void *pDst)
 {
     switch (dt) {
     case PARITY_DT_F64: memcpy(pDst, &value, 8); break;
-    case PARITY_DT_F32: {
-        /* Through the generic routine rather than a (float) cast, so overflow never
-         * depends on Annex F and the rounding mode stays fixed at RNE. */
-        uint32_t b = (uint32_t)fmt_encode(&g_fmtF32, value);
-        memcpy(pDst, &b, 4);
+    case PARITY_DT_F32:
+    case PARITY_DT_F16:
+    case PARITY_DT_BF16:
+    case PARITY_DT_F8E4M3FN:
+    case PARITY_DT_F8E5M2: {
+        /* f32 too goes through the generic routine rather than a (float) cast, so overflow
+         * never depends on Annex F and the rounding mode stays fixed at RNE. */
+        const parity_float_format *pF = parity_float_format_of(dt);
+        store_pattern(pDst, fmt_encode(pF, value), pF->nBits);
         break;
     }
-    case PARITY_DT_F16: {
-        uint16_t b = (uint16_t)fmt_encode(&g_fmtF16, value);
-        memcpy(pDst, &b, 2);
-        break;
-    }
-    case PARITY_DT_BF16: {
-        uint16_t b = (uint16_t)fmt_encode(&g_fmtBF16, value);
-        memcpy(pDst, &b, 2);
-        break;
-    }
-    case PARITY_DT_F8E4M3FN: *(uint8_t *)pDst = (uint8_t)fmt_encode(&g_fmtE4M3FN, value); break;
-    case PARITY_DT_F8E5M2: *(uint8_t *)pDst = (uint8_t)fmt_encode(&g_fmtE5M2, value); break;
     case PARITY_DT_I8: {
         int8_t v = (int8_t)to_signed(value, -0x1p7, 0x1p7, INT8_MIN, INT8_MAX);
         memcpy(pDst, &v, 1);

@@ -27,8 +27,8 @@ typedef enum {
     PARITY_DT_F32,
     PARITY_DT_F16,
     PARITY_DT_BF16,
-    PARITY_DT_F8E4M3FN, /* 1.4.3, bias 7, no inf, NaN only S.1111.111, max 448 */
-    PARITY_DT_F8E5M2,   /* 1.5.2, bias 15, IEEE-like: inf and NaNs, max 57344 */
+    PARITY_DT_F8E4M3FN, /* OCP OFP8 E4M3 "fn": no inf, S.1111.111 the only NaN */
+    PARITY_DT_F8E5M2,   /* OCP OFP8 E5M2: IEEE-like, inf and NaNs */
     PARITY_DT_I8,
     PARITY_DT_I16,
     PARITY_DT_I32,
@@ -52,18 +52,18 @@ parity_dtype parity_dtype_from_name(const char *zName);
 /* Bytes per element in storage (1, 2, 4 or 8); 0 for PARITY_DT_INVALID. */
 size_t parity_dtype_size(parity_dtype dt);
 
-/* 1 for floating types (f64 .. f8e5m2), 0 otherwise. */
+/* 1 for floating types (f64 .. f8e5m2: those with a row in float_format.h), 0 otherwise. */
 int parity_dtype_is_float(parity_dtype dt);
 
 /* 1 when values must match exactly by default (integers and bool). */
 int parity_dtype_is_exact(parity_dtype dt);
 
-/* Smallest positive normal number of a float dtype (2^-1022, 2^-126, 2^-14, 2^-126,
- * 2^-6, 2^-14); 1.0 for integer and bool dtypes. Used as the floor of the relative-error
- * denominator so values near zero do not explode. */
+/* Smallest positive normal number of a float dtype (its minNormal, float_format.h); 1.0
+ * for integer and bool dtypes. Used as the floor of the relative-error denominator so
+ * values near zero do not explode. */
 double parity_dtype_smallest_normal(parity_dtype dt);
 
-/* Largest finite value of the dtype (as binary64; u64/i64 rounded). */
+/* Largest finite value of the dtype (as binary64; u64/i64 rounded): a float's maxFinite. */
 double parity_dtype_max_finite(parity_dtype dt);
 
 /* Decode n elements of little-endian storage (native layout as read from HDF5 into a

@@ -9,7 +9,7 @@
  * extents after d) fits the budget; rank 0 and zero-size tensors get one (possibly empty)
  * slab.
  */
-#include "capture.h"
+#include "formats/capture.h"
 
 void parity_slab_plan_init(parity_slab_plan *pPlan, int rank, const uint64_t *aDim,
                            uint64_t nMaxElem, uint64_t rowAlign)

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <jansson.h>
-#include "../diff/diff.h"
+#include "diff/diff.h"
 
 /* Writes the text report to pOut. Returns 0, or -1 when writing failed. */
 int parity_report_text(const parity_diff_result *pRes, FILE *pOut);

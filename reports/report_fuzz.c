@@ -3,8 +3,8 @@
  * documented in fuzz/FUZZ.md; the writer only reads the campaign's options and result.
  */
 #include <stdio.h>
-#include "report.h"
-#include "report_fuzz.h"
+#include "reports/report.h"
+#include "reports/report_fuzz.h"
 
 static json_t *finding_json(const parity_finding *pF)
 {

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "report.h"
+#include "reports/report.h"
 
 #define REPORT_JSON_VERSION 1
 #define REPORT_DUMP_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER)
@@ -356,7 +356,7 @@ static json_t *report_tensor(const parity_tensor_result *pT, size_t iPosition)
     rc |= report_set(pObj, "compiled_shape",
                      hasCompiled ? report_uint_array(rank, aDim) : json_null());
     rc |= report_set(pObj, "status", json_string(parity_status_name(pT->status)));
-    rc |= report_set(pObj, "cause", report_string(pT->zCause));
+    rc |= report_set(pObj, "cause", report_string(parity_cause_name(pT->cause)));
     rc |= report_set(pObj, "message", report_string(pT->zMessage));
     rc |= report_set(pObj, "is_input", json_boolean(pT->isInput));
     rc |= report_set(pObj, "warnings", report_string_array(pT->azWarning, pT->nWarning));

@@ -11,7 +11,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
-#include "report.h"
+#include "reports/report.h"
 
 /* Room for one formatted attribute value; longer values are truncated, which is fine for
  * a report meant to be read on a terminal. */
@@ -242,6 +242,7 @@ static int report_has_block(const parity_tensor_result *pT)
 
 static void report_put_tensor(FILE *pOut, const parity_tensor_result *pT)
 {
+    const char *zCause = parity_cause_name(pT->cause);
     size_t i;
 
     fputc('\n', pOut);
@@ -252,7 +253,7 @@ static void report_put_tensor(FILE *pOut, const parity_tensor_result *pT)
         fprintf(pOut, "  suspicious: %" PRIu64 " elements within the deterministic bound but beyond "
                 "the probabilistic one (lambda %g; reported, not failed)\n",
                 pT->judgement.nSuspicious, pT->judgement.lambda);
-    if (pT->zCause) fprintf(pOut, "  cause: %s\n", pT->zCause);
+    if (zCause) fprintf(pOut, "  cause: %s\n", zCause);
     if (pT->zMessage) fprintf(pOut, "  error: %s\n", pT->zMessage);
     if (pT->zModelNote && pT->status != PARITY_ST_PASS) fprintf(pOut, "  note: %s\n", pT->zModelNote);
     for (i = 0; i < pT->nWarning; i++) fprintf(pOut, "  warning: %s\n", pT->azWarning[i]);
@@ -328,7 +329,7 @@ int parity_report_text(const parity_diff_result *pRes, FILE *pOut)
         const parity_tensor_result *pFirst = report_find_tensor(pRes, pRes->zFirstDivergence);
         fprintf(pOut, "first divergence: %s", pRes->zFirstDivergence);
         if (pFirst && pFirst->zOp) fprintf(pOut, " (%s)", pFirst->zOp);
-        if (pFirst && pFirst->zCause && strcmp(pFirst->zCause, "local") == 0)
+        if (pFirst && pFirst->cause == PARITY_CAUSE_LOCAL)
             fputs(", root cause: its own kernel breaks the error bound", pOut);
         fputc('\n', pOut);
     } else {

@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "diff/compare.h"
-#include "diff/order.h"
+#include "diff/compare_internal.h"
+#include "diff/order_internal.h"
 
-static compare_spec spec_f32(int rank, const uint64_t *aDim)
+static parity_cmp_spec spec_f32(int rank, const uint64_t *aDim)
 {
-    compare_spec spec;
+    parity_cmp_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.dtype = PARITY_DT_F32;
     spec.rank = rank;
@@ -21,18 +21,19 @@ static compare_spec spec_f32(int rank, const uint64_t *aDim)
     return spec;
 }
 
-static parity_tensor_stats judge(const compare_spec *pSpec, const float *e, const float *c, size_t n)
+static parity_tensor_stats judge(const parity_cmp_spec *pSpec, const float *e, const float *c,
+                                 size_t n)
 {
     parity_tensor_stats st;
-    compare_stats_init(&st);
-    compare_block(pSpec, e, c, 0, n, &st);
+    parity_cmp_stats_init(&st);
+    parity_cmp_block(pSpec, e, c, 0, n, &st);
     return st;
 }
 
 Test(compare, identical_passes_with_zero_error)
 {
     uint64_t aDim[1] = { 4 };
-    compare_spec spec = spec_f32(1, aDim);
+    parity_cmp_spec spec = spec_f32(1, aDim);
     float e[4] = { 1.0f, -2.0f, 0.0f, 3.5f };
     parity_tensor_stats st = judge(&spec, e, e, 4);
     cr_assert_eq(st.nMismatch, 0);
@@ -46,7 +47,7 @@ Test(compare, identical_passes_with_zero_error)
 Test(compare, nan_same_place_passes_one_side_fails)
 {
     uint64_t aDim[1] = { 3 };
-    compare_spec spec = spec_f32(1, aDim);
+    parity_cmp_spec spec = spec_f32(1, aDim);
     float e[3] = { NAN, 1.0f, NAN };
     float c[3] = { -NAN, NAN, NAN };   /* payload/sign differ at 0: still NaN vs NaN */
     parity_tensor_stats st = judge(&spec, e, c, 3);
@@ -62,7 +63,7 @@ Test(compare, nan_same_place_passes_one_side_fails)
 Test(compare, infinities)
 {
     uint64_t aDim[1] = { 3 };
-    compare_spec spec = spec_f32(1, aDim);
+    parity_cmp_spec spec = spec_f32(1, aDim);
     float e[3] = { INFINITY, INFINITY, -INFINITY };
     float c[3] = { INFINITY, -INFINITY, 3.0e38f };
     parity_tensor_stats st = judge(&spec, e, c, 3);
@@ -75,7 +76,7 @@ Test(compare, infinities)
 Test(compare, signed_zero_policy)
 {
     uint64_t aDim[1] = { 2 };
-    compare_spec spec = spec_f32(1, aDim);
+    parity_cmp_spec spec = spec_f32(1, aDim);
     float e[2] = { 0.0f, 1.0f }, c[2] = { -0.0f, 1.0f };
     parity_tensor_stats st = judge(&spec, e, c, 2);
     cr_assert_eq(st.nMismatch, 0);
@@ -89,7 +90,7 @@ Test(compare, signed_zero_policy)
 Test(compare, tolerance_boundary_and_ulps)
 {
     uint64_t aDim[1] = { 2 };
-    compare_spec spec = spec_f32(1, aDim);
+    parity_cmp_spec spec = spec_f32(1, aDim);
     /* allowed = 1e-5 + 1.3e-6 * 1 = 1.13e-5 */
     float e[2] = { 1.0f, 1.0f };
     float c[2] = { 1.0f + 8e-6f, 1.0f + 2e-5f };
@@ -111,7 +112,7 @@ Test(compare, tolerance_boundary_and_ulps)
 Test(compare, relative_error_floor_is_smallest_normal)
 {
     uint64_t aDim[1] = { 1 };
-    compare_spec spec = spec_f32(1, aDim);
+    parity_cmp_spec spec = spec_f32(1, aDim);
     float e[1] = { 0x1p-140f }, c[1] = { 0x1p-139f };   /* subnormals */
     parity_tensor_stats st = judge(&spec, e, c, 1);
     cr_assert_float_eq(st.maxRelErr, (0x1p-139 - 0x1p-140) / 0x1p-126, 1e-20);
@@ -122,7 +123,7 @@ Test(compare, relative_error_floor_is_smallest_normal)
 Test(compare, exact_mode_fails_any_bit_difference)
 {
     uint64_t aDim[1] = { 3 };
-    compare_spec spec = spec_f32(1, aDim);
+    parity_cmp_spec spec = spec_f32(1, aDim);
     float e[3] = { 1.0f, 0.0f, NAN }, c[3] = { nextafterf(1.0f, 2.0f), -0.0f, NAN };
     spec.tol.exact = 1;
     parity_tensor_stats st = judge(&spec, e, c, 3);
@@ -133,22 +134,22 @@ Test(compare, exact_mode_fails_any_bit_difference)
 Test(compare, worst_ties_go_to_lowest_index_across_blocks)
 {
     uint64_t aDim[2] = { 4, 5 };
-    compare_spec spec = spec_f32(2, aDim);
+    parity_cmp_spec spec = spec_f32(2, aDim);
     float e[20], c[20];
     parity_tensor_stats whole, merged, part;
     int i;
     for (i = 0; i < 20; i++) e[i] = c[i] = (float)i;
     c[7] = 7.5f;
     c[13] = 13.5f;            /* same absolute error, larger |e|: lower score */
-    compare_stats_init(&whole);
-    compare_block(&spec, e, c, 0, 20, &whole);
+    parity_cmp_stats_init(&whole);
+    parity_cmp_block(&spec, e, c, 0, 20, &whole);
     /* Same data judged in blocks, merged in order. */
-    compare_stats_init(&merged);
+    parity_cmp_stats_init(&merged);
     for (i = 0; i < 20; i += 6) {
         size_t n = 20 - i < 6 ? 20 - i : 6;
-        compare_stats_init(&part);
-        compare_block(&spec, e + i, c + i, (uint64_t)i, n, &part);
-        compare_stats_merge(&merged, &part, 2);
+        parity_cmp_stats_init(&part);
+        parity_cmp_block(&spec, e + i, c + i, (uint64_t)i, n, &part);
+        parity_cmp_stats_merge(&merged, &part, 2);
     }
     cr_assert_eq(whole.nMismatch, 2);
     cr_assert_eq(whole.worstLinear, 7, "allowed grows with |e|: index 7 scores higher");
@@ -167,21 +168,21 @@ Test(compare, worst_ties_go_to_lowest_index_across_blocks)
 Test(compare, exact_ties_keep_first)
 {
     uint64_t aDim[1] = { 6 };
-    compare_spec spec = spec_f32(1, aDim);
+    parity_cmp_spec spec = spec_f32(1, aDim);
     float e[6] = { 1, 1, 1, 1, 1, 1 }, c[6] = { 1, 1, 2, 1, 2, 1 };
     parity_tensor_stats a, b;
-    compare_stats_init(&a);
-    compare_block(&spec, e, c, 0, 3, &a);
-    compare_stats_init(&b);
-    compare_block(&spec, e + 3, c + 3, 3, 3, &b);
-    compare_stats_merge(&a, &b, 1);
+    parity_cmp_stats_init(&a);
+    parity_cmp_block(&spec, e, c, 0, 3, &a);
+    parity_cmp_stats_init(&b);
+    parity_cmp_block(&spec, e + 3, c + 3, 3, 3, &b);
+    parity_cmp_stats_merge(&a, &b, 1);
     cr_assert_eq(a.worstLinear, 2);
 }
 
 Test(compare, bf16_ulps_are_bf16_ulps)
 {
     uint64_t aDim[1] = { 1 };
-    compare_spec spec;
+    parity_cmp_spec spec;
     uint16_t e[1] = { 0x3f80 }, c[1] = { 0x3f83 };   /* 1.0 and 1.0 + 3 bf16 ulps */
     parity_tensor_stats st;
     memset(&spec, 0, sizeof spec);
@@ -189,14 +190,14 @@ Test(compare, bf16_ulps_are_bf16_ulps)
     spec.rank = 1;
     spec.aDim = aDim;
     parity_tolerance_default(PARITY_DT_BF16, &spec.tol);
-    compare_stats_init(&st);
-    compare_block(&spec, e, c, 0, 1, &st);
+    parity_cmp_stats_init(&st);
+    parity_cmp_block(&spec, e, c, 0, 1, &st);
     cr_assert_eq(st.maxUlp, 3);
     cr_assert_float_eq(st.maxAbsErr, 3 * 0x1p-7, 1e-12);
     cr_assert_eq(st.nMismatch, 1, "3 bf16 ulps at 1.0 (0.0234) exceed 1.6e-2 + 1e-5");
     c[0] = 0x3f81;   /* one ulp, 0.0078: within bf16's default tolerance */
-    compare_stats_init(&st);
-    compare_block(&spec, e, c, 0, 1, &st);
+    parity_cmp_stats_init(&st);
+    parity_cmp_block(&spec, e, c, 0, 1, &st);
     cr_assert_eq(st.maxUlp, 1);
     cr_assert_eq(st.nMismatch, 0);
 }
@@ -254,7 +255,7 @@ Test(order, order_attr_then_topological_then_cycles, .init = setup_dir, .fini = 
 
     cr_assert_eq(parity_capture_open(zFile, &pCap, zErr, sizeof zErr), 0, "%s", zErr);
     cr_assert_eq(parity_capture_count(pCap), 7);
-    cr_assert_eq(order_compute(pCap, 1, aOrder, azWarn), 0);
+    cr_assert_eq(parity_order_compute(pCap, 1, aOrder, azWarn), 0);
     for (i = 0; i < 7; i++)
         cr_assert_str_eq(parity_capture_tensor(pCap, aOrder[i])->zPath, azExpect[i], "position %zu", i);
     for (i = 0; i < 7; i++) {

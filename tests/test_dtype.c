@@ -4,7 +4,8 @@
  * The decoders are checked against an independent ldexp formula on every bit pattern of
  * the 16- and 8-bit formats, the encoder against the decoder (round trip) and against a
  * brute-force nearest-neighbour search, and the ULP keys at the format boundaries where
- * sign-magnitude ordering usually goes wrong (zeros, subnormals, max/inf, NaN).
+ * sign-magnitude ordering usually goes wrong (zeros, subnormals, max/inf, NaN). The float
+ * table (formats/float_format.c) is checked row by row against the same spec values.
  */
 #include <criterion/criterion.h>
 
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "formats/dtype.h"
+#include "formats/float_format.h"
 #include "support.h"
 
 /* ---------------------------------------------------------------------------------- */
@@ -1033,4 +1035,61 @@ Test(props, table)
     cr_assert_eq(parity_dtype_size(PARITY_DT_INVALID), 0);
     cr_assert_eq(parity_dtype_is_float(PARITY_DT_INVALID), 0);
     cr_assert_eq(parity_dtype_is_exact(PARITY_DT_INVALID), 0);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* The float table                                                                    */
+
+/* Each row against this file's spec values and the relations float_format.h states. */
+Test(float_format, rows_match_the_specs)
+{
+    for (size_t i = 0; i < N_FMT; i++) {
+        const fmt_info *pI = &g_aFmt[i];
+        const parity_float_format *pF = parity_float_format_of(pI->dt);
+        const char *z = parity_dtype_name(pI->dt);
+        int emin = 1 - pI->bias;
+        /* The top binade's exponent field: all ones less one (IEEE) or all ones (e4m3fn). */
+        int emax = (1 << pI->ebits) - (pI->hasInf ? 2 : 1) - pI->bias;
+        double aMax[1];
+        unsigned char aBits[8];
+
+        cr_assert_not_null(pF, "%s", z);
+        cr_assert_eq(pF->dtype, pI->dt, "%s", z);
+        cr_assert_eq(pF->nBits, pI->width, "%s", z);
+        cr_assert_eq(pF->nBits, 1 + pF->exponentBits + pF->mantissaBits, "%s", z);
+        cr_assert_eq((size_t)pF->nBits, 8 * parity_dtype_size(pI->dt), "%s", z);
+        cr_assert_eq(pF->exponentBits, pI->ebits, "%s", z);
+        cr_assert_eq(pF->mantissaBits, pI->mbits, "%s", z);
+        cr_assert_eq(pF->precision, pI->mbits + 1, "%s", z);
+        cr_assert_eq(pF->bias, pI->bias, "%s", z);
+        cr_assert_eq(pF->emin, emin, "%s", z);
+        cr_assert_eq(pF->emax, emax, "%s", z);
+        cr_assert_eq(pF->maxFinite, pI->maxVal, "%s", z);
+        cr_assert_eq(pF->maxFinite, ldexp(2.0 - ldexp(1.0, pI->hasInf ? -pI->mbits
+                                                                    : 1 - pI->mbits), emax),
+                     "%s", z);
+        put_bits(pI->width, pI->maxBits, aBits);
+        if (pI->width == 64) memcpy(aMax, aBits, 8);
+        else parity_decode(pI->dt, aBits, aMax, 1);
+        cr_assert_eq(aMax[0], pF->maxFinite, "%s: the largest finite pattern", z);
+        cr_assert_eq(pF->minNormal, ldexp(1.0, emin), "%s", z);
+        cr_assert_eq(pF->minSubnormal, ldexp(1.0, emin - pI->mbits), "%s", z);
+        cr_assert_eq(pF->hasInf, pI->hasInf, "%s", z);
+        cr_assert_eq(pF->nanRule, pI->hasInf ? PARITY_NAN_IEEE : PARITY_NAN_ALL_ONES_ONLY, "%s", z);
+    }
+}
+
+Test(float_format, rows_exactly_for_the_float_dtypes)
+{
+    size_t nRow = 0;
+    for (int i = 0; i < PARITY_DT_COUNT; i++) {
+        parity_dtype dt = (parity_dtype)i;
+        cr_assert_eq(parity_float_format_of(dt) != NULL, parity_dtype_is_float(dt) != 0, "%s",
+                     parity_dtype_name(dt));
+        nRow += parity_float_format_of(dt) != NULL;
+    }
+    cr_assert_eq(nRow, N_FMT);
+    cr_assert_null(parity_float_format_of(PARITY_DT_INVALID));
+    cr_assert_null(parity_float_format_of(PARITY_DT_COUNT));
+    cr_assert_null(parity_float_format_of((parity_dtype)-1));
 }

@@ -567,6 +567,33 @@ Test(report_json, counts_above_int64_are_clamped)
     json_decref(pDoc);
 }
 
+/* Each cause under its documented name (diff/REPORT.md), and null when there is none. */
+Test(report_json, cause_names)
+{
+    static const uint64_t aDim[] = { 2 };
+    static const char *const azName[] = { NULL, "local", "propagated", "unknown" };
+    parity_tensor_result aT[4];
+    parity_diff_result r;
+    json_t *pDoc;
+    size_t i;
+
+    for (i = 0; i < 4; i++) {
+        aT[i] = make_tensor("/t", "aten::relu", i ? PARITY_ST_FAIL : PARITY_ST_PASS, 1, aDim);
+        aT[i].cause = (parity_cause)i;
+    }
+    cr_assert_eq(aT[0].cause, PARITY_CAUSE_NONE);
+    cr_assert_eq(aT[3].cause, PARITY_CAUSE_UNKNOWN);
+    r = make_result(aT, 4, PARITY_VERDICT_FAIL, "/t");
+    pDoc = build(&r);
+    for (i = 0; i < 4; i++) {
+        if (azName[i]) expect_string_field(tensor_at(pDoc, i), "cause", azName[i]);
+        else expect_null_field(tensor_at(pDoc, i), "cause");
+        if (azName[i]) cr_assert_str_eq(parity_cause_name(aT[i].cause), azName[i]);
+        else cr_assert_null(parity_cause_name(aT[i].cause));
+    }
+    json_decref(pDoc);
+}
+
 Test(report_json, every_tensor_has_the_same_keys)
 {
     static const char *const azKey[] = {
@@ -934,7 +961,7 @@ Test(report_text, mismatch_missing_error_and_rank0_blocks)
     aT[2].rankCompiled = 0;
     aT[3] = make_tensor("/bad", NULL, PARITY_ST_ERROR, 0, NULL);
     aT[3].zMessage = (char *)"cannot read dataset";
-    aT[3].zCause = (char *)"storage";
+    aT[3].cause = PARITY_CAUSE_UNKNOWN;
     aT[4] = make_tensor("/loss", NULL, PARITY_ST_FAIL, 0, NULL);
     aT[4].hasStats = 1;
     aT[4].stats.nElem = 1;
@@ -951,7 +978,7 @@ Test(report_text, mismatch_missing_error_and_rank0_blocks)
     expect_line(zText, "DTYPE_MISMATCH /h float32 [4, 8] vs compiled float16 [4, 8]");
     expect_line(zText, "MISSING_IN_COMPILED /gone float32 [4, 8]");
     expect_line(zText, "ERROR /bad float32 []");
-    expect_line(zText, "  cause: storage");
+    expect_line(zText, "  cause: unknown");
     expect_line(zText, "  error: cannot read dataset");
     expect_line(zText, "  nan/inf mismatches 1, signed zero mismatches 0");
     expect_line(zText, "  worst [] score inf; affected slice []");

@@ -4,8 +4,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "judge.h"
-#include "mpref.h"
+#include "tolerance/judge.h"
+#include "tolerance/mpref.h"
 
 /* |v - ref| in binary64 (rounded up), for finite v and finite ref. */
 static double error_vs(mpfr_t scratch, const mpfr_t ref, double v)
@@ -51,7 +51,7 @@ static int vacuous_special(const parity_op_call *pCall, const mpfr_t ref, double
                            double c)
 {
     if (rounded != rounded) return 0;
-    if (!(fabs(c) <= 1.79769313486231570815e308)) return 1;
+    if (!isfinite(c)) return 1;
     return pCall->overflowPossible == PARITY_OVERFLOW_ANY_VALUE && mpfr_number_p(ref);
 }
 
@@ -70,8 +70,7 @@ static int selected(parity_op_call *pCall, const double *aApprox, const double *
                     uint64_t i, uint64_t threshold, uint64_t seed, parity_judgement *pJ)
 {
     double c = aCompiled[i], e = aApprox ? aApprox[i] : c;
-    if (!(fabs(c) <= 1.79769313486231570815e308) || !(fabs(e) <= 1.79769313486231570815e308) ||
-        fabs(c - e) > 2.0 * pCall->pDef->xEnvelope(pCall, i)) {
+    if (!isfinite(c) || !isfinite(e) || fabs(c - e) > 2.0 * pCall->pDef->xEnvelope(pCall, i)) {
         pJ->nFlagged++;
         return 1;
     }
@@ -97,33 +96,180 @@ int parity_judge(parity_op_call *pCall, const double *aEager, const double *aCom
     return parity_judge_planned(pCall, aEager, aCompiled, NULL, NULL, pJ, zErr, nErr);
 }
 
+/* One element under judgement: its two values, its bounds, and what they make of it. */
+typedef struct {
+    double c, e;               /* compiled; eager (0 when only compiled is judged) */
+    int hasEager;
+    double bound;              /* the deciding bound */
+    double probBound;          /* the other one (the deterministic one when the
+                                * probabilistic decides); NaN when the op has none */
+    double rounded;            /* the reference rounded to the output dtype */
+    int cOut, eOut;            /* compiled, eager beyond the bound or off the special value */
+    int cAccepted;             /* compiled off the special value, accepted (vacuous_special) */
+    double ratio;              /* compiled error / bound */
+} judged_element;
+
+/* Threshold of the deterministic sample when the plan makes the judgement selective
+ * (judge.h); 0 with pJ untouched otherwise. Returns 1 when selective. */
+static int plan_selection(const parity_op_call *pCall, const parity_judge_plan *pPlan,
+                          parity_judgement *pJ, uint64_t *pThreshold)
+{
+    *pThreshold = 0;
+    if (!pPlan || !pCall->pDef->xEnvelope || !pCall->pDef->xCost ||
+        !((double)pCall->nOut * pCall->pDef->xCost(pCall) > pPlan->budgetTerms))
+        return 0;
+    pJ->sampled = 1;
+    /* P(mix < threshold) = nSample / nOut */
+    *pThreshold = pPlan->nSample >= pCall->nOut ? UINT64_MAX
+                : (uint64_t)((double)pPlan->nSample / (double)pCall->nOut * 18446744073709551615.0);
+    return 1;
+}
+
+/* Which of the op's bounds decides, the tolerance file's scale and extra ulps, and no bound
+ * where a legal summation order overflows. */
+static void settle_bounds(const parity_op_call *pCall, const parity_judge_plan *pPlan,
+                          const mpfr_t ref, parity_judgement *pJ, judged_element *pEl)
+{
+    if (pEl->probBound == pEl->probBound) {
+        pJ->hasProbabilistic = 1;
+        if (pJ->probabilisticDecides) {
+            double t = pEl->bound;
+            pEl->bound = pEl->probBound;
+            pEl->probBound = t;   /* the deterministic one is then only a ceiling */
+        }
+    }
+    if (pPlan && (pPlan->boundScale != 1.0 || pPlan->extraUlps > 0.0)) {
+        double refD = mpfr_get_d(ref, MPFR_RNDN);
+        double extra = pPlan->extraUlps * parity_ulp_at(pCall->outDtype, refD);
+        pEl->bound = pEl->bound * pPlan->boundScale + extra;
+        if (pEl->probBound == pEl->probBound)
+            pEl->probBound = pEl->probBound * pPlan->boundScale + extra;
+    }
+    /* Where some legal summation order overflows (ops.h), the model's bound does not
+     * hold: nothing finite can fail there, which the vacuous count says. */
+    if (pCall->overflowPossible) pEl->bound = INFINITY;
+}
+
+/* The reference is NaN or overflows the output dtype: only the same special value is
+ * right, but for the lenient NaN policy and a legal order's overflow. */
+static void judge_special_reference(const parity_op_call *pCall, const parity_judge_plan *pPlan,
+                                    const mpfr_t ref, parity_judgement *pJ, judged_element *pEl)
+{
+    pEl->cOut = !same_special(pEl->c, pEl->rounded);
+    if (pEl->hasEager) pEl->eOut = !same_special(pEl->e, pEl->rounded);
+    /* Policy "lenient": a finite value where the reference is NaN is accepted
+     * (fully masked softmax rows returning zeros, for instance). */
+    if (pPlan && pPlan->nanLenient && pEl->rounded != pEl->rounded) {
+        if (isfinite(pEl->c)) pEl->cOut = 0;
+        if (pEl->hasEager && isfinite(pEl->e)) pEl->eOut = 0;
+    }
+    if (pEl->cOut && pCall->overflowPossible && vacuous_special(pCall, ref, pEl->rounded, pEl->c)) {
+        pEl->cOut = 0;
+        pEl->cAccepted = 1;
+        pJ->nOverflowAccepted++;
+    }
+    pEl->ratio = pEl->cOut ? INFINITY : 0.0;
+    if (pEl->cOut) pJ->nNonFinite++;
+}
+
+/* A finite reference and a compiled NaN or infinity. */
+static void judge_nonfinite_compiled(const parity_op_call *pCall, mpfr_t scratch,
+                                     const mpfr_t ref, parity_judgement *pJ,
+                                     judged_element *pEl)
+{
+    if (pCall->overflowPossible) {
+        /* a reassociated sum may overflow where the exact one does not (ops.h) */
+        pJ->nOverflowAccepted++;
+        pEl->cOut = 0;
+        if (pEl->hasEager)
+            pEl->eOut = isfinite(pEl->e) && error_vs(scratch, ref, pEl->e) > pEl->bound;
+        pEl->ratio = 0.0;
+    } else {
+        pEl->cOut = 1;
+        if (pEl->hasEager)
+            pEl->eOut = !isfinite(pEl->e) || error_vs(scratch, ref, pEl->e) > pEl->bound;
+        pEl->ratio = INFINITY;
+        pJ->nNonFinite++;
+    }
+}
+
+/* The reference and the compiled value finite: the error figures and the classes of
+ * judge.h. */
+static void judge_finite(const parity_op_call *pCall, mpfr_t scratch, const mpfr_t ref,
+                         parity_judgement *pJ, judged_element *pEl)
+{
+    double refD = mpfr_get_d(ref, MPFR_RNDN);
+    double ulp = parity_ulp_at(pCall->outDtype, refD);
+    double errC = error_vs(scratch, ref, pEl->c), errE = 0.0;
+
+    pEl->cOut = errC > pEl->bound;
+    if (errC > pJ->maxErrCompiled) pJ->maxErrCompiled = errC;
+    if (errC / ulp > pJ->maxUlpCompiled) pJ->maxUlpCompiled = errC / ulp;
+    if (pEl->hasEager) {
+        if (!isfinite(pEl->e)) {
+            pEl->eOut = 1;
+            errE = INFINITY;
+        } else {
+            errE = error_vs(scratch, ref, pEl->e);
+            pEl->eOut = errE > pEl->bound;
+            if (errE > pJ->maxErrEager) pJ->maxErrEager = errE;
+            if (errE / ulp > pJ->maxUlpEager) pJ->maxUlpEager = errE / ulp;
+        }
+    }
+    pEl->ratio = pEl->bound > 0.0 ? errC / pEl->bound : (errC > 0.0 ? INFINITY : 0.0);
+    /* Within the deciding bound but beyond the probabilistic one: reported. */
+    if (!pEl->cOut && !pJ->probabilisticDecides && pEl->probBound == pEl->probBound &&
+        errC > pEl->probBound)
+        pJ->nSuspicious++;
+    if (pEl->cOut && pEl->eOut && errC <= errE) {
+        pJ->nBothBeyond++;
+        pEl->cOut = 0;   /* reported, not failed */
+        pEl->ratio = pEl->ratio > 1.0 ? 1.0 : pEl->ratio;
+    } else if (pEl->cOut) {
+        pJ->nCompiledWorse++;
+    }
+    if (!pEl->cOut && pEl->eOut && !(errC > pEl->bound)) pJ->nEagerWorse++;
+    if (!pEl->cOut && !pEl->eOut) pJ->nWithin++;
+}
+
+/* Classifies one element whose bounds are settled. */
+static void judge_element(const parity_op_call *pCall, const parity_judge_plan *pPlan,
+                          mpfr_t scratch, const mpfr_t ref, parity_judgement *pJ,
+                          judged_element *pEl)
+{
+    if (isfinite(pEl->rounded) && isfinite(pEl->c)) {
+        judge_finite(pCall, scratch, ref, pJ, pEl);
+        return;
+    }
+    if (!isfinite(pEl->rounded))
+        judge_special_reference(pCall, pPlan, ref, pJ, pEl);
+    else
+        judge_nonfinite_compiled(pCall, scratch, ref, pJ, pEl);
+    /* Where the bound is vacuous and both sides left the exact value's special
+     * value, neither is wrong by the model: reported, never failed. */
+    if (pEl->cAccepted && pEl->eOut) pJ->nBothBeyond++;
+    else if (!pEl->cOut && pEl->eOut) pJ->nEagerWorse++;
+    if (!pEl->cOut && !pEl->eOut) pJ->nWithin++;
+}
+
 int parity_judge_planned(parity_op_call *pCall, const double *aEager, const double *aCompiled,
                          const double *aApprox, const parity_judge_plan *pPlan,
                          parity_judgement *pJ, char *zErr, size_t nErr)
 {
     mpfr_t ref, scratch;
-    uint64_t i, threshold = 0;
-    int rc = 0, selective = 0;
+    uint64_t i, threshold;
+    int rc = 0, selective;
 
     memset(pJ, 0, sizeof *pJ);
     pJ->worstRatio = -1.0;
-    if (pPlan && pCall->pDef->xEnvelope && pCall->pDef->xCost &&
-        (double)pCall->nOut * pCall->pDef->xCost(pCall) > pPlan->budgetTerms) {
-        selective = 1;
-        pJ->sampled = 1;
-        /* P(mix < threshold) = nSample / nOut */
-        threshold = pPlan->nSample >= pCall->nOut ? UINT64_MAX
-                  : (uint64_t)((double)pPlan->nSample / (double)pCall->nOut * 18446744073709551615.0);
-    }
+    selective = plan_selection(pCall, pPlan, pJ, &threshold);
     if (pPlan) pCall->lambda = pPlan->lambda;
     pJ->lambda = pCall->lambda;
     pJ->probabilisticDecides = pPlan && pPlan->probabilistic;
     mpfr_inits2(PARITY_REF_PREC, ref, scratch, (mpfr_ptr)0);
     for (i = 0; i < pCall->nOut; i++) {
-        double bound = 0.0, rounded, c = aCompiled[i], e = aEager ? aEager[i] : 0.0;
-        double probBound;
-        double errC, errE = 0.0, ulp, ratio;
-        int cOut, eOut = 0, finiteRef, cAccepted = 0;
+        judged_element el;
+        double c = aCompiled[i], e = aEager ? aEager[i] : 0.0;
 
         if (pPlan && pPlan->skipIdentical && aEager && (c == e ? signbit(c) == signbit(e)
                                                          : (c != c && e != e))) {
@@ -134,111 +280,32 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
                                    pPlan->seed, pJ))
             continue;
 
+        memset(&el, 0, sizeof el);
+        el.c = c;
+        el.e = e;
+        el.hasEager = aEager != NULL;
         pCall->probBound = NAN;
         pCall->overflowPossible = 0;
-        if (pCall->pDef->xElement(pCall, i, ref, &bound) != 0) {
+        if (pCall->pDef->xElement(pCall, i, ref, &el.bound) != 0) {
             snprintf(zErr, nErr, "%s: reference failed at element %llu", pCall->pDef->zName,
                      (unsigned long long)i);
             rc = -1;
             break;
         }
         pJ->nChecked++;
-        probBound = pCall->probBound;
-        if (probBound == probBound) {
-            pJ->hasProbabilistic = 1;
-            if (pJ->probabilisticDecides) {
-                double t = bound;
-                bound = probBound;
-                probBound = t;   /* the deterministic one is then only a ceiling */
-            }
-        }
-        if (pPlan && (pPlan->boundScale != 1.0 || pPlan->extraUlps > 0.0)) {
-            double extra = pPlan->extraUlps * parity_ulp_at(pCall->outDtype, mpfr_get_d(ref, MPFR_RNDN));
-            bound = bound * pPlan->boundScale + extra;
-            if (probBound == probBound) probBound = probBound * pPlan->boundScale + extra;
-        }
-        /* Where some legal summation order overflows (ops.h), the model's bound does not
-         * hold: nothing finite can fail there, which the vacuous count says. */
-        if (pCall->overflowPossible) bound = INFINITY;
-        rounded = parity_round_to_dtype(ref, pCall->outDtype);
-        finiteRef = fabs(rounded) <= 1.79769313486231570815e308;
-        if (bound > pJ->maxBound) pJ->maxBound = bound;
-        if (bound == INFINITY) pJ->nVacuous++;
+        el.probBound = pCall->probBound;
+        settle_bounds(pCall, pPlan, ref, pJ, &el);
+        el.rounded = parity_round_to_dtype(ref, pCall->outDtype);
+        if (el.bound > pJ->maxBound) pJ->maxBound = el.bound;
+        if (el.bound == INFINITY) pJ->nVacuous++;
         if (pCall->overflowPossible) pJ->nVacuousOverflow++;
 
-        if (!finiteRef) {
-            /* The reference is NaN or overflows the output dtype: only the same special
-             * value is right. */
-            cOut = !same_special(c, rounded);
-            if (aEager) eOut = !same_special(e, rounded);
-            /* Policy "lenient": a finite value where the reference is NaN is accepted
-             * (fully masked softmax rows returning zeros, for instance). */
-            if (pPlan && pPlan->nanLenient && rounded != rounded) {
-                if (fabs(c) <= 1.79769313486231570815e308) cOut = 0;
-                if (aEager && fabs(e) <= 1.79769313486231570815e308) eOut = 0;
-            }
-            if (cOut && pCall->overflowPossible && vacuous_special(pCall, ref, rounded, c)) {
-                cOut = 0;
-                cAccepted = 1;
-                pJ->nOverflowAccepted++;
-            }
-            ratio = cOut ? INFINITY : 0.0;
-            if (cOut) pJ->nNonFinite++;
-        } else if (!(fabs(c) <= 1.79769313486231570815e308) && pCall->overflowPossible) {
-            /* a reassociated sum may overflow where the exact one does not (ops.h) */
-            pJ->nOverflowAccepted++;
-            cOut = 0;
-            if (aEager) eOut = fabs(e) <= 1.79769313486231570815e308 && error_vs(scratch, ref, e) > bound;
-            ratio = 0.0;
-        } else if (!(fabs(c) <= 1.79769313486231570815e308)) {
-            cOut = 1;
-            if (aEager) eOut = !(fabs(e) <= 1.79769313486231570815e308) || error_vs(scratch, ref, e) > bound;
-            ratio = INFINITY;
-            pJ->nNonFinite++;
-        } else {
-            double refD = mpfr_get_d(ref, MPFR_RNDN);
-            ulp = parity_ulp_at(pCall->outDtype, refD);
-            errC = error_vs(scratch, ref, c);
-            cOut = errC > bound;
-            if (errC > pJ->maxErrCompiled) pJ->maxErrCompiled = errC;
-            if (errC / ulp > pJ->maxUlpCompiled) pJ->maxUlpCompiled = errC / ulp;
-            if (aEager) {
-                if (!(fabs(e) <= 1.79769313486231570815e308)) {
-                    eOut = 1;
-                    errE = INFINITY;
-                } else {
-                    errE = error_vs(scratch, ref, e);
-                    eOut = errE > bound;
-                    if (errE > pJ->maxErrEager) pJ->maxErrEager = errE;
-                    if (errE / ulp > pJ->maxUlpEager) pJ->maxUlpEager = errE / ulp;
-                }
-            }
-            ratio = bound > 0.0 ? errC / bound : (errC > 0.0 ? INFINITY : 0.0);
-            /* Within the deciding bound but beyond the probabilistic one: reported. */
-            if (!cOut && !pJ->probabilisticDecides && probBound == probBound && errC > probBound)
-                pJ->nSuspicious++;
-            if (cOut && eOut && errC <= errE) {
-                pJ->nBothBeyond++;
-                cOut = 0;   /* reported, not failed */
-                ratio = ratio > 1.0 ? 1.0 : ratio;
-            } else if (cOut) {
-                pJ->nCompiledWorse++;
-            }
-            if (!cOut && eOut && !(errC > bound)) pJ->nEagerWorse++;
-            if (!cOut && !eOut) pJ->nWithin++;
-        }
-        if (!finiteRef || !(fabs(c) <= 1.79769313486231570815e308)) {
-            /* Where the bound is vacuous and both sides left the exact value's special
-             * value, neither is wrong by the model: reported, never failed. */
-            if (cAccepted && eOut) pJ->nBothBeyond++;
-            else if (!cOut && eOut) pJ->nEagerWorse++;
-            if (!cOut && !eOut) pJ->nWithin++;
-        }
-        if (ratio > pJ->worstRatio) {
-            pJ->worstRatio = ratio;
+        judge_element(pCall, pPlan, scratch, ref, pJ, &el);
+        if (el.ratio > pJ->worstRatio) {
+            pJ->worstRatio = el.ratio;
             pJ->worstLinear = i;
         }
-        if (cOut) mark_fail(pCall, i, pJ);
+        if (el.cOut) mark_fail(pCall, i, pJ);
     }
     mpfr_clears(ref, scratch, (mpfr_ptr)0);
     return rc;

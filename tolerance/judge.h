@@ -16,7 +16,7 @@
 #ifndef PARITY_JUDGE_H
 #define PARITY_JUDGE_H
 
-#include "ops.h"
+#include "tolerance/ops.h"
 
 typedef struct {
     int sampled;                   /* 0: every element was checked; 1: selective (below) */

@@ -38,8 +38,10 @@
  *
  *                          Exponent ranges, MPFR convention x = 0.1b... * 2^e, so the smallest
  *                          subnormal is 2^(emin - 1) and every finite value is < 2^emax; with
- *                          IEEE's minimum normal exponent Emin and maximum exponent Emax,
- *                          emin = Emin - p + 2 and emax = Emax + 1:
+ *                          IEEE's minimum normal exponent Emin and maximum exponent Emax
+ *                          (the emin and emax columns of formats/float_format.c, which is
+ *                          where p, Emin, Emax and the NaN rules come from),
+ *                          emin = Emin - p + 2 and emax = Emax + 1, which gives:
  *                            binary64  p = 53  emin = -1073  emax = 1024
  *                            binary32  p = 24  emin =  -148  emax =  128
  *                            bfloat16  p =  8  emin =  -132  emax =  128
@@ -48,9 +50,9 @@
  *                            e4m3fn    p =  4  emin =    -8  emax =    9  (2^-9 .. 448)
  *                          e4m3fn (OCP OFP8 spec rev. 1.0, 2023) uses exponent field 1111 for
  *                          finite values except S.1111.111, its only NaN, so binade 2^8 holds
- *                          256 .. 448 and the format has no infinity. It is rounded as a
- *                          1.4.3 format with emax = 9 (binade 2^8 complete up to 480), and a
- *                          rounded magnitude above 448 (480, or the Inf of magnitudes >= 496)
+ *                          256 .. 448 and the format has no infinity (hasInf 0). It is rounded
+ *                          as a 1.4.3 format with emax = 9 (binade 2^8 complete up to 480), and
+ *                          a rounded magnitude above 448 (480, or the Inf of magnitudes >= 496)
  *                          becomes NaN, as torch's non-saturating cast does. So 464, the
  *                          midpoint of 448 (mantissa 110, even) and 480 (111, odd), rounds to
  *                          448, and everything above 464 is NaN; parity_encode agrees (tested).
@@ -74,8 +76,9 @@
  * beyond what a caller may have set. Debian builds MPFR with thread-local state
  * (mpfr_buildopt_tls_p), so this is safe from several threads at once.
  */
-#include "mpref.h"
-#include "superacc.h"
+#include "tolerance/mpref.h"
+#include "tolerance/superacc_internal.h"
+#include "formats/float_format.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -83,32 +86,19 @@
 /* ---------------------------------------------------------------------------------- */
 /* Formats                                                                            */
 
-typedef struct {
-    mpfr_prec_t prec;  /* significand bits including the implicit one */
-    mpfr_exp_t emin;   /* MPFR convention: smallest subnormal 2^(emin - 1) */
-    mpfr_exp_t emax;   /* MPFR convention: every finite value is below 2^emax */
-    double maxFinite;  /* largest finite value under the format's own rule */
-    int overflowNaN;   /* 1: no infinity; magnitudes rounding above maxFinite give NaN */
-} float_fmt;
-
-static const float_fmt g_fmtF64 = {53, -1073, 1024, 0x1.fffffffffffffp+1023, 0};
-static const float_fmt g_fmtF32 = {24, -148, 128, 0x1.fffffep+127, 0};
-static const float_fmt g_fmtF16 = {11, -23, 16, 65504.0, 0};
-static const float_fmt g_fmtBF16 = {8, -132, 128, 0x1.fep+127, 0};
-static const float_fmt g_fmtE4M3FN = {4, -8, 9, 448.0, 1};
-static const float_fmt g_fmtE5M2 = {3, -15, 16, 57344.0, 0};
-
-static const float_fmt *float_fmt_of(parity_dtype dt)
+/* The formats themselves are the table of formats/float_format.c. MPFR writes a number as
+ * 0.1b... * 2^e, one exponent above IEEE's 1.b... * 2^e, so a format with IEEE exponents
+ * emin..emax and precision p has, in MPFR's terms, its smallest subnormal at
+ * 2^(emin - p + 1) = 2^(mpfr emin - 1) and every finite value below 2^(emax + 1) =
+ * 2^(mpfr emax): the ranges of the file comment. */
+static mpfr_exp_t mp_emin(const parity_float_format *pF)
 {
-    switch (dt) {
-    case PARITY_DT_F64: return &g_fmtF64;
-    case PARITY_DT_F32: return &g_fmtF32;
-    case PARITY_DT_F16: return &g_fmtF16;
-    case PARITY_DT_BF16: return &g_fmtBF16;
-    case PARITY_DT_F8E4M3FN: return &g_fmtE4M3FN;
-    case PARITY_DT_F8E5M2: return &g_fmtE5M2;
-    default: return NULL;
-    }
+    return (mpfr_exp_t)pF->emin - pF->precision + 2;
+}
+
+static mpfr_exp_t mp_emax(const parity_float_format *pF)
+{
+    return (mpfr_exp_t)pF->emax + 1;
 }
 
 /* Integer ranges as exact binary64 bounds: a rounded value r is in range iff lo <= r < hi
@@ -188,8 +178,8 @@ static void small_init(mpfr_t x, mp_limb_t *aLimb, mpfr_prec_t prec)
 
 double parity_unit_roundoff(parity_dtype dt)
 {
-    const float_fmt *pF = float_fmt_of(dt);
-    return pF ? ldexp(1.0, -(int)pF->prec) : 0.0;
+    const parity_float_format *pF = parity_float_format_of(dt);
+    return pF ? ldexp(1.0, -pF->precision) : 0.0;
 }
 
 double parity_gamma(double n, double u)
@@ -233,15 +223,15 @@ double parity_gamma_prob(double n, double u, double lambda)
 
 double parity_ulp_at(parity_dtype dt, double x)
 {
-    const float_fmt *pF = float_fmt_of(dt);
+    const parity_float_format *pF = parity_float_format_of(dt);
     if (pF == NULL)
         return parity_dtype_is_exact(dt) ? 1.0 : NAN; /* integers are 1 apart */
     if (isnan(x))
         return NAN;
 
-    const int p = (int)pF->prec;
-    const int eMinNormal = (int)pF->emin + p - 2;
-    const int eMax = (int)pF->emax - 1;
+    const int p = pF->precision;
+    const int eMinNormal = pF->emin;
+    const int eMax = pF->emax;
     double ax = fabs(x);
     int e;
     if (isinf(ax)) {
@@ -264,7 +254,7 @@ double parity_ulp_at(parity_dtype dt, double x)
 /* Rounding to a dtype                                                                */
 
 /* Runs with the range wide (state_enter) and leaves it narrowed; the caller restores. */
-static double round_float(mpfr_srcptr x, const float_fmt *pF)
+static double round_float(mpfr_srcptr x, const parity_float_format *pF)
 {
     mp_limb_t aLimb[SMALL_LIMBS];
     mpfr_t y;
@@ -273,18 +263,18 @@ static double round_float(mpfr_srcptr x, const float_fmt *pF)
 
     if (mpfr_nan_p(x))
         return NAN;
-    small_init(y, aLimb, pF->prec);
+    small_init(y, aLimb, pF->precision);
     /* Exponent unbounded here, so only the significand is rounded; t records the direction,
      * which check_range and subnormalize need to resolve midpoints created by this first
      * rounding. */
     t = mpfr_set(y, x, MPFR_RNDN);
-    mpfr_set_emin(pF->emin);
-    mpfr_set_emax(pF->emax);
+    mpfr_set_emin(mp_emin(pF));
+    mpfr_set_emax(mp_emax(pF));
     t = mpfr_check_range(y, t, MPFR_RNDN);
     mpfr_subnormalize(y, t, MPFR_RNDN);
     d = mpfr_get_d(y, MPFR_RNDN); /* exact: at most 53 bits, inside binary64's range */
-    if (pF->overflowNaN && !(fabs(d) <= pF->maxFinite))
-        return NAN;
+    if (!pF->hasInf && !(fabs(d) <= pF->maxFinite))
+        return NAN; /* e4m3fn: no infinity, so what rounds beyond the largest finite is NaN */
     return d;
 }
 
@@ -311,7 +301,7 @@ static double round_int(mpfr_srcptr x, const int_fmt *pI)
 /* Dispatch; runs with the range wide. */
 static double round_any(mpfr_srcptr x, parity_dtype dt)
 {
-    const float_fmt *pF = float_fmt_of(dt);
+    const parity_float_format *pF = parity_float_format_of(dt);
     if (pF != NULL)
         return round_float(x, pF);
     const int_fmt *pI = int_fmt_of(dt);
@@ -351,11 +341,11 @@ double parity_round_double_to_dtype(double x, parity_dtype dt)
 /* ---------------------------------------------------------------------------------- */
 /* Exact dot products and sums                                                        */
 
-/* This is the straightforward path: one 106-bit MPFR number per term, then mpfr_sum. The
- * planned fast path is a fixed-point accumulator (a long integer spanning binary64's whole
- * product range, 2^-2148 .. 2^2048 plus carry room, as in Kulisch's exact dot product) into
- * which each product is added with integer operations, rounded once at the end; this
- * version stays as its reference. */
+/* Two paths. The fast one (fast_dot, below) adds every term exactly into a fixed-point
+ * accumulator with integer operations, as in Kulisch's exact dot product
+ * (superacc_internal.h), and rounds once at the end. It refuses terms outside its range
+ * (non-finite, beyond 2^1000, or with a part below 2^-1020); those sums take this
+ * straightforward path: one 106-bit MPFR number per term, then mpfr_sum. */
 #define TERM_PREC 106 /* 2 * 53: a product of two binary64 values is exact */
 
 typedef struct {
@@ -416,39 +406,39 @@ static void terms_sum(mpfr_t r, term_set *pT, double *pAbsSum, const mp_state *p
     mpfr_check_range(r, t, MPFR_RNDN);
 }
 
-/* The fast path: terms accumulated exactly in fixed-point accumulators (superacc.h), the
+/* The fast path: terms accumulated exactly in fixed-point accumulators (superacc_internal.h), the
  * sum rounded once to r's precision and sum |terms| rounded up to binary64, as the MPFR path
  * does. Returns -1 (nothing written) when a term is out of the accumulator's range. */
 static int fast_dot(mpfr_t r, const double *a, size_t strideA, const double *b,
                     size_t strideB, size_t n, const double *pBias, double *pAbsSum)
 {
-    static __thread superacc acc = { { 0 }, SUPERACC_LIMBS, -1, 0, 0 };
-    static __thread superacc accAbs = { { 0 }, SUPERACC_LIMBS, -1, 0, 0 };
-    superacc *pAbs = pAbsSum ? &accAbs : NULL;
+    static __thread parity_superacc acc = { { 0 }, PARITY_SUPERACC_LIMBS, -1, 0, 0 };
+    static __thread parity_superacc accAbs = { { 0 }, PARITY_SUPERACC_LIMBS, -1, 0, 0 };
+    parity_superacc *pAbs = pAbsSum ? &accAbs : NULL;
     size_t i;
     int negZeroOnly = 1, rc;   /* IEEE: a sum of -0 terms only is -0 */
     mpfr_flags_t flags = mpfr_flags_save();
     mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
     mpfr_t absSum;
 
-    superacc_clear(&acc);
-    superacc_clear(&accAbs);
+    parity_superacc_clear(&acc);
+    parity_superacc_clear(&accAbs);
     for (i = 0; i < n; i++) {
         double x = a[i * strideA];
         if (b) {
             double y = b[i * strideB];
-            superacc_add_product(&acc, x, y, pAbs);
+            parity_superacc_add_product(&acc, x, y, pAbs);
             /* only a zero product with opposite signs is -0 */
             negZeroOnly &= (x == 0.0 || y == 0.0) && signbit(x) != signbit(y);
         } else {
-            superacc_add(&acc, x);
-            if (pAbs) superacc_add(pAbs, fabs(x));
+            parity_superacc_add(&acc, x);
+            if (pAbs) parity_superacc_add(pAbs, fabs(x));
             if (!(x == 0.0 && signbit(x))) negZeroOnly = 0;
         }
     }
     if (pBias) {
-        superacc_add(&acc, *pBias);
-        if (pAbs) superacc_add(pAbs, fabs(*pBias));
+        parity_superacc_add(&acc, *pBias);
+        if (pAbs) parity_superacc_add(pAbs, fabs(*pBias));
         if (!(*pBias == 0.0 && signbit(*pBias))) negZeroOnly = 0;
     }
     if (acc.refused || accAbs.refused) return -1;
@@ -456,11 +446,11 @@ static int fast_dot(mpfr_t r, const double *a, size_t strideA, const double *b,
      * widest range, then let the caller's range apply, as mpfr_sum would. */
     mpfr_set_emin(mpfr_get_emin_min());
     mpfr_set_emax(mpfr_get_emax_max());
-    rc = superacc_round(&acc, r, MPFR_RNDN);
+    rc = parity_superacc_round(&acc, r, MPFR_RNDN);
     if (rc == 0 && negZeroOnly && mpfr_zero_p(r)) mpfr_set_zero(r, -1);
     if (rc == 0 && pAbs) {
         mpfr_init2(absSum, 53);
-        rc = superacc_round(pAbs, absSum, MPFR_RNDU);
+        rc = parity_superacc_round(pAbs, absSum, MPFR_RNDU);
         if (rc == 0) *pAbsSum = mpfr_get_d(absSum, MPFR_RNDU);
         mpfr_clear(absSum);
     }

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <mpfr.h>
-#include "../formats/dtype.h"
+#include "formats/dtype.h"
 
 #define PARITY_REF_PREC 128
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ops.h"
+#include "tolerance/ops.h"
 
 int parity_operand_load(parity_capture *pCap, size_t iTensor, parity_operand *pOp,
                         char *zErr, size_t nErr)

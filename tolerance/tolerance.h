@@ -1,10 +1,14 @@
 /*
  * tolerance.h - how close a compiled element must be to its eager counterpart.
  *
- * For now a tensor is judged by one (atol, rtol[, max_ulp]) triple chosen from its dtype:
+ * A tensor is first compared by one (atol, rtol[, max_ulp]) triple chosen from its dtype:
  * the defaults of torch.testing.assert_close (PyTorch docs, "torch.testing"), which users
- * already know. The semantic-judgement work replaces the choice with per-op error models;
- * the comparison engine only sees a parity_tolerance, so that swap touches this module.
+ * already know, unless --rtol/--atol/--max-ulp override them. Where the tensor's op is in
+ * the registry and its model applies (diff/semantic.c says when), the op's reference and
+ * error bound decide instead (ops.h, judge.h), and the triple only delimits the region a
+ * propagated failure reports. It decides for everything else: tensors without an op or with
+ * an op outside the registry, and op tensors the model cannot judge (those get a note).
+ * Integers, bool and graph inputs are compared bit for bit.
  *
  * An element passes when |c - e| <= atol + rtol * |e|, or, when useUlp is set, when its
  * ULP distance in the tensor's dtype is at most maxUlp. NaN against NaN passes; NaN or Inf
@@ -15,7 +19,7 @@
 #define PARITY_TOLERANCE_H
 
 #include <stdint.h>
-#include "../formats/dtype.h"
+#include "formats/dtype.h"
 
 typedef struct {
     double atol;

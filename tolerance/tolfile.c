@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
-#include "tolfile.h"
-#include "mpref.h"
+#include "tolerance/tolfile.h"
+#include "tolerance/mpref.h"
 
 typedef struct {
     char *zKey;                  /* op name or tensor path */

@@ -9,7 +9,7 @@
 #define PARITY_TOLFILE_H
 
 #include <stddef.h>
-#include "../formats/dtype.h"
+#include "formats/dtype.h"
 
 typedef struct {
     int hasScale;

@@ -1,5 +1,5 @@
 /*
- * source.h - where one side's slabs come from (internal to diff/).
+ * source_internal.h - where one side's slabs come from (compare.c's).
  *
  * A slab source hands out the bytes of slab after slab in two alternating slots, so the
  * caller can fill one slot while threads still read the other. When the tensor lies in the
@@ -9,10 +9,10 @@
  * buffer filled by parity_tensor_read. Either way at most two slabs per side are resident,
  * so memory does not grow with the tensor.
  */
-#ifndef PARITY_SOURCE_H
-#define PARITY_SOURCE_H
+#ifndef PARITY_SOURCE_INTERNAL_H
+#define PARITY_SOURCE_INTERNAL_H
 
-#include "../formats/capture.h"
+#include "formats/capture.h"
 
 typedef struct {
     parity_tensor_reader *pRd;
@@ -22,14 +22,14 @@ typedef struct {
     unsigned char *aBuf[2];      /* read buffers (not mapping) */
     void *apMap[2];              /* mapped windows (mapping) */
     size_t anMap[2];
-} slab_source;
+} parity_slab_source;
 
 /* Prepares a source for slabs of at most nMaxElem elements. Returns 0 or -1 (zErr). */
-int source_open(slab_source *pSrc, parity_tensor_reader *pRd, size_t nElemSize,
-                uint64_t nMaxElem, char *zErr, size_t nErr);
+int parity_source_open(parity_slab_source *pSrc, parity_tensor_reader *pRd, size_t nElemSize,
+                       uint64_t nMaxElem, char *zErr, size_t nErr);
 /* The bytes of pSlab, valid until slot iSlot is fetched again. NULL on failure (zErr). */
-const unsigned char *source_fetch(slab_source *pSrc, const parity_slab *pSlab, int iSlot,
-                                  char *zErr, size_t nErr);
-void source_close(slab_source *pSrc);
+const unsigned char *parity_source_fetch(parity_slab_source *pSrc, const parity_slab *pSlab,
+                                         int iSlot, char *zErr, size_t nErr);
+void parity_source_close(parity_slab_source *pSrc);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * superacc.h - an exact fixed-point accumulator for sums of binary64 values (internal to
- * tolerance/).
+ * superacc_internal.h - an exact fixed-point accumulator for sums of binary64 values
+ * (mpref.c's fast path).
  *
  * mpfr_sum per output element of a matmul costs about 20x a naive binary64 loop. This
  * accumulator instead adds every term exactly into a long fixed-point integer (a Kulisch
@@ -14,8 +14,8 @@
  * part below 2^-1020, where TwoProduct may be inexact) and non-finite terms are refused: the
  * caller then falls back to mpfr_sum.
  */
-#ifndef PARITY_SUPERACC_H
-#define PARITY_SUPERACC_H
+#ifndef PARITY_SUPERACC_INTERNAL_H
+#define PARITY_SUPERACC_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,27 +23,29 @@
 #include <string.h>
 #include <mpfr.h>
 
-#define SUPERACC_LIMBS 68          /* 68 x 32 bits: 2^-1100 .. 2^1076 */
+#define PARITY_SUPERACC_LIMBS 68   /* 68 x 32 bits: 2^-1100 .. 2^1076 */
 
 typedef struct {
-    int64_t aLimb[SUPERACC_LIMBS];
+    int64_t aLimb[PARITY_SUPERACC_LIMBS];
     int lo, hi;                    /* touched limb range, for a cheap clear and finish */
     uint32_t nAdd;                 /* additions since the last carry normalisation */
     int refused;                   /* a term could not be taken exactly */
-} superacc;
+} parity_superacc;
 
-void superacc_clear(superacc *pAcc);
-/* Propagates carries (done by superacc_add every 2^30 additions, and by superacc_round). */
-void superacc_normalise(superacc *pAcc);
+void parity_superacc_clear(parity_superacc *pAcc);
+/* Propagates carries (done by parity_superacc_add every 2^30 additions, and by
+ * parity_superacc_round). */
+void parity_superacc_normalise(parity_superacc *pAcc);
 
 /* The additions are inline: a reference dot product calls them per term. */
-#define SUPERACC_MIN_EXP (-1100)      /* weight of bit 0 of limb 0 */
-#define SUPERACC_NORMALISE_EVERY (1u << 30)
+#define PARITY_SUPERACC_MIN_EXP (-1100)   /* weight of bit 0 of limb 0 */
+#define PARITY_SUPERACC_NORMALISE_EVERY (1u << 30)
 
 /* Adds x exactly (or sets refused). A finite double x = +-mag * 2^(biased - 1075) lands at
- * bit position biased - 1075 - SUPERACC_MIN_EXP: its 53 bits, shifted by the position mod 32, span
- * at most three 32-bit digits, added (or subtracted) into three limbs. */
-static inline void superacc_add(superacc *pAcc, double x)
+ * bit position biased - 1075 - PARITY_SUPERACC_MIN_EXP: its 53 bits, shifted by the
+ * position mod 32, span at most three 32-bit digits, added (or subtracted) into three
+ * limbs. */
+static inline void parity_superacc_add(parity_superacc *pAcc, double x)
 {
     uint64_t bits, mag;
     int biased, pos, limb, shift;
@@ -59,7 +61,7 @@ static inline void superacc_add(superacc *pAcc, double x)
         return;
     }
     mag = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);   /* x = +-mag 2^(biased-1075) */
-    pos = biased - 1075 - SUPERACC_MIN_EXP;                                      /* >= 28 */
+    pos = biased - 1075 - PARITY_SUPERACC_MIN_EXP;                    /* >= 28 */
     limb = pos >> 5;
     shift = pos & 31;
     wide = (unsigned __int128)mag << shift;
@@ -79,7 +81,7 @@ static inline void superacc_add(superacc *pAcc, double x)
     pAcc->aLimb[limb + 2] += d2;
     if (limb < pAcc->lo) pAcc->lo = limb;
     if (limb + 2 > pAcc->hi) pAcc->hi = limb + 2;
-    if (++pAcc->nAdd >= SUPERACC_NORMALISE_EVERY) superacc_normalise(pAcc);
+    if (++pAcc->nAdd >= PARITY_SUPERACC_NORMALISE_EVERY) parity_superacc_normalise(pAcc);
 }
 
 /* Number of significant bits of a normal double's significand (1 .. 53). */
@@ -93,7 +95,8 @@ static inline int significant_bits(double x)
 
 /* Adds a * b exactly (or sets refused). When pAbs is not NULL, also adds |a * b| exactly
  * to it: |p + err| = |p| + sign(p) err, since |err| is below half an ulp of p. */
-static inline void superacc_add_product(superacc *pAcc, double a, double b, superacc *pAbs)
+static inline void parity_superacc_add_product(parity_superacc *pAcc, double a, double b,
+                                               parity_superacc *pAbs)
 {
     double p = a * b, err;
     if (p == 0.0 && (a == 0.0 || b == 0.0)) return;   /* an exact zero */
@@ -106,17 +109,17 @@ static inline void superacc_add_product(superacc *pAcc, double a, double b, supe
      * most 53 bits the product is exact and err is 0: always so for float32, float16 and
      * bfloat16 operands, and cheaper to see from the bits than to call fma. */
     err = significant_bits(a) + significant_bits(b) <= 53 ? 0.0 : fma(a, b, -p);
-    superacc_add(pAcc, p);
-    if (err != 0.0) superacc_add(pAcc, err);
+    parity_superacc_add(pAcc, p);
+    if (err != 0.0) parity_superacc_add(pAcc, err);
     if (pAbs) {
-        superacc_add(pAbs, fabs(p));
-        if (err != 0.0) superacc_add(pAbs, p < 0.0 ? -err : err);
+        parity_superacc_add(pAbs, fabs(p));
+        if (err != 0.0) parity_superacc_add(pAbs, p < 0.0 ? -err : err);
     }
 }
 
 
 /* Rounds the exact sum to r's precision in direction rnd. Returns 0, or -1 when refused
  * (r untouched). */
-int superacc_round(superacc *pAcc, mpfr_t r, mpfr_rnd_t rnd);
+int parity_superacc_round(parity_superacc *pAcc, mpfr_t r, mpfr_rnd_t rnd);
 
 #endif

@@ -1,0 +1,35 @@
+/*
+ * compare_internal.h - element-wise comparison of one tensor pair, streamed (engine.c
+ * and its test use it).
+ *
+ * parity_cmp_block judges a contiguous run of elements and accumulates
+ * parity_tensor_stats; parity_cmp_stats_merge folds the stats of a later run into an earlier
+ * one. Both are pure, so the streaming driver (parity_cmp_tensor) can split slabs into fixed
+ * blocks, hand them to threads in any order and still produce the same result: blocks are
+ * merged in index order and ties in worst score go to the lowest linear index.
+ */
+#ifndef PARITY_COMPARE_INTERNAL_H
+#define PARITY_COMPARE_INTERNAL_H
+
+#include "diff/diff.h"
+
+typedef struct {
+    parity_dtype dtype;
+    int rank;
+    const uint64_t *aDim;
+    parity_tolerance tol;
+} parity_cmp_spec;
+
+void parity_cmp_stats_init(parity_tensor_stats *pStats);
+void parity_cmp_block(const parity_cmp_spec *pSpec, const void *pEager, const void *pCompiled,
+                      uint64_t first, size_t n, parity_tensor_stats *pStats);
+void parity_cmp_stats_merge(parity_tensor_stats *pInto, const parity_tensor_stats *pFrom, int rank);
+
+/* Streams both tensors slab by slab through parity_cmp_block using nThreads compute threads
+ * (reading overlaps computing). Returns 0, or -1 with zErr naming the side that failed. */
+int parity_cmp_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled,
+                      const parity_tensor_info *pInfo, const parity_tolerance *pTol,
+                      int nThreads, uint64_t nSlabBytes, parity_tensor_stats *pStats,
+                      char *zErr, size_t nErr);
+
+#endif
