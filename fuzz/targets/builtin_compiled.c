@@ -90,10 +90,10 @@ static int compiled_matmul(const parity_case *pCase, const kern_ctx *pK, uint32_
     kern_gemm g;
     uint64_t iMat, i, j, o = 0;
 
-    if (kern_gemm_open(&g, pCase, pK, zErr, nErr) != 0) return -1;
+    if (parity_kern_gemm_open(&g, pCase, pK, zErr, nErr) != 0) return -1;
     for (iMat = 0; iMat < g.nMat; iMat++) {
         uint64_t offA, offB;
-        kern_gemm_mat(&g, iMat, &offA, &offB);
+        parity_kern_gemm_mat(&g, iMat, &offA, &offB);
         for (i = 0; i < g.M; i++)
             for (j = 0; j < g.N; j++) {
                 double init = g.pBias ? g.pBias[j] : 0.0;
@@ -105,7 +105,7 @@ static int compiled_matmul(const parity_case *pCase, const kern_ctx *pK, uint32_
                                                   kTailBug));
             }
     }
-    kern_gemm_close(&g);
+    parity_kern_gemm_close(&g);
     return 0;
 }
 
@@ -118,13 +118,13 @@ static int compiled_conv2d(const parity_case *pCase, const kern_ctx *pK, uint32_
     uint64_t i;
     (void)defects;
 
-    if (kern_conv_open(&c, pCase, pK, zErr, nErr) != 0) return -1;
+    if (parity_kern_conv_open(&c, pCase, pK, zErr, nErr) != 0) return -1;
     for (i = 0; i < pCase->nOut; i++) {
-        uint64_t o, nTap = kern_conv_gather(&c, i, &o);
+        uint64_t o, nTap = parity_kern_conv_gather(&c, i, &o);
         aOut[i] = kern_out(pK, gemm_dot(pK, c.aTapX, c.aTapW, nTap, c.aBias ? c.aBias[o] : 0.0,
                                         0));
     }
-    kern_conv_close(&c);
+    parity_kern_conv_close(&c);
     return 0;
 }
 
@@ -216,8 +216,8 @@ static int compiled_reduce(const parity_case *pCase, const kern_ctx *pK, uint32_
     reduce_kind kind = { pCase->pDef == &parity_op_amax, pCase->pDef == &parity_op_amin,
                          pCase->pDef == &parity_op_mean, defects };
     kern_rows r;
-    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return kern_rows_run(&r, pCase, pK, 0, compiled_reduce_row, &kind, aOut);
+    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
+    return parity_kern_rows_run(&r, pCase, pK, 0, compiled_reduce_row, &kind, aOut);
 }
 
 /* var: two passes of the compiled sum (mean, then squared deviations). */
@@ -238,8 +238,8 @@ static int compiled_var(const parity_case *pCase, const kern_ctx *pK, uint32_t d
     kern_rows r;
     double D;
     (void)defects;
-    if (kern_var_open(&r, pCase, pK, &D, zErr, nErr) != 0) return -1;
-    return kern_rows_run(&r, pCase, pK, 0, compiled_var_row, &D, aOut);
+    if (parity_kern_var_open(&r, pCase, pK, &D, zErr, nErr) != 0) return -1;
+    return parity_kern_rows_run(&r, pCase, pK, 0, compiled_var_row, &D, aOut);
 }
 
 /* logsumexp: vectorised max, then the compiled sum of exp(x - m') (m' = m with the
@@ -250,8 +250,8 @@ static double compiled_logsumexp_row(const kern_ctx *pK, double *x, uint64_t n, 
     uint64_t k;
     (void)pArg;
     if (isinf(m)) m = 0.0;
-    for (k = 0; k < n; k++) x[k] = kern_exp(pK, kern_acc(pK, x[k] - m));
-    return kern_acc(pK, kern_log(pK, sum_split(pK, x, n, 0)) + m);
+    for (k = 0; k < n; k++) x[k] = parity_kern_exp(pK, kern_acc(pK, x[k] - m));
+    return kern_acc(pK, parity_kern_log(pK, sum_split(pK, x, n, 0)) + m);
 }
 
 static int compiled_logsumexp(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
@@ -259,8 +259,8 @@ static int compiled_logsumexp(const parity_case *pCase, const kern_ctx *pK, uint
 {
     kern_rows r;
     (void)defects;
-    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return kern_rows_run(&r, pCase, pK, 0, compiled_logsumexp_row, NULL, aOut);
+    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
+    return parity_kern_rows_run(&r, pCase, pK, 0, compiled_logsumexp_row, NULL, aOut);
 }
 
 /* ---- softmax -------------------------------------------------------------------------- */
@@ -291,17 +291,18 @@ static void online_softmax(const kern_ctx *pK, double *x, uint64_t n, int leakBu
         l = (int)(i % SOFTMAX_BUCKET);
         if (v == -INFINITY) continue;              /* masked lanes add exactly nothing */
         if (v > m[l]) {                            /* new max: rescale the running sum */
-            d[l] = kern_acc(pK, kern_acc(pK, d[l] * kern_exp(pK, kern_acc(pK, m[l] - v))) + 1.0);
+            double e = parity_kern_exp(pK, kern_acc(pK, m[l] - v));
+            d[l] = kern_acc(pK, kern_acc(pK, d[l] * e) + 1.0);
             m[l] = v;
         } else {                                   /* NaN lands here and poisons d */
-            d[l] = kern_acc(pK, d[l] + kern_exp(pK, kern_acc(pK, v - m[l])));
+            d[l] = kern_acc(pK, d[l] + parity_kern_exp(pK, kern_acc(pK, v - m[l])));
         }
     }
     for (l = 0; l < SOFTMAX_BUCKET; l++) M = kern_max(M, m[l]);
     /* Each lane's sum rescaled to the row's max (M = -Inf: exp(NaN), the fully masked
      * row's NaN), then a tree across the lanes. */
     for (l = 0; l < SOFTMAX_BUCKET; l++)
-        d[l] = kern_acc(pK, d[l] * kern_exp(pK, kern_acc(pK, m[l] - M)));
+        d[l] = kern_acc(pK, d[l] * parity_kern_exp(pK, kern_acc(pK, m[l] - M)));
     for (w = SOFTMAX_BUCKET / 2; w > 0; w /= 2)
         for (l = 0; l < w; l++) d[l] = kern_acc(pK, d[l] + d[l + w]);
     *pM = M;
@@ -320,14 +321,14 @@ static double compiled_softmax_row(const kern_ctx *pK, double *x, uint64_t n, vo
     double M, D, logD, invD;
     uint64_t k;
     online_softmax(pK, x, n, has(pKind->defects, PARITY_DEFECT_PADDED_STRIDE_LEAK), &M, &D);
-    logD = kern_log(pK, D);
+    logD = parity_kern_log(pK, D);
     /* one reciprocal per row and a multiply per element, as compilers emit for a division
      * by a row constant: one rounding more than eager's division, which the model's
      * (2c + 2) u term covers (tolerance/op_softmax.c) */
     invD = kern_acc(pK, 1.0 / D);
     for (k = 0; k < n; k++) {
         double t = kern_acc(pK, x[k] - M);
-        x[k] = pKind->isLog ? kern_acc(pK, t - logD) : kern_acc(pK, kern_exp(pK, t) * invD);
+        x[k] = pKind->isLog ? kern_acc(pK, t - logD) : kern_acc(pK, parity_kern_exp(pK, t) * invD);
         /* masked_softmax_zero (pytorch/pytorch#161150): a fully masked row (max -Inf) is
          * written as zeros instead of NaN. */
         if (zeroBug && M == -INFINITY) x[k] = 0.0;
@@ -340,8 +341,8 @@ static int compiled_softmax(const parity_case *pCase, const kern_ctx *pK, uint32
 {
     softmax_kind kind = { pCase->pDef == &parity_op_log_softmax, defects };
     kern_rows r;
-    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return kern_rows_run(&r, pCase, pK, 1, compiled_softmax_row, &kind, aOut);
+    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
+    return parity_kern_rows_run(&r, pCase, pK, 1, compiled_softmax_row, &kind, aOut);
 }
 
 /* ---- scans and norms ------------------------------------------------------------------ */
@@ -367,8 +368,8 @@ static int compiled_cumsum(const parity_case *pCase, const kern_ctx *pK, uint32_
 {
     kern_rows r;
     (void)defects;
-    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return kern_rows_run(&r, pCase, pK, 1, compiled_cumsum_row, NULL, aOut);
+    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
+    return parity_kern_rows_run(&r, pCase, pK, 1, compiled_cumsum_row, NULL, aOut);
 }
 
 /* Welford's running mean and M2 over n values. */
@@ -422,7 +423,8 @@ static double compiled_layer_norm_row(const kern_ctx *pK, double *x, uint64_t n,
                                        kern_acc(pK, kern_acc(pK, count * nB) / nAB)));
         count = nAB;
     }
-    kern_norm_apply(pS->pN, pK, x, mean, kern_rstd(pK, kern_acc(pK, m2 / count), pS->pN->eps));
+    parity_kern_norm_apply(pS->pN, pK, x, mean,
+                           parity_kern_rstd(pK, kern_acc(pK, m2 / count), pS->pN->eps));
     return 0.0;
 }
 
@@ -432,8 +434,8 @@ static double compiled_rms_norm_row(const kern_ctx *pK, double *x, uint64_t n, v
     const norm_state *pS = pArg;
     uint64_t k;
     for (k = 0; k < n; k++) pS->aSq[k] = kern_acc(pK, x[k] * x[k]);
-    kern_norm_apply(pS->pN, pK, x, 0.0,
-                    kern_rstd(pK, kern_acc(pK, sum_split(pK, pS->aSq, n, 0) / (double)n),
+    parity_kern_norm_apply(pS->pN, pK, x, 0.0,
+                    parity_kern_rstd(pK, kern_acc(pK, sum_split(pK, pS->aSq, n, 0) / (double)n),
                               pS->pN->eps));
     return 0.0;
 }
@@ -445,14 +447,14 @@ static int compiled_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t 
     kern_norm nm;
     norm_state st = { &nm, defects, NULL };
     int rc;
-    if (kern_norm_open(&nm, pCase, pK, zErr, nErr) != 0) return -1;
+    if (parity_kern_norm_open(&nm, pCase, pK, zErr, nErr) != 0) return -1;
     st.aSq = malloc((nm.r.rows.n + 1) * sizeof(double));   /* rms_norm's squares */
     if (!st.aSq) {
-        kern_rows_close(&nm.r);
+        parity_kern_rows_close(&nm.r);
         snprintf(zErr, nErr, "builtin %s: out of memory", pCase->spec.zOp);
         return -1;
     }
-    rc = kern_rows_run(&nm.r, pCase, pK, 1,
+    rc = parity_kern_rows_run(&nm.r, pCase, pK, 1,
                        isRms ? compiled_rms_norm_row : compiled_layer_norm_row, &st, aOut);
     free(st.aSq);
     return rc;
@@ -474,12 +476,12 @@ static int compiled_sdpa(const parity_case *pCase, const kern_ctx *pK, uint32_t 
     kern_sdpa a;
     uint64_t iRow, j0, j, c;
 
-    if (kern_sdpa_open(&a, pCase, pK, zErr, nErr) != 0) return -1;
+    if (parity_kern_sdpa_open(&a, pCase, pK, zErr, nErr) != 0) return -1;
     for (iRow = 0; iRow < a.nRow; iRow++) {
         uint64_t qOff, kOff, vOff, mOff, strMS, l = iRow % a.L;
         double m = -INFINITY, sum = 0.0, *o = a.aRowOut, *s = a.aScore;
         double *pOut = aOut + iRow * a.Ev;
-        kern_sdpa_row(&a, iRow, &qOff, &kOff, &vOff, &mOff, &strMS);
+        parity_kern_sdpa_row(&a, iRow, &qOff, &kOff, &vOff, &mOff, &strMS);
         if (a.S == 0) {
             for (c = 0; c < a.Ev; c++) pOut[c] = 0.0;
             continue;
@@ -489,17 +491,18 @@ static int compiled_sdpa(const parity_case *pCase, const kern_ctx *pK, uint32_t 
             uint64_t j1 = a.S - j0 < FLASH_BLOCK ? a.S : j0 + FLASH_BLOCK;
             double mNew = m, sumOld, sumNew, ratio;
             for (j = j0; j < j1; j++) {
-                s[j] = kern_sdpa_masked(&a, l, j, mOff, strMS) ? -INFINITY
-                     : kern_sdpa_score(&a, pK, gemm_dot(pK, a.aQ + qOff, a.aK + kOff + j * a.E,
-                                                        a.E, 0.0, 0), j, mOff, strMS);
+                if (parity_kern_sdpa_masked(&a, l, j, mOff, strMS)) s[j] = -INFINITY;
+                else s[j] = parity_kern_sdpa_score(&a, pK, gemm_dot(pK, a.aQ + qOff,
+                                                                    a.aK + kOff + j * a.E, a.E,
+                                                                    0.0, 0), j, mOff, strMS);
                 mNew = kern_max(mNew, s[j]);
             }
             /* Nothing live yet (mNew = -Inf): every weight so far is 0, keep the scale. */
             sumOld = mNew == -INFINITY ? sum
-                   : kern_acc(pK, sum * kern_exp(pK, kern_acc(pK, m - mNew)));
+                   : kern_acc(pK, sum * parity_kern_exp(pK, kern_acc(pK, m - mNew)));
             sumNew = sumOld;
             for (j = j0; j < j1; j++) {
-                s[j] = s[j] == -INFINITY ? 0.0 : kern_exp(pK, kern_acc(pK, s[j] - mNew));
+                s[j] = s[j] == -INFINITY ? 0.0 : parity_kern_exp(pK, kern_acc(pK, s[j] - mNew));
                 sumNew = kern_acc(pK, sumNew + s[j]);
             }
             ratio = sumNew == 0.0 ? 1.0 : kern_acc(pK, sumOld / sumNew);
@@ -519,7 +522,7 @@ static int compiled_sdpa(const parity_case *pCase, const kern_ctx *pK, uint32_t 
             else pOut[c] = kern_out(pK, o[c]);
         }
     }
-    kern_sdpa_close(&a);
+    parity_kern_sdpa_close(&a);
     return 0;
 }
 
@@ -539,5 +542,5 @@ static const kern_entry aCompiled[] = {
 int parity_builtin_compiled(const parity_case *pCase, uint32_t defects, double *aOut,
                             char *zErr, size_t nErr)
 {
-    return kern_dispatch(aCompiled, pCase, defects, aOut, zErr, nErr);
+    return parity_kern_dispatch(aCompiled, pCase, defects, aOut, zErr, nErr);
 }

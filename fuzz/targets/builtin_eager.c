@@ -86,8 +86,8 @@ static int eager_reduce(const parity_case *pCase, const kern_ctx *pK, uint32_t d
                          pCase->pDef == &parity_op_mean };
     kern_rows r;
     (void)defects;
-    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return kern_rows_run(&r, pCase, pK, 0, eager_reduce_row, &kind, aOut);
+    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
+    return parity_kern_rows_run(&r, pCase, pK, 0, eager_reduce_row, &kind, aOut);
 }
 
 /* var: two-pass, M2 / max(n - correction, 0) (torch: Inf or NaN when that is 0). */
@@ -108,8 +108,8 @@ static int eager_var(const parity_case *pCase, const kern_ctx *pK, uint32_t defe
     kern_rows r;
     double D;
     (void)defects;
-    if (kern_var_open(&r, pCase, pK, &D, zErr, nErr) != 0) return -1;
-    return kern_rows_run(&r, pCase, pK, 0, eager_var_row, &D, aOut);
+    if (parity_kern_var_open(&r, pCase, pK, &D, zErr, nErr) != 0) return -1;
+    return parity_kern_rows_run(&r, pCase, pK, 0, eager_var_row, &D, aOut);
 }
 
 /* logsumexp, as torch: m' = amax with infinities replaced by 0, log(sum exp(x - m')) + m'.
@@ -120,8 +120,8 @@ static double eager_logsumexp_row(const kern_ctx *pK, double *x, uint64_t n, voi
     uint64_t k;
     (void)pArg;
     if (isinf(m)) m = 0.0;
-    for (k = 0; k < n; k++) s = kern_acc(pK, s + kern_exp(pK, kern_acc(pK, x[k] - m)));
-    return kern_acc(pK, kern_log(pK, s) + m);
+    for (k = 0; k < n; k++) s = kern_acc(pK, s + parity_kern_exp(pK, kern_acc(pK, x[k] - m)));
+    return kern_acc(pK, parity_kern_log(pK, s) + m);
 }
 
 static int eager_logsumexp(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
@@ -129,8 +129,8 @@ static int eager_logsumexp(const parity_case *pCase, const kern_ctx *pK, uint32_
 {
     kern_rows r;
     (void)defects;
-    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return kern_rows_run(&r, pCase, pK, 0, eager_logsumexp_row, NULL, aOut);
+    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
+    return parity_kern_rows_run(&r, pCase, pK, 0, eager_logsumexp_row, NULL, aOut);
 }
 
 /* ---- row-wise ops with the input's shape ---------------------------------------------- */
@@ -144,11 +144,11 @@ static double eager_softmax_row(const kern_ctx *pK, double *x, uint64_t n, void 
     uint64_t k;
     for (k = 0; k < n; k++) {
         x[k] = kern_acc(pK, x[k] - m);
-        s = kern_acc(pK, s + kern_exp(pK, x[k]));
+        s = kern_acc(pK, s + parity_kern_exp(pK, x[k]));
     }
-    logS = kern_log(pK, s);
+    logS = parity_kern_log(pK, s);
     for (k = 0; k < n; k++)
-        x[k] = isLog ? kern_acc(pK, x[k] - logS) : kern_acc(pK, kern_exp(pK, x[k]) / s);
+        x[k] = isLog ? kern_acc(pK, x[k] - logS) : kern_acc(pK, parity_kern_exp(pK, x[k]) / s);
     return 0.0;
 }
 
@@ -158,8 +158,8 @@ static int eager_softmax(const parity_case *pCase, const kern_ctx *pK, uint32_t 
     int isLog = pCase->pDef == &parity_op_log_softmax;
     kern_rows r;
     (void)defects;
-    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return kern_rows_run(&r, pCase, pK, 1, eager_softmax_row, &isLog, aOut);
+    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
+    return parity_kern_rows_run(&r, pCase, pK, 1, eager_softmax_row, &isLog, aOut);
 }
 
 static double eager_cumsum_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
@@ -176,8 +176,8 @@ static int eager_cumsum(const parity_case *pCase, const kern_ctx *pK, uint32_t d
 {
     kern_rows r;
     (void)defects;
-    if (kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return kern_rows_run(&r, pCase, pK, 1, eager_cumsum_row, NULL, aOut);
+    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
+    return parity_kern_rows_run(&r, pCase, pK, 1, eager_cumsum_row, NULL, aOut);
 }
 
 /* layer_norm: two-pass mean and biased variance, r = 1 / sqrt(v + eps),
@@ -191,7 +191,8 @@ static double eager_layer_norm_row(const kern_ctx *pK, double *x, uint64_t n, vo
         double d = kern_acc(pK, x[k] - mean);
         m2 = kern_acc(pK, m2 + kern_acc(pK, d * d));
     }
-    kern_norm_apply(pN, pK, x, mean, kern_rstd(pK, kern_acc(pK, m2 / (double)n), pN->eps));
+    parity_kern_norm_apply(pN, pK, x, mean,
+                           parity_kern_rstd(pK, kern_acc(pK, m2 / (double)n), pN->eps));
     return 0.0;
 }
 
@@ -199,8 +200,8 @@ static double eager_layer_norm_row(const kern_ctx *pK, double *x, uint64_t n, vo
 static double eager_rms_norm_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
 {
     const kern_norm *pN = pArg;
-    kern_norm_apply(pN, pK, x, 0.0,
-                    kern_rstd(pK, kern_acc(pK, eager_dot(pK, x, x, n) / (double)n), pN->eps));
+    double ms = kern_acc(pK, eager_dot(pK, x, x, n) / (double)n);
+    parity_kern_norm_apply(pN, pK, x, 0.0, parity_kern_rstd(pK, ms, pN->eps));
     return 0.0;
 }
 
@@ -210,8 +211,9 @@ static int eager_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t def
     int isRms = pCase->pDef == &parity_op_rms_norm;
     kern_norm nm;
     (void)defects;
-    if (kern_norm_open(&nm, pCase, pK, zErr, nErr) != 0) return -1;
-    return kern_rows_run(&nm.r, pCase, pK, 1, isRms ? eager_rms_norm_row : eager_layer_norm_row,
+    if (parity_kern_norm_open(&nm, pCase, pK, zErr, nErr) != 0) return -1;
+    return parity_kern_rows_run(&nm.r, pCase, pK, 1,
+                                isRms ? eager_rms_norm_row : eager_layer_norm_row,
                          &nm, aOut);
 }
 
@@ -225,10 +227,10 @@ static int eager_matmul(const parity_case *pCase, const kern_ctx *pK, uint32_t d
     uint64_t iMat, i, j, o = 0;
     (void)defects;
 
-    if (kern_gemm_open(&g, pCase, pK, zErr, nErr) != 0) return -1;
+    if (parity_kern_gemm_open(&g, pCase, pK, zErr, nErr) != 0) return -1;
     for (iMat = 0; iMat < g.nMat; iMat++) {
         uint64_t offA, offB;
-        kern_gemm_mat(&g, iMat, &offA, &offB);
+        parity_kern_gemm_mat(&g, iMat, &offA, &offB);
         for (i = 0; i < g.M; i++)
             for (j = 0; j < g.N; j++) {
                 double s = eager_dot(pK, g.aA + offA + i * g.K, g.aBT + offB + j * g.K, g.K);
@@ -236,7 +238,7 @@ static int eager_matmul(const parity_case *pCase, const kern_ctx *pK, uint32_t d
                 aOut[o++] = kern_out(pK, s);
             }
     }
-    kern_gemm_close(&g);
+    parity_kern_gemm_close(&g);
     return 0;
 }
 
@@ -248,14 +250,14 @@ static int eager_conv2d(const parity_case *pCase, const kern_ctx *pK, uint32_t d
     uint64_t i;
     (void)defects;
 
-    if (kern_conv_open(&c, pCase, pK, zErr, nErr) != 0) return -1;
+    if (parity_kern_conv_open(&c, pCase, pK, zErr, nErr) != 0) return -1;
     for (i = 0; i < pCase->nOut; i++) {
-        uint64_t o, nTap = kern_conv_gather(&c, i, &o);
+        uint64_t o, nTap = parity_kern_conv_gather(&c, i, &o);
         double s = eager_dot(pK, c.aTapX, c.aTapW, nTap);
         if (c.aBias) s = kern_acc(pK, s + c.aBias[o]);
         aOut[i] = kern_out(pK, s);
     }
-    kern_conv_close(&c);
+    parity_kern_conv_close(&c);
     return 0;
 }
 
@@ -268,23 +270,23 @@ static int eager_sdpa(const parity_case *pCase, const kern_ctx *pK, uint32_t def
     uint64_t iRow, j, c;
     (void)defects;
 
-    if (kern_sdpa_open(&a, pCase, pK, zErr, nErr) != 0) return -1;
+    if (parity_kern_sdpa_open(&a, pCase, pK, zErr, nErr) != 0) return -1;
     for (iRow = 0; iRow < a.nRow; iRow++) {
         uint64_t qOff, kOff, vOff, mOff, strMS, l = iRow % a.L;
         double *s = a.aScore, m, sum = 0.0;
         double *pOut = aOut + iRow * a.Ev;
-        kern_sdpa_row(&a, iRow, &qOff, &kOff, &vOff, &mOff, &strMS);
+        parity_kern_sdpa_row(&a, iRow, &qOff, &kOff, &vOff, &mOff, &strMS);
         if (a.S == 0) {   /* no keys: zeros, as the registry's reference */
             for (c = 0; c < a.Ev; c++) pOut[c] = 0.0;
             continue;
         }
         for (j = 0; j < a.S; j++)
-            s[j] = kern_sdpa_masked(&a, l, j, mOff, strMS) ? -INFINITY
-                 : kern_sdpa_score(&a, pK, eager_dot(pK, a.aQ + qOff, a.aK + kOff + j * a.E,
+            s[j] = parity_kern_sdpa_masked(&a, l, j, mOff, strMS) ? -INFINITY
+                 : parity_kern_sdpa_score(&a, pK, eager_dot(pK, a.aQ + qOff, a.aK + kOff + j * a.E,
                                                      a.E), j, mOff, strMS);
         m = eager_row_max(s, a.S);
         for (j = 0; j < a.S; j++) {
-            s[j] = kern_exp(pK, kern_acc(pK, s[j] - m));
+            s[j] = parity_kern_exp(pK, kern_acc(pK, s[j] - m));
             sum = kern_acc(pK, sum + s[j]);
         }
         for (j = 0; j < a.S; j++) s[j] = kern_acc(pK, s[j] / sum);
@@ -296,7 +298,7 @@ static int eager_sdpa(const parity_case *pCase, const kern_ctx *pK, uint32_t def
         }
         for (c = 0; c < a.Ev; c++) pOut[c] = kern_out(pK, a.aRowOut[c]);
     }
-    kern_sdpa_close(&a);
+    parity_kern_sdpa_close(&a);
     return 0;
 }
 
@@ -315,10 +317,10 @@ static const kern_entry aEager[] = {
 
 int parity_builtin_supports(const char *zOp)
 {
-    return kern_has(aEager, parity_op_find(zOp));
+    return parity_kern_has(aEager, parity_op_find(zOp));
 }
 
 int parity_builtin_eager(const parity_case *pCase, double *aOut, char *zErr, size_t nErr)
 {
-    return kern_dispatch(aEager, pCase, 0, aOut, zErr, nErr);
+    return parity_kern_dispatch(aEager, pCase, 0, aOut, zErr, nErr);
 }

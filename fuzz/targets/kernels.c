@@ -16,19 +16,19 @@
 
 /* The ops whose math is the same on both sides. */
 static const kern_entry aElementwise[] = {
-    { &parity_op_relu, kern_unary }, { &parity_op_gelu, kern_unary },
-    { &parity_op_silu, kern_unary }, { &parity_op_sigmoid, kern_unary },
-    { &parity_op_tanh, kern_unary }, { &parity_op_exp, kern_unary },
-    { &parity_op_log, kern_unary }, { &parity_op_sqrt, kern_unary },
-    { &parity_op_rsqrt, kern_unary }, { &parity_op_reciprocal, kern_unary },
-    { &parity_op_erf, kern_unary }, { &parity_op_neg, kern_unary },
-    { &parity_op_abs, kern_unary }, { &parity_op_softplus, kern_unary },
-    { &parity_op_elu, kern_unary }, { &parity_op_mish, kern_unary },
-    { &parity_op_add, kern_binary }, { &parity_op_sub, kern_binary },
-    { &parity_op_mul, kern_binary }, { &parity_op_div, kern_binary },
-    { &parity_op_maximum, kern_binary }, { &parity_op_minimum, kern_binary },
-    { &parity_op_transpose, kern_layout }, { &parity_op_permute, kern_layout },
-    { &parity_op_reshape, kern_layout }, { &parity_op_cast, kern_cast },
+    { &parity_op_relu, parity_kern_unary }, { &parity_op_gelu, parity_kern_unary },
+    { &parity_op_silu, parity_kern_unary }, { &parity_op_sigmoid, parity_kern_unary },
+    { &parity_op_tanh, parity_kern_unary }, { &parity_op_exp, parity_kern_unary },
+    { &parity_op_log, parity_kern_unary }, { &parity_op_sqrt, parity_kern_unary },
+    { &parity_op_rsqrt, parity_kern_unary }, { &parity_op_reciprocal, parity_kern_unary },
+    { &parity_op_erf, parity_kern_unary }, { &parity_op_neg, parity_kern_unary },
+    { &parity_op_abs, parity_kern_unary }, { &parity_op_softplus, parity_kern_unary },
+    { &parity_op_elu, parity_kern_unary }, { &parity_op_mish, parity_kern_unary },
+    { &parity_op_add, parity_kern_binary }, { &parity_op_sub, parity_kern_binary },
+    { &parity_op_mul, parity_kern_binary }, { &parity_op_div, parity_kern_binary },
+    { &parity_op_maximum, parity_kern_binary }, { &parity_op_minimum, parity_kern_binary },
+    { &parity_op_transpose, parity_kern_layout }, { &parity_op_permute, parity_kern_layout },
+    { &parity_op_reshape, parity_kern_layout }, { &parity_op_cast, parity_kern_cast },
     { NULL, NULL }
 };
 
@@ -42,12 +42,12 @@ static const kern_entry *kern_find(const kern_entry *aTable, const parity_op_def
     return NULL;
 }
 
-int kern_has(const kern_entry *aTable, const parity_op_def *pDef)
+int parity_kern_has(const kern_entry *aTable, const parity_op_def *pDef)
 {
     return pDef && kern_find(aTable, pDef) != NULL;
 }
 
-int kern_dispatch(const kern_entry *aTable, const parity_case *pCase, uint32_t defects,
+int parity_kern_dispatch(const kern_entry *aTable, const parity_case *pCase, uint32_t defects,
                   double *aOut, char *zErr, size_t nErr)
 {
     const kern_entry *pE = kern_find(aTable, pCase->pDef);
@@ -75,17 +75,17 @@ int kern_dispatch(const kern_entry *aTable, const parity_case *pCase, uint32_t d
     return rc;
 }
 
-double kern_exp(const kern_ctx *pK, double x)
+double parity_kern_exp(const kern_ctx *pK, double x)
 {
     return pK->f32 ? (double)expf((float)x) : exp(x);
 }
 
-double kern_log(const kern_ctx *pK, double x)
+double parity_kern_log(const kern_ctx *pK, double x)
 {
     return pK->f32 ? (double)logf((float)x) : log(x);
 }
 
-double kern_sqrt(const kern_ctx *pK, double x)
+double parity_kern_sqrt(const kern_ctx *pK, double x)
 {
     return pK->f32 ? (double)sqrtf((float)x) : sqrt(x);
 }
@@ -163,14 +163,14 @@ static double unary_one(const kern_ctx *pK, unary_kind kind, const unary_attrs *
         return kern_acc(pK, kern_acc(pK, 0.5 * x) * g);
     }
     case U_SILU:
-        return kern_acc(pK, x / kern_acc(pK, 1.0 + kern_exp(pK, -x)));
+        return kern_acc(pK, x / kern_acc(pK, 1.0 + parity_kern_exp(pK, -x)));
     case U_SIGMOID:
-        return kern_acc(pK, 1.0 / kern_acc(pK, 1.0 + kern_exp(pK, -x)));
+        return kern_acc(pK, 1.0 / kern_acc(pK, 1.0 + parity_kern_exp(pK, -x)));
     case U_TANH: return kern_tanh(pK, x);
-    case U_EXP: return kern_exp(pK, x);
-    case U_LOG: return kern_log(pK, x);
-    case U_SQRT: return kern_sqrt(pK, x);
-    case U_RSQRT: return kern_acc(pK, 1.0 / kern_sqrt(pK, x));   /* 1/sqrt(-0) = -Inf */
+    case U_EXP: return parity_kern_exp(pK, x);
+    case U_LOG: return parity_kern_log(pK, x);
+    case U_SQRT: return parity_kern_sqrt(pK, x);
+    case U_RSQRT: return kern_acc(pK, 1.0 / parity_kern_sqrt(pK, x));   /* 1/sqrt(-0) = -Inf */
     case U_RECIPROCAL: return kern_acc(pK, 1.0 / x);
     case U_ERF: return kern_erf(pK, x);
     case U_NEG: return -x;
@@ -178,17 +178,17 @@ static double unary_one(const kern_ctx *pK, unary_kind kind, const unary_attrs *
     case U_SOFTPLUS: {  /* x * beta > threshold ? x : log1p(exp(x * beta)) / beta */
         double z = kern_acc(pK, x * pA->beta);
         if (z > pA->threshold) return x;
-        return kern_acc(pK, kern_log1p(pK, kern_exp(pK, z)) / pA->beta);
+        return kern_acc(pK, kern_log1p(pK, parity_kern_exp(pK, z)) / pA->beta);
     }
     case U_ELU:         /* x <= 0 ? (exp(x) - 1) * alpha : x */
-        return x <= 0.0 ? kern_acc(pK, kern_acc(pK, kern_exp(pK, x) - 1.0) * pA->alpha) : x;
+        return x <= 0.0 ? kern_acc(pK, kern_acc(pK, parity_kern_exp(pK, x) - 1.0) * pA->alpha) : x;
     case U_MISH:        /* x * tanh(log1p(exp(x))) */
-        return kern_acc(pK, x * kern_tanh(pK, kern_log1p(pK, kern_exp(pK, x))));
+        return kern_acc(pK, x * kern_tanh(pK, kern_log1p(pK, parity_kern_exp(pK, x))));
     }
     return NAN;
 }
 
-int kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
+int parity_kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
                char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0];
@@ -228,7 +228,7 @@ static const struct { const parity_op_def *pDef; binary_kind kind; } aBinaryKind
     { &parity_op_div, B_DIV }, { &parity_op_maximum, B_MAX }, { &parity_op_minimum, B_MIN },
 };
 
-int kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+int parity_kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                 double *aOut, char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0], *pY = &pCase->aIn[1];
@@ -277,7 +277,7 @@ int kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
 
 /* ---- layout and cast ------------------------------------------------------------------ */
 
-int kern_layout(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+int parity_kern_layout(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                 double *aOut, char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0];
@@ -333,7 +333,7 @@ static double cast_to_int(double x, parity_dtype from, parity_dtype to)
     return (double)v;
 }
 
-int kern_cast(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
+int parity_kern_cast(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
               char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0];
@@ -362,7 +362,7 @@ static int rows_finish(kern_rows *pR, const parity_case *pCase, const parity_row
     pR->aRel = malloc((n + 1) * sizeof(uint64_t));
     pR->aBuf = malloc((n + 16) * sizeof(double));
     if (!pR->aRel || !pR->aBuf) {
-        kern_rows_close(pR);
+        parity_kern_rows_close(pR);
         snprintf(zErr, nErr, "builtin %s: out of memory", pCase->spec.zOp);
         return -1;
     }
@@ -378,13 +378,13 @@ static int rows_finish(kern_rows *pR, const parity_case *pCase, const parity_row
     return 0;
 }
 
-int kern_rows_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+int parity_kern_rows_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                    size_t nErr)
 {
     return rows_finish(pR, pCase, &pK->pCall->geom.rows.rows, zErr, nErr);
 }
 
-void kern_rows_close(kern_rows *pR)
+void parity_kern_rows_close(kern_rows *pR)
 {
     free(pR->aRel);
     free(pR->aBuf);
@@ -392,46 +392,46 @@ void kern_rows_close(kern_rows *pR)
     pR->aBuf = NULL;
 }
 
-void kern_rows_gather(kern_rows *pR, const kern_ctx *pK, const double *x, uint64_t iRow)
+void parity_kern_rows_gather(kern_rows *pR, const kern_ctx *pK, const double *x, uint64_t iRow)
 {
     uint64_t base = parity_rows_offset(&pR->rows, iRow, 0), k;
     for (k = 0; k < pR->rows.n; k++) pR->aBuf[k] = kern_acc(pK, x[base + pR->aRel[k]]);
 }
 
-void kern_rows_scatter(const kern_rows *pR, const kern_ctx *pK, uint64_t iRow,
+void parity_kern_rows_scatter(const kern_rows *pR, const kern_ctx *pK, uint64_t iRow,
                        const double *aVal, double *aOut)
 {
     uint64_t base = parity_rows_offset(&pR->rows, iRow, 0), k;
     for (k = 0; k < pR->rows.n; k++) aOut[base + pR->aRel[k]] = kern_out(pK, aVal[k]);
 }
 
-int kern_rows_run(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, int same,
+int parity_kern_rows_run(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, int same,
                   kern_row_fn xRow, void *pArg, double *aOut)
 {
     uint64_t iRow;
     for (iRow = 0; iRow < pR->rows.nRow; iRow++) {
         double v;
-        kern_rows_gather(pR, pK, pCase->aIn[0].aValue, iRow);
+        parity_kern_rows_gather(pR, pK, pCase->aIn[0].aValue, iRow);
         v = xRow(pK, pR->aBuf, pR->rows.n, pArg);
-        if (same) kern_rows_scatter(pR, pK, iRow, pR->aBuf, aOut);
+        if (same) parity_kern_rows_scatter(pR, pK, iRow, pR->aBuf, aOut);
         else aOut[iRow] = kern_out(pK, v);
     }
-    kern_rows_close(pR);
+    parity_kern_rows_close(pR);
     return 0;
 }
 
-int kern_var_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK,
+int parity_kern_var_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK,
                   double *pDivisor, char *zErr, size_t nErr)
 {
     double D;
-    if (kern_rows_open(pR, pCase, pK, zErr, nErr) != 0) return -1;
+    if (parity_kern_rows_open(pR, pCase, pK, zErr, nErr) != 0) return -1;
     /* torch divides by max(n - correction, 0): 0 makes Inf (or NaN for M2 = 0). */
     D = (double)pR->rows.n - pK->pCall->geom.rows.correction;
     *pDivisor = kern_acc(pK, D > 0.0 ? D : 0.0);
     return 0;
 }
 
-int kern_norm_open(kern_norm *pN, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+int parity_kern_norm_open(kern_norm *pN, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                    size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0];
@@ -450,12 +450,12 @@ int kern_norm_open(kern_norm *pN, const parity_case *pCase, const kern_ctx *pK, 
     return 0;
 }
 
-double kern_rstd(const kern_ctx *pK, double var, double eps)
+double parity_kern_rstd(const kern_ctx *pK, double var, double eps)
 {
-    return kern_acc(pK, 1.0 / kern_sqrt(pK, kern_acc(pK, var + eps)));
+    return kern_acc(pK, 1.0 / parity_kern_sqrt(pK, kern_acc(pK, var + eps)));
 }
 
-void kern_norm_apply(const kern_norm *pN, const kern_ctx *pK, double *x, double mean,
+void parity_kern_norm_apply(const kern_norm *pN, const kern_ctx *pK, double *x, double mean,
                      double rstd)
 {
     uint64_t k;
@@ -469,7 +469,7 @@ void kern_norm_apply(const kern_norm *pN, const kern_ctx *pK, double *x, double 
 
 /* ---- matmul, bmm, linear ------------------------------------------------------------- */
 
-int kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+int parity_kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                    size_t nErr)
 {
     const parity_operand *pB = &pCase->aIn[1];
@@ -486,7 +486,7 @@ int kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ctx *pK, 
     pG->aBT = malloc((pB->nElem + 1) * sizeof(double));
     if (pD->hasBias) pG->aBias = acc_copy(pK, &pCase->aIn[2]);
     if (!pG->aA || !pG->aBT || (pD->hasBias && !pG->aBias)) {
-        kern_gemm_close(pG);
+        parity_kern_gemm_close(pG);
         snprintf(zErr, nErr, "builtin %s: out of memory", pCase->spec.zOp);
         return -1;
     }
@@ -506,7 +506,7 @@ int kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ctx *pK, 
     return 0;
 }
 
-void kern_gemm_close(kern_gemm *pG)
+void parity_kern_gemm_close(kern_gemm *pG)
 {
     free(pG->aA);
     free(pG->aBT);
@@ -514,14 +514,14 @@ void kern_gemm_close(kern_gemm *pG)
     pG->aA = pG->aBT = pG->aBias = NULL;
 }
 
-void kern_gemm_mat(const kern_gemm *pG, uint64_t iMat, uint64_t *pOffA, uint64_t *pOffB)
+void parity_kern_gemm_mat(const kern_gemm *pG, uint64_t iMat, uint64_t *pOffA, uint64_t *pOffB)
 {
     parity_dot_matrix(pG->pGeom, iMat, pOffA, pOffB);   /* b^T: b's batch layout */
 }
 
 /* ---- conv2d --------------------------------------------------------------------------- */
 
-int kern_conv_open(kern_conv *pC, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+int parity_kern_conv_open(kern_conv *pC, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                    size_t nErr)
 {
     const parity_conv_geometry *pG = &pK->pCall->geom.conv;
@@ -534,14 +534,14 @@ int kern_conv_open(kern_conv *pC, const parity_case *pCase, const kern_ctx *pK, 
     pC->aTapX = malloc((pC->K + 1) * sizeof(double));
     pC->aTapW = malloc((pC->K + 1) * sizeof(double));
     if (!pC->aX || !pC->aW || (pG->hasBias && !pC->aBias) || !pC->aTapX || !pC->aTapW) {
-        kern_conv_close(pC);
+        parity_kern_conv_close(pC);
         snprintf(zErr, nErr, "builtin conv2d: out of memory");
         return -1;
     }
     return 0;
 }
 
-void kern_conv_close(kern_conv *pC)
+void parity_kern_conv_close(kern_conv *pC)
 {
     free(pC->aX);
     free(pC->aW);
@@ -551,14 +551,14 @@ void kern_conv_close(kern_conv *pC)
     memset(pC, 0, sizeof *pC);
 }
 
-uint64_t kern_conv_gather(kern_conv *pC, uint64_t linear, uint64_t *pO)
+uint64_t parity_kern_conv_gather(kern_conv *pC, uint64_t linear, uint64_t *pO)
 {
     return parity_conv_taps(pC->pGeom, pC->aX, pC->aW, linear, pC->aTapX, pC->aTapW, pO);
 }
 
 /* ---- scaled_dot_product_attention ----------------------------------------------------- */
 
-int kern_sdpa_open(kern_sdpa *pA, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+int parity_kern_sdpa_open(kern_sdpa *pA, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                    size_t nErr)
 {
     const parity_attention_geometry *pG = &pK->pCall->geom.attention;
@@ -577,14 +577,14 @@ int kern_sdpa_open(kern_sdpa *pA, const parity_case *pCase, const kern_ctx *pK, 
     pA->aRowOut = malloc((pA->Ev + 1) * sizeof(double));
     if (!pA->aQ || !pA->aK || !pA->aV || (pCase->nIn == 4 && !pA->aM) || !pA->aScore ||
         !pA->aRowOut) {
-        kern_sdpa_close(pA);
+        parity_kern_sdpa_close(pA);
         snprintf(zErr, nErr, "builtin scaled_dot_product_attention: out of memory");
         return -1;
     }
     return 0;
 }
 
-void kern_sdpa_close(kern_sdpa *pA)
+void parity_kern_sdpa_close(kern_sdpa *pA)
 {
     free(pA->aQ);
     free(pA->aK);
@@ -595,20 +595,20 @@ void kern_sdpa_close(kern_sdpa *pA)
     memset(pA, 0, sizeof *pA);
 }
 
-void kern_sdpa_row(const kern_sdpa *pA, uint64_t iRow, uint64_t *pQ, uint64_t *pK,
+void parity_kern_sdpa_row(const kern_sdpa *pA, uint64_t iRow, uint64_t *pQ, uint64_t *pK,
                    uint64_t *pV, uint64_t *pM, uint64_t *pStrMS)
 {
     parity_attention_row(pA->pGeom, iRow, pQ, pK, pV, pM, pStrMS);
 }
 
-int kern_sdpa_masked(const kern_sdpa *pA, uint64_t l, uint64_t j, uint64_t mOff,
+int parity_kern_sdpa_masked(const kern_sdpa *pA, uint64_t l, uint64_t j, uint64_t mOff,
                      uint64_t strMS)
 {
     if (pA->causal && j > l) return 1;
     return pA->maskKind == PARITY_MASK_BOOL && pA->aM[mOff + j * strMS] == 0.0;
 }
 
-double kern_sdpa_score(const kern_sdpa *pA, const kern_ctx *pK, double dot, uint64_t j,
+double parity_kern_sdpa_score(const kern_sdpa *pA, const kern_ctx *pK, double dot, uint64_t j,
                        uint64_t mOff, uint64_t strMS)
 {
     double s = kern_acc(pK, dot * pA->scale);

@@ -26,7 +26,7 @@ typedef struct {
     int f32;                  /* compute in binary32 (else binary64) */
     parity_dtype out;         /* the output dtype: every result is rounded to it once */
     const parity_op_call *pCall;  /* the case as the registry reads it: its geometry
-                               * (tolerance/geometry.h), set up by kern_dispatch */
+                               * (tolerance/geometry.h), set up by parity_kern_dispatch */
 } kern_ctx;
 
 /* A kernel of either side: defects are the compiled side's bits (0 for eager). */
@@ -42,10 +42,10 @@ typedef struct {
 /* Runs pCase's op: the entry of a side's NULL-terminated table, else the shared
  * elementwise kernels, after the registry's checks (input count, output dtype, shapes:
  * parity_case_op_shape), whose geometry the kernel then reads from pK->pCall. */
-int kern_dispatch(const kern_entry *aTable, const parity_case *pCase, uint32_t defects,
+int parity_kern_dispatch(const kern_entry *aTable, const parity_case *pCase, uint32_t defects,
                   double *aOut, char *zErr, size_t nErr);
 /* 1 when aTable or the shared elementwise kernels implement pDef. */
-int kern_has(const kern_entry *aTable, const parity_op_def *pDef);
+int parity_kern_has(const kern_entry *aTable, const parity_op_def *pDef);
 
 /* x rounded to the compute precision. */
 static inline double kern_acc(const kern_ctx *pK, double x)
@@ -72,25 +72,25 @@ static inline double kern_min(double a, double b)
 }
 
 /* exp and log in the compute precision: expf/logf in binary32 mode. */
-double kern_exp(const kern_ctx *pK, double x);
-double kern_log(const kern_ctx *pK, double x);
-double kern_sqrt(const kern_ctx *pK, double x);
+double parity_kern_exp(const kern_ctx *pK, double x);
+double parity_kern_log(const kern_ctx *pK, double x);
+double parity_kern_sqrt(const kern_ctx *pK, double x);
 
 /* ---- elementwise ops (one copy for both sides) --------------------------------------- */
 
 /* relu, gelu, silu, sigmoid, tanh, exp, log, sqrt, rsqrt, reciprocal, erf, neg, abs,
  * softplus, elu, mish.
  * PARITY_DEFECT_FASTMATH_NAN in defects makes relu drop NaN (builtin_compiled.c). */
-int kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
+int parity_kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
                char *zErr, size_t nErr);
 /* add, sub (alpha), mul, div, maximum, minimum with broadcasting; FASTMATH_NAN as above. */
-int kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+int parity_kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                 double *aOut, char *zErr, size_t nErr);
 /* transpose, permute, reshape: values moved, not computed. */
-int kern_layout(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+int parity_kern_layout(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                 double *aOut, char *zErr, size_t nErr);
 /* cast: one rounding into 'to' (the output dtype). */
-int kern_cast(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
+int parity_kern_cast(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
               char *zErr, size_t nErr);
 
 /* ---- rows: reductions, softmax, scans, norms ----------------------------------------- */
@@ -103,14 +103,14 @@ typedef struct {
 
 /* The rows of input 0 the registry made for the op (geom.rows: reductions, softmax,
  * scans). */
-int kern_rows_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+int parity_kern_rows_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                    size_t nErr);
-void kern_rows_close(kern_rows *pR);
+void parity_kern_rows_close(kern_rows *pR);
 /* Copies row iRow of input 0 into pR->aBuf, each value rounded to the compute precision. */
-void kern_rows_gather(kern_rows *pR, const kern_ctx *pK, const double *x, uint64_t iRow);
+void parity_kern_rows_gather(kern_rows *pR, const kern_ctx *pK, const double *x, uint64_t iRow);
 /* Writes aVal (one row, compute precision) into aOut at the row's input-shaped offsets,
  * each value rounded to the output dtype. */
-void kern_rows_scatter(const kern_rows *pR, const kern_ctx *pK, uint64_t iRow,
+void parity_kern_rows_scatter(const kern_rows *pR, const kern_ctx *pK, uint64_t iRow,
                        const double *aVal, double *aOut);
 
 /* One row of a row op: aRow holds the row's n values in the compute precision (with room
@@ -118,16 +118,16 @@ void kern_rows_scatter(const kern_rows *pR, const kern_ctx *pK, uint64_t iRow,
  * their one value. pArg is the kernel's own state. */
 typedef double (*kern_row_fn)(const kern_ctx *pK, double *aRow, uint64_t n, void *pArg);
 
-/* The loop every row op shares: for each row of pR (opened by kern_rows_open or one of
+/* The loop every row op shares: for each row of pR (opened by parity_kern_rows_open or one of
  * the *_open below), gathers it from input 0, calls xRow, and writes the rewritten row at
  * its input-shaped offsets (same) or the returned value at aOut[iRow], each rounded once
  * to the output dtype. Closes pR; returns 0. */
-int kern_rows_run(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, int same,
+int parity_kern_rows_run(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, int same,
                   kern_row_fn xRow, void *pArg, double *aOut);
 
 /* The rows of var, with its divisor max(n - correction, 0) in the compute precision
  * (the registry's correction: 'correction', else 'unbiased', default 1). */
-int kern_var_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK,
+int parity_kern_var_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK,
                   double *pDivisor, char *zErr, size_t nErr);
 
 /* layer_norm (isRms 0) and rms_norm (isRms 1): normalized_shape, weight, bias, eps. */
@@ -138,13 +138,13 @@ typedef struct {
 } kern_norm;
 
 /* The normalized rows, weight, bias and eps of the registry's geom.norm. */
-int kern_norm_open(kern_norm *pN, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+int parity_kern_norm_open(kern_norm *pN, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                    size_t nErr);
 /* 1 / sqrt(var + eps): two roundings, as torch's rsqrt on CPU. */
-double kern_rstd(const kern_ctx *pK, double var, double eps);
+double parity_kern_rstd(const kern_ctx *pK, double var, double eps);
 /* The row x (pN->r.aBuf) becomes ((x - mean) rstd) w + b in place; rms_norm passes mean 0
  * (x - 0 is exact). */
-void kern_norm_apply(const kern_norm *pN, const kern_ctx *pK, double *x, double mean,
+void parity_kern_norm_apply(const kern_norm *pN, const kern_ctx *pK, double *x, double mean,
                      double rstd);
 
 /* ---- dot-product ops ------------------------------------------------------------------ */
@@ -161,11 +161,11 @@ typedef struct {
     double *aBias;
 } kern_gemm;
 
-int kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+int parity_kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                    size_t nErr);
-void kern_gemm_close(kern_gemm *pG);
+void parity_kern_gemm_close(kern_gemm *pG);
 /* Offsets of output matrix iMat's A block and B^T block. */
-void kern_gemm_mat(const kern_gemm *pG, uint64_t iMat, uint64_t *pOffA, uint64_t *pOffB);
+void parity_kern_gemm_mat(const kern_gemm *pG, uint64_t iMat, uint64_t *pOffA, uint64_t *pOffB);
 
 /* conv2d: every output element is a dot product over its receptive field. */
 typedef struct {
@@ -175,13 +175,13 @@ typedef struct {
     double *aTapX, *aTapW;    /* one receptive field, K each */
 } kern_conv;
 
-int kern_conv_open(kern_conv *pC, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+int parity_kern_conv_open(kern_conv *pC, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                    size_t nErr);
-void kern_conv_close(kern_conv *pC);
+void parity_kern_conv_close(kern_conv *pC);
 /* Gathers output element `linear`'s live taps (c, i, j order; taps in the zero padding
  * are left out, so 0 * Inf never appears) into aTapX/aTapW; returns their count and the
  * output channel in *pO. */
-uint64_t kern_conv_gather(kern_conv *pC, uint64_t linear, uint64_t *pO);
+uint64_t parity_kern_conv_gather(kern_conv *pC, uint64_t linear, uint64_t *pO);
 
 /* scaled_dot_product_attention: q [.., L, E], k [.., S, E], v [.., S, Ev], mask. */
 typedef struct {
@@ -194,18 +194,18 @@ typedef struct {
     double *aScore, *aRowOut;             /* scratch: S scores, Ev outputs */
 } kern_sdpa;
 
-int kern_sdpa_open(kern_sdpa *pA, const parity_case *pCase, const kern_ctx *pK, char *zErr,
+int parity_kern_sdpa_open(kern_sdpa *pA, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                    size_t nErr);
-void kern_sdpa_close(kern_sdpa *pA);
+void parity_kern_sdpa_close(kern_sdpa *pA);
 /* Offsets of query row iRow's q row, its k and v matrices, and its mask row (of stride
  * *pStrMS along S). */
-void kern_sdpa_row(const kern_sdpa *pA, uint64_t iRow, uint64_t *pQ, uint64_t *pK,
+void parity_kern_sdpa_row(const kern_sdpa *pA, uint64_t iRow, uint64_t *pQ, uint64_t *pK,
                    uint64_t *pV, uint64_t *pM, uint64_t *pStrMS);
 /* Score of key j from its dot product: dot times scale, plus a float mask. */
-double kern_sdpa_score(const kern_sdpa *pA, const kern_ctx *pK, double dot, uint64_t j,
+double parity_kern_sdpa_score(const kern_sdpa *pA, const kern_ctx *pK, double dot, uint64_t j,
                        uint64_t mOff, uint64_t strMS);
 /* 1 when key j is masked out before any dot product (causal, or a False bool mask). */
-int kern_sdpa_masked(const kern_sdpa *pA, uint64_t l, uint64_t j, uint64_t mOff,
+int parity_kern_sdpa_masked(const kern_sdpa *pA, uint64_t l, uint64_t j, uint64_t mOff,
                      uint64_t strMS);
 
 #endif
