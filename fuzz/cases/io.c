@@ -159,85 +159,127 @@ static int load_checked(parity_capture *pCap, const char *zFile, const char *zNa
     return 0;
 }
 
-int parity_case_read(const char *zFile, parity_case *pCase, char *zErr, size_t nErr)
+/* The spec's scalar fields from the root attributes: version, op, variant, dtype, dims,
+ * seed. */
+static int read_spec_fields(const parity_attr *aRoot, size_t nRoot, const char *zFile,
+                            parity_case_spec *pSpec, char *zErr, size_t nErr)
 {
-    parity_capture *pCap = NULL;
-    const parity_attr *aRoot, *pA;
-    size_t nRoot, i;
-    parity_case_spec spec;
-    const parity_attr *pRecipes, *pScales, *pInputs;
-
-    memset(pCase, 0, sizeof *pCase);
-    memset(&spec, 0, sizeof spec);
-    if (parity_capture_open(zFile, &pCap, zErr, nErr) != 0) return -1;
-    aRoot = parity_capture_root_attrs(pCap, &nRoot);
-
+    const parity_attr *pA;
+    size_t i;
     if (!(pA = root_attr(aRoot, nRoot, "parity_case_version", PARITY_ATTR_INT, 0, zFile, zErr, nErr)))
-        goto fail;
+        return -1;
     if (pA->aInt[0] != PARITY_CASE_VERSION) {
         snprintf(zErr, nErr, "%s: case version %lld, this parityfuzz reads version %d", zFile,
                  (long long)pA->aInt[0], PARITY_CASE_VERSION);
-        goto fail;
+        return -1;
     }
-    if (!(pA = root_attr(aRoot, nRoot, "op", PARITY_ATTR_STRING, 0, zFile, zErr, nErr))) goto fail;
-    if (strlen(pA->azStr[0]) >= sizeof spec.zOp) {
+    if (!(pA = root_attr(aRoot, nRoot, "op", PARITY_ATTR_STRING, 0, zFile, zErr, nErr))) return -1;
+    if (strlen(pA->azStr[0]) >= sizeof pSpec->zOp) {
         snprintf(zErr, nErr, "%s: op name too long", zFile);
-        goto fail;
+        return -1;
     }
-    strcpy(spec.zOp, pA->azStr[0]);
-    if (!(pA = root_attr(aRoot, nRoot, "variant", PARITY_ATTR_INT, 0, zFile, zErr, nErr))) goto fail;
+    strcpy(pSpec->zOp, pA->azStr[0]);
+    if (!(pA = root_attr(aRoot, nRoot, "variant", PARITY_ATTR_INT, 0, zFile, zErr, nErr))) return -1;
     if (pA->aInt[0] < 0 || pA->aInt[0] > 0xFFFF) {
         snprintf(zErr, nErr, "%s: variant %lld out of range", zFile, (long long)pA->aInt[0]);
-        goto fail;
+        return -1;
     }
-    spec.variant = (uint32_t)pA->aInt[0];
+    pSpec->variant = (uint32_t)pA->aInt[0];
     if (!(pA = root_attr(aRoot, nRoot, "case_dtype", PARITY_ATTR_STRING, 0, zFile, zErr, nErr)))
-        goto fail;
-    spec.dtype = parity_dtype_from_name(pA->azStr[0]);
-    if (spec.dtype == PARITY_DT_INVALID) {
+        return -1;
+    pSpec->dtype = parity_dtype_from_name(pA->azStr[0]);
+    if (pSpec->dtype == PARITY_DT_INVALID) {
         snprintf(zErr, nErr, "%s: unknown case_dtype '%s'", zFile, pA->azStr[0]);
-        goto fail;
+        return -1;
     }
-    if (!(pA = root_attr(aRoot, nRoot, "dims", PARITY_ATTR_INT, 1, zFile, zErr, nErr))) goto fail;
+    if (!(pA = root_attr(aRoot, nRoot, "dims", PARITY_ATTR_INT, 1, zFile, zErr, nErr))) return -1;
     if (pA->n > PARITY_CASE_MAX_DIMS) {
         snprintf(zErr, nErr, "%s: %zu dims (at most %d)", zFile, pA->n, PARITY_CASE_MAX_DIMS);
-        goto fail;
+        return -1;
     }
-    spec.nDim = (int)pA->n;
+    pSpec->nDim = (int)pA->n;
     for (i = 0; i < pA->n; i++) {
         if (pA->aInt[i] < 0 || pA->aInt[i] > (int64_t)PARITY_CASE_MAX_ELEMS) {
             snprintf(zErr, nErr, "%s: dim %zu is %lld (0 to %u)", zFile, i,
                      (long long)pA->aInt[i], PARITY_CASE_MAX_ELEMS);
-            goto fail;
+            return -1;
         }
-        spec.aDim[i] = (uint64_t)pA->aInt[i];
+        pSpec->aDim[i] = (uint64_t)pA->aInt[i];
     }
-    if (!(pA = root_attr(aRoot, nRoot, "seed", PARITY_ATTR_INT, 0, zFile, zErr, nErr))) goto fail;
-    spec.seed = (uint64_t)pA->aInt[0];
-    if (!(pRecipes = root_attr(aRoot, nRoot, "recipes", PARITY_ATTR_STRING, 1, zFile, zErr, nErr)) ||
-        !(pScales = root_attr(aRoot, nRoot, "recipe_scale_log2", PARITY_ATTR_INT, 1, zFile, zErr, nErr)) ||
-        !(pInputs = root_attr(aRoot, nRoot, "inputs", PARITY_ATTR_STRING, 1, zFile, zErr, nErr)))
-        goto fail;
+    if (!(pA = root_attr(aRoot, nRoot, "seed", PARITY_ATTR_INT, 0, zFile, zErr, nErr))) return -1;
+    pSpec->seed = (uint64_t)pA->aInt[0];
+    return 0;
+}
+
+/* The value recipes (one per input, with their scales) into pSpec. */
+static int read_spec_recipes(const parity_attr *pRecipes, const parity_attr *pScales,
+                             const char *zFile, parity_case_spec *pSpec, char *zErr,
+                             size_t nErr)
+{
+    size_t i;
     if (pRecipes->n > PARITY_CASE_MAX_IN || pScales->n != pRecipes->n) {
         snprintf(zErr, nErr, "%s: 'recipes' and 'recipe_scale_log2' must have one entry per input",
                  zFile);
-        goto fail;
+        return -1;
     }
     for (i = 0; i < pRecipes->n; i++) {
         parity_value_kind kind = parity_value_kind_find(pRecipes->azStr[i]);
         if (kind == PARITY_VAL_COUNT) {
             snprintf(zErr, nErr, "%s: unknown value recipe '%s'", zFile, pRecipes->azStr[i]);
-            goto fail;
+            return -1;
         }
         if (pScales->aInt[i] < -126 || pScales->aInt[i] > 126) {
             snprintf(zErr, nErr, "%s: recipe scale 2^%lld out of range", zFile,
                      (long long)pScales->aInt[i]);
-            goto fail;
+            return -1;
         }
-        spec.aRecipe[i].kind = (uint8_t)kind;
-        spec.aRecipe[i].scaleLog2 = (int8_t)pScales->aInt[i];
+        pSpec->aRecipe[i].kind = (uint8_t)kind;
+        pSpec->aRecipe[i].scaleLog2 = (int8_t)pScales->aInt[i];
     }
+    return 0;
+}
 
+/* The stored inputs, each checked against what the layout (pCase) says it must be. */
+static int load_inputs(parity_capture *pCap, const char *zFile, const parity_attr *pInputs,
+                       size_t nRecipes, parity_case *pCase, char *zErr, size_t nErr)
+{
+    size_t i;
+    if (pInputs->n != pCase->nIn || nRecipes != pCase->nIn) {
+        snprintf(zErr, nErr, "%s: the case lists %zu inputs, op %s with this layout takes %zu",
+                 zFile, pInputs->n, pCase->spec.zOp, pCase->nIn);
+        return -1;
+    }
+    for (i = 0; i < pCase->nIn; i++) {
+        parity_operand *pIn = &pCase->aIn[i];
+        if (strcmp(pInputs->azStr[i], pIn->zName) != 0) {
+            snprintf(zErr, nErr, "%s: input %zu is named '%s', the layout names it '%s'", zFile,
+                     i, pInputs->azStr[i], pIn->zName);
+            return -1;
+        }
+        if (load_checked(pCap, zFile, pIn->zName, pIn->dtype, pIn->rank, pIn->aDim,
+                         &pIn->aValue, zErr, nErr) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int parity_case_read(const char *zFile, parity_case *pCase, char *zErr, size_t nErr)
+{
+    parity_capture *pCap = NULL;
+    const parity_attr *aRoot, *pRecipes, *pScales, *pInputs;
+    size_t nRoot;
+    parity_case_spec spec;
+
+    memset(pCase, 0, sizeof *pCase);
+    memset(&spec, 0, sizeof spec);
+    if (parity_capture_open(zFile, &pCap, zErr, nErr) != 0) return -1;
+    aRoot = parity_capture_root_attrs(pCap, &nRoot);
+    if (read_spec_fields(aRoot, nRoot, zFile, &spec, zErr, nErr) != 0) goto fail;
+    if (!(pRecipes = root_attr(aRoot, nRoot, "recipes", PARITY_ATTR_STRING, 1, zFile, zErr, nErr)) ||
+        !(pScales = root_attr(aRoot, nRoot, "recipe_scale_log2", PARITY_ATTR_INT, 1, zFile, zErr, nErr)) ||
+        !(pInputs = root_attr(aRoot, nRoot, "inputs", PARITY_ATTR_STRING, 1, zFile, zErr, nErr)))
+        goto fail;
+    if (read_spec_recipes(pRecipes, pScales, zFile, &spec, zErr, nErr) != 0) goto fail;
     /* The layout says what the inputs must be; the stored tensors must match it. */
     if (parity_case_layout(&spec, pCase, zErr, nErr) != 0) {
         char zWhy[PARITY_ERR_LEN];
@@ -245,27 +287,13 @@ int parity_case_read(const char *zFile, parity_case *pCase, char *zErr, size_t n
         snprintf(zErr, nErr, "%s: %s", zFile, zWhy);
         goto fail;
     }
-    if (pInputs->n != pCase->nIn || pRecipes->n != pCase->nIn) {
-        snprintf(zErr, nErr, "%s: the case lists %zu inputs, op %s with this layout takes %zu",
-                 zFile, pInputs->n, spec.zOp, pCase->nIn);
-        goto fail_case;
-    }
-    for (i = 0; i < pCase->nIn; i++) {
-        parity_operand *pIn = &pCase->aIn[i];
-        if (strcmp(pInputs->azStr[i], pIn->zName) != 0) {
-            snprintf(zErr, nErr, "%s: input %zu is named '%s', the layout names it '%s'", zFile,
-                     i, pInputs->azStr[i], pIn->zName);
-            goto fail_case;
-        }
-        if (load_checked(pCap, zFile, pIn->zName, pIn->dtype, pIn->rank, pIn->aDim,
-                         &pIn->aValue, zErr, nErr) != 0)
-            goto fail_case;
+    if (load_inputs(pCap, zFile, pInputs, pRecipes->n, pCase, zErr, nErr) != 0) {
+        parity_case_free(pCase);
+        goto fail;
     }
     pCase->fromStore = 1;
     parity_capture_close(pCap);
     return 0;
-fail_case:
-    parity_case_free(pCase);
 fail:
     parity_capture_close(pCap);
     return -1;

@@ -47,6 +47,37 @@ static double exp_overflow_threshold(parity_dtype dt)
     return log(parity_dtype_max_finite(dt));
 }
 
+/* Attention-style masks: normals with some rows cut to -Inf from a random point, one
+ * column -Inf, and one row fully masked. */
+static void fill_mask_rows(parity_rng *pRng, double *a, uint64_t n, uint64_t rowLen,
+                           uint64_t nRow, double scale)
+{
+    uint64_t rowFull = parity_rng_below(pRng, nRow), col = parity_rng_below(pRng, rowLen), i;
+    for (i = 0; i < n; i++) a[i] = scale * parity_rng_normal(pRng);
+    for (i = 0; i < nRow; i++) {
+        uint64_t k, cut = i == rowFull ? 0 : parity_rng_one_in(pRng, 3)
+                                             ? parity_rng_below(pRng, rowLen) : rowLen;
+        for (k = cut; k < rowLen; k++) a[i * rowLen + k] = -INFINITY;
+        if (rowLen > 1) a[i * rowLen + col] = -INFINITY;
+    }
+}
+
+/* x, -x pairs of large magnitude around small terms: the exact sum is small, so every
+ * reassociation shows. */
+static void fill_cancel(parity_rng *pRng, double *a, uint64_t n, double scale, parity_dtype dt)
+{
+    uint64_t i;
+    for (i = 0; i < n; i++) {
+        if (i + 1 < n && parity_rng_one_in(pRng, 2)) {
+            double big = 1024.0 * scale * parity_rng_normal(pRng);
+            a[i] = big;
+            a[++i] = -parity_dtype_round(dt, big);
+        } else {
+            a[i] = scale * parity_rng_normal(pRng) / 64.0;
+        }
+    }
+}
+
 void parity_values_fill(parity_operand *pIn, const parity_value_recipe *pRecipe,
                         uint64_t seed, size_t iInput)
 {
@@ -94,18 +125,9 @@ void parity_values_fill(parity_operand *pIn, const parity_value_recipe *pRecipe,
         }
         a[parity_rng_below(&rng, n)] = NAN;   /* at least one NaN */
         break;
-    case PARITY_VAL_MASK_ROWS: {
-        /* attention-style masks: some rows and one column -Inf, one row fully masked */
-        uint64_t rowFull = parity_rng_below(&rng, nRow), col = parity_rng_below(&rng, rowLen);
-        for (i = 0; i < n; i++) a[i] = scale * parity_rng_normal(&rng);
-        for (i = 0; i < nRow; i++) {
-            uint64_t k, cut = i == rowFull ? 0 : parity_rng_one_in(&rng, 3)
-                                                 ? parity_rng_below(&rng, rowLen) : rowLen;
-            for (k = cut; k < rowLen; k++) a[i * rowLen + k] = -INFINITY;
-            if (rowLen > 1) a[i * rowLen + col] = -INFINITY;
-        }
+    case PARITY_VAL_MASK_ROWS:
+        fill_mask_rows(&rng, a, n, rowLen, nRow, scale);
         break;
-    }
     case PARITY_VAL_CONST_ROWS:
         for (i = 0; i < nRow; i++) {
             double c = scale * parity_rng_normal(&rng);
@@ -114,17 +136,7 @@ void parity_values_fill(parity_operand *pIn, const parity_value_recipe *pRecipe,
         }
         break;
     case PARITY_VAL_CANCEL:
-        /* x, -x pairs of large magnitude around small terms: the exact sum is small, so
-         * every reassociation shows */
-        for (i = 0; i < n; i++) {
-            if (i + 1 < n && parity_rng_one_in(&rng, 2)) {
-                double big = 1024.0 * scale * parity_rng_normal(&rng);
-                a[i] = big;
-                a[++i] = -parity_dtype_round(pIn->dtype, big);
-            } else {
-                a[i] = scale * parity_rng_normal(&rng) / 64.0;
-            }
-        }
+        fill_cancel(&rng, a, n, scale, pIn->dtype);
         break;
     case PARITY_VAL_NEAR_OVERFLOW: {
         double t = exp_overflow_threshold(pIn->dtype);
