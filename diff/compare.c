@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "diff/compare_internal.h"
 #include "diff/source_internal.h"
+#include "formats/alloc.h"
 
 #define BATCH 512                      /* elements decoded at a time (stack scratch) */
 #define BLOCK_ELEMS (1u << 16)         /* elements per work unit merged in order */
@@ -374,7 +375,7 @@ static int pool_start(pool *p, const parity_cmp_spec *pSpec, uint64_t nMaxSlabEl
     pthread_cond_init(&p->cvWork, NULL);
     pthread_cond_init(&p->cvDone, NULL);
     p->pSpec = pSpec;
-    p->aPartial = malloc(((nMaxSlabElem + BLOCK_ELEMS - 1) / BLOCK_ELEMS + 1) *
+    p->aPartial = parity_malloc(((nMaxSlabElem + BLOCK_ELEMS - 1) / BLOCK_ELEMS + 1) *
                          sizeof(parity_tensor_stats));
     if (!p->aPartial) return -1;
     for (i = 0; i < nThreads; i++) {

@@ -110,6 +110,8 @@ typedef struct {
     uint64_t nLocalFail;       /* elements failing against that local reference */
     char **azWarning;
     size_t nWarning;
+    int oom;                   /* building it ran out of memory (sticky; result.c): then
+                                * parity_diff_run fails instead of returning it */
 } parity_tensor_result;
 
 typedef struct {
@@ -134,6 +136,7 @@ typedef struct {
     /* echo of the options that shaped the verdict */
     int strict;
     int signedZeros;
+    int oom;                   /* as parity_tensor_result.oom, for the rest */
 } parity_diff_result;
 
 typedef struct {

@@ -14,76 +14,12 @@
 #include "diff/order_internal.h"
 #include "diff/isolate.h"
 #include "diff/semantic_internal.h"
+#include "diff/result_internal.h"
+#include "formats/alloc.h"
 
 void parity_diff_options_init(parity_diff_options *pOpt)
 {
     memset(pOpt, 0, sizeof *pOpt);
-}
-
-static char *dup_string(const char *z)
-{
-    return z ? strdup(z) : NULL;
-}
-
-static int push_string(char ***pazList, size_t *pn, const char *z)
-{
-    char **azNew = realloc(*pazList, (*pn + 1) * sizeof(char *));
-    if (!azNew) return -1;
-    *pazList = azNew;
-    azNew[*pn] = strdup(z);
-    if (!azNew[*pn]) return -1;
-    (*pn)++;
-    return 0;
-}
-
-static void free_strings(char **az, size_t n)
-{
-    size_t i;
-    for (i = 0; i < n; i++) free(az[i]);
-    free(az);
-}
-
-/* Deep copy of attributes, so the result outlives the captures. */
-static int copy_attrs(const parity_attr *aSrc, size_t n, parity_attr **paDst)
-{
-    parity_attr *aDst = calloc(n ? n : 1, sizeof(parity_attr));
-    size_t i, k;
-    if (!aDst) return -1;
-    for (i = 0; i < n; i++) {
-        const parity_attr *s = &aSrc[i];
-        parity_attr *d = &aDst[i];
-        *d = *s;
-        d->zName = strdup(s->zName);
-        d->azStr = NULL;
-        d->aInt = NULL;
-        d->aFloat = NULL;
-        if (s->azStr) {
-            d->azStr = calloc(s->n ? s->n : 1, sizeof(char *));
-            if (d->azStr) for (k = 0; k < s->n; k++) d->azStr[k] = strdup(s->azStr[k]);
-        }
-        if (s->aInt) {
-            d->aInt = malloc((s->n ? s->n : 1) * sizeof(int64_t));
-            if (d->aInt) memcpy(d->aInt, s->aInt, s->n * sizeof(int64_t));
-        }
-        if (s->aFloat) {
-            d->aFloat = malloc((s->n ? s->n : 1) * sizeof(double));
-            if (d->aFloat) memcpy(d->aFloat, s->aFloat, s->n * sizeof(double));
-        }
-    }
-    *paDst = aDst;
-    return 0;
-}
-
-static void free_attrs(parity_attr *aAttr, size_t n)
-{
-    size_t i;
-    for (i = 0; i < n; i++) {
-        free(aAttr[i].zName);
-        if (aAttr[i].azStr) free_strings(aAttr[i].azStr, aAttr[i].n);
-        free(aAttr[i].aInt);
-        free(aAttr[i].aFloat);
-    }
-    free(aAttr);
 }
 
 static int same_shape(const parity_tensor_info *a, const parity_tensor_info *b)
@@ -140,7 +76,7 @@ static void judge_pair(const parity_diff_options *pOpt, parity_capture *pEagerCa
         snprintf(zMsg, sizeof zMsg, "%s: %s", pE->zError ? "eager" : "compiled",
                  pE->zError ? pE->zError : pC->zError);
         pR->status = PARITY_ST_ERROR;
-        pR->zMessage = strdup(zMsg);
+        pR->zMessage = parity_result_dup(&pR->oom, zMsg);
         return;
     }
     if (!pC) { pR->status = PARITY_ST_MISSING_IN_COMPILED; return; }
@@ -170,7 +106,7 @@ static void judge_pair(const parity_diff_options *pOpt, parity_capture *pEagerCa
     return;
 error:
     pR->status = PARITY_ST_ERROR;
-    pR->zMessage = strdup(zMsg);
+    pR->zMessage = parity_result_dup(&pR->oom, zMsg);
     parity_tensor_reader_close(pRdE);
     parity_tensor_reader_close(pRdC);
 }
@@ -204,7 +140,7 @@ static int compare_names(const void *a, const void *b)
 
 /* identity.differs: every root key present on either side whose text form differs,
  * except "side", "parity_format" and telemetry. Sorted by name. */
-static int compute_identity(parity_diff_result *pRes)
+static void compute_identity(parity_diff_result *pRes)
 {
     char zA[4096], zB[4096];
     size_t i, pass;
@@ -224,13 +160,13 @@ static int compute_identity(parity_diff_result *pRes)
                 strcmp(parity_attr_format(&aMine[i], zA, sizeof zA),
                        parity_attr_format(pOther, zB, sizeof zB)) == 0)
                 continue;
-            if (push_string(&pRes->azIdentityDiffers, &pRes->nIdentityDiffers, zKey) != 0) return -1;
+            parity_result_push(&pRes->oom, &pRes->azIdentityDiffers, &pRes->nIdentityDiffers,
+                               zKey);
         }
     }
     /* qsort's base must not be NULL even for 0 elements (UBSan: nonnull argument). */
     if (pRes->nIdentityDiffers > 1)
         qsort(pRes->azIdentityDiffers, pRes->nIdentityDiffers, sizeof(char *), compare_names);
-    return 0;
 }
 
 int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
@@ -248,8 +184,8 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     pRes->inputsMatch = 1;
     pRes->strict = pOpt->strict;
     pRes->signedZeros = pOpt->signedZeros;
-    pRes->zEagerFile = strdup(zEager);
-    pRes->zCompiledFile = strdup(zCompiled);
+    pRes->zEagerFile = parity_result_dup(&pRes->oom, zEager);
+    pRes->zCompiledFile = parity_result_dup(&pRes->oom, zCompiled);
 
     parity_isolate_set_current(zEager);
     if (parity_capture_open(zEager, &pEagerCap, zErr, nErr) != 0) goto cleanup;
@@ -257,20 +193,21 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     if (parity_capture_open(zCompiled, &pCompCap, zErr, nErr) != 0) goto cleanup;
 
     aRoot = parity_capture_root_attrs(pEagerCap, &nRoot);
-    if (copy_attrs(aRoot, nRoot, &pRes->aEagerRoot) != 0) goto oom;
-    pRes->nEagerRoot = nRoot;
+    parity_result_copy_attrs(&pRes->oom, aRoot, nRoot, &pRes->aEagerRoot);
+    pRes->nEagerRoot = pRes->aEagerRoot ? nRoot : 0;
     aRoot = parity_capture_root_attrs(pCompCap, &nRoot);
-    if (copy_attrs(aRoot, nRoot, &pRes->aCompiledRoot) != 0) goto oom;
-    pRes->nCompiledRoot = nRoot;
-    if (compute_identity(pRes) != 0) goto oom;
+    parity_result_copy_attrs(&pRes->oom, aRoot, nRoot, &pRes->aCompiledRoot);
+    pRes->nCompiledRoot = pRes->aCompiledRoot ? nRoot : 0;
+    if (pRes->oom) goto oom;
+    compute_identity(pRes);
 
     nE = parity_capture_count(pEagerCap);
     nC = parity_capture_count(pCompCap);
-    aOrder = malloc((nE ? nE : 1) * sizeof(size_t));
-    azWarn = calloc(nE ? nE : 1, sizeof(char *));
-    aIsInput = calloc(nE ? nE : 1, 1);
-    aMatched = calloc(nC ? nC : 1, 1);
-    pRes->aTensor = calloc(nE + nC + 1, sizeof(parity_tensor_result));
+    aOrder = parity_malloc((nE ? nE : 1) * sizeof(size_t));
+    azWarn = parity_calloc(nE ? nE : 1, sizeof(char *));
+    aIsInput = parity_calloc(nE ? nE : 1, 1);
+    aMatched = parity_calloc(nC ? nC : 1, 1);
+    pRes->aTensor = parity_calloc(nE + nC + 1, sizeof(parity_tensor_result));
     if (!aOrder || !azWarn || !aIsInput || !aMatched || !pRes->aTensor) goto oom;
     if (parity_order_compute(pEagerCap, 1, aOrder, azWarn) != 0) goto oom;
 
@@ -290,12 +227,13 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         long iC = parity_capture_find(pCompCap, pE->zPath);
         parity_tensor_result *pR = &pRes->aTensor[pRes->nTensor++];
 
-        pR->zName = strdup(pE->zPath);
-        pR->zOp = dup_string(pE->zOp);
+        pR->zName = parity_result_dup(&pR->oom, pE->zPath);
+        pR->zOp = parity_result_dup(&pR->oom, pE->zOp);
         pR->hasOrder = pE->hasOrder;
         pR->iOrder = pE->iOrder;
         pR->isInput = aIsInput[iE];
-        if (azWarn[iE] && push_string(&pR->azWarning, &pR->nWarning, azWarn[iE]) != 0) goto oom;
+        if (azWarn[iE]) parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning, azWarn[iE]);
+        if (pR->oom) goto oom;
         if (iC >= 0) aMatched[iC] = 1;
         judge_pair(pOpt, pEagerCap, iE, pCompCap, iC, pR);
         if (!pR->isInput)
@@ -305,14 +243,15 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
              * cause. */
             pR->cause = PARITY_CAUSE_LOCAL;
         }
-        if (pR->status == PARITY_ST_PASS && pR->stats.nElem == 0 && pE->nElem == 0) {
-            if (push_string(&pR->azWarning, &pR->nWarning, "zero-size tensor: nothing to compare") != 0)
-                goto oom;
-        }
+        if (pR->status == PARITY_ST_PASS && pR->stats.nElem == 0 && pE->nElem == 0)
+            parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning,
+                               "zero-size tensor: nothing to compare");
         if (pR->isInput && pR->status != PARITY_ST_PASS && pR->status != PARITY_ST_MISSING_IN_COMPILED) {
             pRes->inputsMatch = 0;
-            if (push_string(&pRes->azInputDiffers, &pRes->nInputDiffers, pR->zName) != 0) goto oom;
+            parity_result_push(&pRes->oom, &pRes->azInputDiffers, &pRes->nInputDiffers,
+                               pR->zName);
         }
+        if (parity_result_oom(pRes)) goto oom;   /* before the next tensor reads these */
     }
     for (i = 0; i < nC; i++) {
         const parity_tensor_info *pC;
@@ -320,8 +259,8 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         if (aMatched[i]) continue;
         pC = parity_capture_tensor(pCompCap, i);
         pR = &pRes->aTensor[pRes->nTensor++];
-        pR->zName = strdup(pC->zPath);
-        pR->zOp = dup_string(pC->zOp);
+        pR->zName = parity_result_dup(&pR->oom, pC->zPath);
+        pR->zOp = parity_result_dup(&pR->oom, pC->zOp);
         pR->hasOrder = pC->hasOrder;
         pR->iOrder = pC->iOrder;
         fill_shape(pR, NULL, pC);
@@ -332,9 +271,10 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
             char zMsg[PARITY_ERR_LEN + 16];
             snprintf(zMsg, sizeof zMsg, "compiled: %s", pC->zError);
             pR->status = PARITY_ST_ERROR;
-            pR->zMessage = strdup(zMsg);
+            pR->zMessage = parity_result_dup(&pR->oom, zMsg);
         }
     }
+    if (parity_result_oom(pRes)) goto oom;
 
     /* Global warnings: one line per tensor warning, so the text report and stderr can
      * show them without walking every tensor. */
@@ -343,7 +283,7 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         for (i = 0; i < pR->nWarning; i++) {
             char zLine[1200];
             snprintf(zLine, sizeof zLine, "%.400s: %.700s", pR->zName, pR->azWarning[i]);
-            if (push_string(&pRes->azWarning, &pRes->nWarning, zLine) != 0) goto oom;
+            parity_result_push(&pRes->oom, &pRes->azWarning, &pRes->nWarning, zLine);
         }
     }
 
@@ -366,7 +306,7 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         aMissingFails[k] = 1;
         snprintf(zLine, sizeof zLine, "%s: its run failed: %.1000s", k ? "compiled" : "eager",
                  pA->azStr[0]);
-        if (push_string(&pRes->azWarning, &pRes->nWarning, zLine) != 0) goto oom;
+        parity_result_push(&pRes->oom, &pRes->azWarning, &pRes->nWarning, zLine);
     }
     /* First divergence: the earliest failing tensor in execution order that is not an echo
      * of an earlier failure (cause "propagated" means its own kernel was right for the
@@ -377,12 +317,13 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         if (is_failing_status(pR->status, aMissingFails)) {
             anyFail = 1;
             if (!pRes->zFirstDivergence && pR->cause != PARITY_CAUSE_PROPAGATED)
-                pRes->zFirstDivergence = strdup(pR->zName);
+                pRes->zFirstDivergence = parity_result_dup(&pRes->oom, pR->zName);
         }
     }
     for (k = 0; k < pRes->nTensor && !pRes->zFirstDivergence; k++)
         if (is_failing_status(pRes->aTensor[k].status, aMissingFails))
-            pRes->zFirstDivergence = strdup(pRes->aTensor[k].zName);
+            pRes->zFirstDivergence = parity_result_dup(&pRes->oom, pRes->aTensor[k].zName);
+    if (parity_result_oom(pRes)) goto oom;
     if (!pRes->inputsMatch) anyFail = 1;
     pRes->verdict = anyError ? PARITY_VERDICT_ERROR
                   : anyFail ? PARITY_VERDICT_FAIL : PARITY_VERDICT_PASS;
@@ -401,27 +342,4 @@ cleanup:
     parity_isolate_set_current(NULL);
     if (rc != 0) parity_diff_result_free(pRes);
     return rc;
-}
-
-void parity_diff_result_free(parity_diff_result *pRes)
-{
-    size_t k;
-    for (k = 0; k < pRes->nTensor; k++) {
-        parity_tensor_result *pR = &pRes->aTensor[k];
-        free(pR->zName);
-        free(pR->zOp);
-        free(pR->zMessage);
-        free(pR->zModelNote);
-        free_strings(pR->azWarning, pR->nWarning);
-    }
-    free(pRes->aTensor);
-    free(pRes->zEagerFile);
-    free(pRes->zCompiledFile);
-    free(pRes->zFirstDivergence);
-    free_strings(pRes->azInputDiffers, pRes->nInputDiffers);
-    free_attrs(pRes->aEagerRoot, pRes->nEagerRoot);
-    free_attrs(pRes->aCompiledRoot, pRes->nCompiledRoot);
-    free_strings(pRes->azIdentityDiffers, pRes->nIdentityDiffers);
-    free_strings(pRes->azWarning, pRes->nWarning);
-    memset(pRes, 0, sizeof *pRes);
 }

@@ -10,11 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff/order_internal.h"
+#include "formats/alloc.h"
 
 static void append_warning(char **pzWarn, const char *zText)
 {
     size_t nOld = *pzWarn ? strlen(*pzWarn) : 0, nNew = strlen(zText);
-    char *z = realloc(*pzWarn, nOld + nNew + 3);
+    char *z = parity_realloc(*pzWarn, nOld + nNew + 3);
     if (!z) return;   /* a lost warning is better than a lost verdict */
     if (nOld) { memcpy(z + nOld, "; ", 2); nOld += 2; }
     memcpy(z + nOld, zText, nNew + 1);
@@ -64,11 +65,11 @@ int parity_order_compute(const parity_capture *pCap, int warnDangling, size_t *a
                          char **azWarn)
 {
     size_t n = parity_capture_count(pCap), nPlaced = 0, i, k;
-    size_t *aIndegree = calloc(n ? n : 1, sizeof(size_t));
-    size_t *aEdgeStart = calloc(n + 1, sizeof(size_t));
+    size_t *aIndegree = parity_calloc(n ? n : 1, sizeof(size_t));
+    size_t *aEdgeStart = parity_calloc(n + 1, sizeof(size_t));
     size_t *aEdge = NULL, nEdge = 0;
-    char *aPlaced = calloc(n ? n : 1, 1);
-    min_heap heap = { calloc(n ? n : 1, sizeof(size_t)), 0 };
+    char *aPlaced = parity_calloc(n ? n : 1, 1);
+    min_heap heap = { parity_calloc(n ? n : 1, sizeof(size_t)), 0 };
     int rc = -1;
 
     if (!aIndegree || !aEdgeStart || !aPlaced || !heap.a) goto cleanup;
@@ -105,10 +106,10 @@ int parity_order_compute(const parity_capture *pCap, int warnDangling, size_t *a
         }
     }
     for (i = 0; i < n; i++) aEdgeStart[i + 1] += aEdgeStart[i];
-    aEdge = malloc((nEdge ? nEdge : 1) * sizeof(size_t));
+    aEdge = parity_malloc((nEdge ? nEdge : 1) * sizeof(size_t));
     if (!aEdge) goto cleanup;
     {
-        size_t *aFill = calloc(n ? n : 1, sizeof(size_t));
+        size_t *aFill = parity_calloc(n ? n : 1, sizeof(size_t));
         if (!aFill) goto cleanup;
         for (i = 0; i < n; i++) {
             const parity_tensor_info *pT = parity_capture_tensor(pCap, i);

@@ -26,24 +26,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include "diff/semantic_internal.h"
+#include "diff/result_internal.h"
 #include "diff/operand_internal.h"
 #include "diff/isolate.h"
+#include "formats/alloc.h"
 
 static void push_warning(parity_tensor_result *pR, const char *zText)
 {
-    char **az = realloc(pR->azWarning, (pR->nWarning + 1) * sizeof(char *));
-    if (!az) return;   /* a lost warning rather than a lost verdict */
-    pR->azWarning = az;
-    az[pR->nWarning] = strdup(zText);
-    if (az[pR->nWarning]) pR->nWarning++;
+    parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning, zText);
 }
 
 static void note(parity_tensor_result *pR, const char *zFmt, const char *zArg)
 {
     char zBuf[2 * PARITY_ERR_LEN];
     snprintf(zBuf, sizeof zBuf, zFmt, zArg);
-    free(pR->zModelNote);
-    pR->zModelNote = strdup(zBuf);
+    parity_result_set(&pR->oom, &pR->zModelNote, zBuf);
 }
 
 /* Loads the operands named by azInput from pCap. Returns 0; 1 when one is missing or
@@ -125,7 +122,7 @@ static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
                         pE->aAttr, pE->nAttr, zErr, sizeof zErr) != 0) {
         /* Bad parameters or operand shapes: a clear error for this tensor. */
         pR->status = PARITY_ST_ERROR;
-        pR->zMessage = strdup(zErr);
+        parity_result_set(&pR->oom, &pR->zMessage, zErr);
         return -1;
     }
     call.uOperand = uOperand;
@@ -134,7 +131,7 @@ static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
     parity_op_end(&call);
     if (rc != 0) {
         pR->status = PARITY_ST_ERROR;
-        pR->zMessage = strdup(zErr);
+        parity_result_set(&pR->oom, &pR->zMessage, zErr);
         return -1;
     }
     return 0;
@@ -219,7 +216,7 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
         if (pAcc->kind != PARITY_ATTR_STRING || pAcc->n != 1 ||
             !parity_dtype_is_float(accDtype = parity_dtype_from_name(pAcc->azStr[0]))) {
             pR->status = PARITY_ST_ERROR;
-            pR->zMessage = strdup("attribute 'acc_dtype' must name a float dtype");
+            parity_result_set(&pR->oom, &pR->zMessage, "attribute 'acc_dtype' must name a float dtype");
             return;
         }
     }
@@ -230,7 +227,7 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
             if (pCompute->kind != PARITY_ATTR_STRING || pCompute->n != 1 ||
                 !(uOperand = parity_compute_roundoff(pCompute->azStr[0]))) {
                 pR->status = PARITY_ST_ERROR;
-                pR->zMessage = strdup("attribute 'compute_dtype' must be tf32 or a float dtype");
+                parity_result_set(&pR->oom, &pR->zMessage, "attribute 'compute_dtype' must be tf32 or a float dtype");
                 return;
             }
         }
@@ -338,6 +335,6 @@ done:
     return;
 read_error:
     pR->status = PARITY_ST_ERROR;
-    pR->zMessage = strdup(zErr);
+    parity_result_set(&pR->oom, &pR->zMessage, zErr);
     goto done;
 }

@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "diff/source_internal.h"
+#include "formats/alloc.h"
 
 int parity_source_open(parity_slab_source *pSrc, parity_tensor_reader *pRd, size_t nElemSize,
                        uint64_t nMaxElem, char *zErr, size_t nErr)
@@ -27,7 +28,7 @@ int parity_source_open(parity_slab_source *pSrc, parity_tensor_reader *pRd, size
         /* Fall back to libhdf5, which has the file open already. */
     }
     for (i = 0; i < 2; i++) {
-        pSrc->aBuf[i] = malloc((nMaxElem ? nMaxElem : 1) * nElemSize);
+        pSrc->aBuf[i] = parity_malloc((nMaxElem ? nMaxElem : 1) * nElemSize);
         if (!pSrc->aBuf[i]) {
             snprintf(zErr, nErr, "out of memory for slab buffers");
             parity_source_close(pSrc);

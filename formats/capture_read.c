@@ -27,6 +27,7 @@
 #include <hdf5.h>
 #include "formats/capture.h"
 #include "formats/float_format.h"
+#include "formats/alloc.h"
 
 #define PARITY_MAX_ELEMENTS (1ULL << 48)   /* 256 Ti elements: beyond any real tensor */
 #define PARITY_MAX_TENSORS  1000000        /* objects listed per file */
@@ -64,7 +65,7 @@ static void beat(void)
 static char *dup_string(const char *z)
 {
     size_t n = strlen(z) + 1;
-    char *zCopy = malloc(n);
+    char *zCopy = parity_malloc(n);
     if (zCopy) memcpy(zCopy, z, n);
     return zCopy;
 }
@@ -123,10 +124,13 @@ static int64_t enum_value(const unsigned char *p, size_t nSize, int isSigned)
     return v;
 }
 
+/* Out of memory while reading an attribute: -2, which the readers pass up (read_attrs)
+ * so that it fails the capture rather than one tensor. */
+#define ATTR_OOM (-2)
 static int attr_oom(const char *zName, char *zErr, size_t nErr)
 {
     snprintf(zErr, nErr, "out of memory reading attribute '%s'", zName);
-    return -1;
+    return ATTR_OOM;
 }
 
 /* Reads the attribute's strings into pRaw (just allocated; NULL: out of memory) through a
@@ -156,7 +160,7 @@ static int read_raw_strings(hid_t hAttr, hid_t hType, size_t nMemSize, void *pRa
 static int read_vlen_strings(hid_t hAttr, hid_t hType, const char *zName, size_t n,
                              parity_attr *pAttr, char *zErr, size_t nErr)
 {
-    char **azRaw = calloc(n, sizeof(char *));
+    char **azRaw = parity_calloc(n, sizeof(char *));
     size_t i;
     int rc = read_raw_strings(hAttr, hType, H5T_VARIABLE, azRaw, zName, zErr, nErr);
 
@@ -184,7 +188,7 @@ static int read_fixed_strings(hid_t hAttr, hid_t hType, const char *zName, size_
         snprintf(zErr, nErr, "string attribute '%s' has an absurd size", zName);
         return -1;
     }
-    zRaw = calloc(n, nChar + 1);
+    zRaw = parity_calloc(n, nChar + 1);
     /* nChar + 1: room for a terminator HDF5 writes for us */
     rc = read_raw_strings(hAttr, hType, nChar + 1, zRaw, zName, zErr, nErr);
     for (i = 0; i < n && rc == 0; i++) {
@@ -203,7 +207,7 @@ static int read_string_values(hid_t hAttr, hid_t hType, const char *zName, size_
 {
     int isVlen = H5Tis_variable_str(hType);
     pAttr->kind = PARITY_ATTR_STRING;
-    pAttr->azStr = calloc(n ? n : 1, sizeof(char *));
+    pAttr->azStr = parity_calloc(n ? n : 1, sizeof(char *));
     if (!pAttr->azStr) return attr_oom(zName, zErr, nErr);
     if (n == 0) return 0;
     if (isVlen > 0) return read_vlen_strings(hAttr, hType, zName, n, pAttr, zErr, nErr);
@@ -242,11 +246,11 @@ static int read_enum_values(hid_t hAttr, hid_t hType, const char *zName, size_t 
         return 0;
     }
     pAttr->kind = PARITY_ATTR_INT;
-    pAttr->aInt = calloc(n ? n : 1, sizeof(int64_t));
-    pRaw = calloc(n ? n : 1, nSize);
+    pAttr->aInt = parity_calloc(n ? n : 1, sizeof(int64_t));
+    pRaw = parity_calloc(n ? n : 1, nSize);
     hMem = H5Tget_native_type(hType, H5T_DIR_ASCEND);
     if (!pAttr->aInt || !pRaw || hMem < 0) {
-        attr_oom(zName, zErr, nErr);
+        rc = attr_oom(zName, zErr, nErr);
         goto cleanup;
     }
     if (n > 0 && H5Aread(hAttr, hMem, pRaw) < 0) {
@@ -276,7 +280,7 @@ static int read_attr(hid_t hAttr, const char *zName, parity_attr *pAttr, char *z
     memset(pAttr, 0, sizeof *pAttr);
     pAttr->zName = dup_string(zName);
     if (!pAttr->zName) {
-        attr_oom(zName, zErr, nErr);
+        rc = attr_oom(zName, zErr, nErr);
         goto cleanup;
     }
     hType = H5Aget_type(hAttr);
@@ -302,12 +306,12 @@ static int read_attr(hid_t hAttr, const char *zName, parity_attr *pAttr, char *z
         rc = read_string_values(hAttr, hType, zName, n, pAttr, zErr, nErr);
     } else if (cls == H5T_INTEGER) {
         pAttr->kind = PARITY_ATTR_INT;
-        pAttr->aInt = calloc(n ? n : 1, sizeof(int64_t));
+        pAttr->aInt = parity_calloc(n ? n : 1, sizeof(int64_t));
         rc = read_number_values(hAttr, H5T_NATIVE_INT64, pAttr->aInt, "integer", zName, n,
                                 zErr, nErr);
     } else if (cls == H5T_FLOAT) {
         pAttr->kind = PARITY_ATTR_FLOAT;
-        pAttr->aFloat = calloc(n ? n : 1, sizeof(double));
+        pAttr->aFloat = parity_calloc(n ? n : 1, sizeof(double));
         rc = read_number_values(hAttr, H5T_NATIVE_DOUBLE, pAttr->aFloat, "float", zName, n,
                                 zErr, nErr);
     } else if (cls == H5T_ENUM) {
@@ -329,6 +333,7 @@ typedef struct {
     char *zErr;
     size_t nErr;
     int failed;
+    int oom;                  /* the failure was out of memory */
 } attr_list;
 
 static herr_t collect_attr(hid_t hLoc, const char *zName, const H5A_info_t *pInfo, void *pData)
@@ -340,10 +345,10 @@ static herr_t collect_attr(hid_t hLoc, const char *zName, const H5A_info_t *pInf
 
     if (pList->nAttr == pList->nAlloc) {
         size_t nNew = pList->nAlloc ? 2 * pList->nAlloc : 8;
-        parity_attr *aNew = realloc(pList->aAttr, nNew * sizeof *aNew);
-        if (!aNew || nNew > 100000) {
-            if (aNew) pList->aAttr = aNew;
-            snprintf(pList->zErr, pList->nErr, "too many attributes");
+        parity_attr *aNew = nNew > 100000 ? NULL : parity_realloc(pList->aAttr, nNew * sizeof *aNew);
+        if (!aNew) {
+            pList->oom = nNew <= 100000;
+            snprintf(pList->zErr, pList->nErr, pList->oom ? "out of memory" : "too many attributes");
             pList->failed = 1;
             return -1;
         }
@@ -360,6 +365,7 @@ static herr_t collect_attr(hid_t hLoc, const char *zName, const H5A_info_t *pInf
     H5Aclose(hAttr);
     if (rc != 0) {
         pList->failed = 1;
+        pList->oom = rc == ATTR_OOM;
         return -1;
     }
     pList->nAttr++;
@@ -373,17 +379,18 @@ static void free_attrs(parity_attr *aAttr, size_t n)
     free(aAttr);
 }
 
-/* Reads every attribute of hObj, in name order. */
+/* Reads every attribute of hObj, in name order. Returns 0, or -1 with zErr (ATTR_OOM when
+ * memory ran out). */
 static int read_attrs(hid_t hObj, parity_attr **paAttr, size_t *pnAttr, char *zErr,
                       size_t nErr)
 {
-    attr_list list = { NULL, 0, 0, zErr, nErr, 0 };
+    attr_list list = { NULL, 0, 0, zErr, nErr, 0, 0 };
     hsize_t idx = 0;
     herr_t st = H5Aiterate2(hObj, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_attr, &list);
     if (st < 0 || list.failed) {
         if (!list.failed) snprintf(zErr, nErr, "cannot list attributes");
         free_attrs(list.aAttr, list.nAttr);
-        return -1;
+        return list.oom ? ATTR_OOM : -1;
     }
     *paAttr = list.aAttr;
     *pnAttr = list.nAttr;
@@ -538,9 +545,19 @@ static void tensor_clear(parity_tensor_info *pT)
     memset(pT, 0, sizeof *pT);
 }
 
+/* pT's error, the first one said (a later one would only repeat its cause). Returns -1
+ * when memory ran out storing it. */
+static int tensor_error(parity_tensor_info *pT, const char *zMsg)
+{
+    if (pT->zError) return 0;
+    pT->zError = dup_string(zMsg);
+    return pT->zError ? 0 : -1;
+}
+
 /* Reads the metadata attributes every part of parity relies on (op, inputs, order). A
- * wrong type is an error for this tensor, not for the file. */
-static void interpret_tensor_attrs(parity_tensor_info *pT)
+ * wrong type is an error for this tensor, not for the file. Returns -1 when memory ran
+ * out (no input is ever dropped). */
+static int interpret_tensor_attrs(parity_tensor_info *pT)
 {
     const parity_attr *pOp = parity_attr_find(pT->aAttr, pT->nAttr, "op");
     const parity_attr *pInputs = parity_attr_find(pT->aAttr, pT->nAttr, "inputs");
@@ -549,39 +566,39 @@ static void interpret_tensor_attrs(parity_tensor_info *pT)
 
     if (pOp) {
         if (pOp->kind != PARITY_ATTR_STRING || pOp->n != 1) {
-            if (!pT->zError) pT->zError = dup_string("attribute 'op' must be one string");
-        } else {
-            pT->zOp = dup_string(pOp->azStr[0]);
+            if (tensor_error(pT, "attribute 'op' must be one string") != 0) return -1;
+        } else if (!(pT->zOp = dup_string(pOp->azStr[0]))) {
+            return -1;
         }
     }
     if (pInputs) {
         /* h5py stores attrs["inputs"] = [] (an op without operands) as float64[0]: an
          * empty array of any type means no inputs. */
         if (pInputs->kind != PARITY_ATTR_STRING && !(pInputs->isArray && pInputs->n == 0)) {
-            if (!pT->zError) pT->zError = dup_string("attribute 'inputs' must be strings");
+            if (tensor_error(pT, "attribute 'inputs' must be strings") != 0) return -1;
         } else {
-            pT->azInput = calloc(pInputs->n ? pInputs->n : 1, sizeof(char *));
-            if (pT->azInput) {
-                for (i = 0; i < pInputs->n; i++) {
-                    const char *z = pInputs->azStr[i];
-                    char *zFull = malloc(strlen(z) + 2);
-                    if (!zFull) break;
-                    /* Paths are absolute in this format; "a/b" means "/a/b". */
-                    if (z[0] == '/') strcpy(zFull, z);
-                    else { zFull[0] = '/'; strcpy(zFull + 1, z); }
-                    pT->azInput[pT->nInput++] = zFull;
-                }
+            pT->azInput = parity_calloc(pInputs->n ? pInputs->n : 1, sizeof(char *));
+            if (!pT->azInput) return -1;
+            for (i = 0; i < pInputs->n; i++) {
+                const char *z = pInputs->azStr[i];
+                char *zFull = parity_malloc(strlen(z) + 2);
+                if (!zFull) return -1;
+                /* Paths are absolute in this format; "a/b" means "/a/b". */
+                if (z[0] == '/') strcpy(zFull, z);
+                else { zFull[0] = '/'; strcpy(zFull + 1, z); }
+                pT->azInput[pT->nInput++] = zFull;
             }
         }
     }
     if (pOrder) {
         if (pOrder->kind != PARITY_ATTR_INT || pOrder->n != 1 || pOrder->isArray) {
-            if (!pT->zError) pT->zError = dup_string("attribute 'order' must be one integer");
+            if (tensor_error(pT, "attribute 'order' must be one integer") != 0) return -1;
         } else {
             pT->hasOrder = 1;
             pT->iOrder = pOrder->aInt[0];
         }
     }
+    return 0;
 }
 
 /* Fills pT for the dataset at zPath. Problems with this tensor go to pT->zError; the
@@ -591,7 +608,7 @@ static int describe_dataset(hid_t hFile, const char *zPath, parity_tensor_info *
     hid_t hDapl = -1, hDset = -1, hType = -1, hSpace = -1, hDcpl = -1;
     char zErr[PARITY_ERR_LEN];
     hsize_t aDim[H5S_MAX_RANK];
-    int rank, i;
+    int rank, i, rc = 0;
 
     memset(pT, 0, sizeof *pT);
     pT->zPath = dup_string(zPath);
@@ -599,27 +616,30 @@ static int describe_dataset(hid_t hFile, const char *zPath, parity_tensor_info *
     hDapl = make_access_plist(H5P_DATASET_ACCESS);
     hDset = H5Dopen2(hFile, zPath, hDapl);
     beat();
-    if (hDset < 0) { pT->zError = dup_string("cannot open dataset"); goto cleanup; }
+    if (hDset < 0) { if (tensor_error(pT, "cannot open dataset") != 0) goto oom; goto cleanup; }
 
-    if (read_attrs(hDset, &pT->aAttr, &pT->nAttr, zErr, sizeof zErr) != 0) {
-        pT->zError = dup_string(zErr);
+    rc = read_attrs(hDset, &pT->aAttr, &pT->nAttr, zErr, sizeof zErr);
+    if (rc == ATTR_OOM) goto oom;
+    if (rc != 0) {
+        rc = 0;
+        if (tensor_error(pT, zErr) != 0) goto oom;
         goto cleanup;
     }
-    interpret_tensor_attrs(pT);
+    if (interpret_tensor_attrs(pT) != 0) goto oom;
 
     hSpace = H5Dget_space(hDset);
-    if (hSpace < 0) { if (!pT->zError) pT->zError = dup_string("cannot read dataspace"); goto cleanup; }
+    if (hSpace < 0) { if (tensor_error(pT, "cannot read dataspace") != 0) goto oom; goto cleanup; }
     switch (H5Sget_simple_extent_type(hSpace)) {
     case H5S_SCALAR: rank = 0; break;
     case H5S_SIMPLE: rank = H5Sget_simple_extent_ndims(hSpace); break;
     case H5S_NULL:
-        if (!pT->zError) pT->zError = dup_string("dataset has a null dataspace (no shape)");
+        if (tensor_error(pT, "dataset has a null dataspace (no shape)") != 0) goto oom;
         goto cleanup;
     default: rank = -1; break;
     }
     if (rank < 0 || rank > PARITY_MAX_RANK ||
         (rank > 0 && H5Sget_simple_extent_dims(hSpace, aDim, NULL) != rank)) {
-        if (!pT->zError) pT->zError = dup_string("unreadable or absurd dataspace");
+        if (tensor_error(pT, "unreadable or absurd dataspace") != 0) goto oom;
         goto cleanup;
     }
     pT->rank = rank;
@@ -627,7 +647,7 @@ static int describe_dataset(hid_t hFile, const char *zPath, parity_tensor_info *
     for (i = 0; i < rank; i++) {
         pT->aDim[i] = aDim[i];
         if (aDim[i] != 0 && pT->nElem > PARITY_MAX_ELEMENTS / aDim[i]) {
-            if (!pT->zError) pT->zError = dup_string("absurd shape (more than 2^48 elements)");
+            if (tensor_error(pT, "absurd shape (more than 2^48 elements)") != 0) goto oom;
             pT->nElem = 0;
             goto cleanup;
         }
@@ -635,13 +655,13 @@ static int describe_dataset(hid_t hFile, const char *zPath, parity_tensor_info *
     }
 
     hDcpl = H5Dget_create_plist(hDset);
-    if (hDcpl < 0) { if (!pT->zError) pT->zError = dup_string("cannot read storage layout"); goto cleanup; }
+    if (hDcpl < 0) { if (tensor_error(pT, "cannot read storage layout") != 0) goto oom; goto cleanup; }
     if (H5Pget_layout(hDcpl) == H5D_VIRTUAL) {
-        if (!pT->zError) pT->zError = dup_string("virtual datasets are refused (they read other files)");
+        if (tensor_error(pT, "virtual datasets are refused (they read other files)") != 0) goto oom;
         goto cleanup;
     }
     if (H5Pget_external_count(hDcpl) != 0) {
-        if (!pT->zError) pT->zError = dup_string("external raw storage is refused (it reads other files)");
+        if (tensor_error(pT, "external raw storage is refused (it reads other files)") != 0) goto oom;
         goto cleanup;
     }
     {
@@ -659,23 +679,27 @@ static int describe_dataset(hid_t hFile, const char *zPath, parity_tensor_info *
                 zName[sizeof zName - 1] = 0;
                 snprintf(zMsg, sizeof zMsg, "compressed with filter %d (%s), which this libhdf5 lacks",
                          (int)id, zName[0] ? zName : "unnamed");
-                pT->zError = dup_string(zMsg);
+                if (tensor_error(pT, zMsg) != 0) goto oom;
             }
         }
         if (pT->zError) goto cleanup;
     }
 
     hType = H5Dget_type(hDset);
-    if (hType < 0) { if (!pT->zError) pT->zError = dup_string("cannot read element type"); goto cleanup; }
+    if (hType < 0) { if (tensor_error(pT, "cannot read element type") != 0) goto oom; goto cleanup; }
     {
         char *zTypeErr = NULL;
         const parity_attr *pDtype = parity_attr_find(pT->aAttr, pT->nAttr, "dtype");
         pT->dtype = dataset_dtype(hType, pDtype, &zTypeErr);
+        if (pT->dtype == PARITY_DT_INVALID && !zTypeErr) goto oom;   /* its message was lost */
         if (zTypeErr) {
             if (!pT->zError) pT->zError = zTypeErr;
             else free(zTypeErr);
         }
     }
+    goto cleanup;
+oom:
+    rc = -1;
 cleanup:
     if (pT->zError) pT->dtype = PARITY_DT_INVALID;
     if (hType >= 0) H5Tclose(hType);
@@ -683,7 +707,7 @@ cleanup:
     if (hSpace >= 0) H5Sclose(hSpace);
     if (hDset >= 0) H5Dclose(hDset);
     if (hDapl >= 0) H5Pclose(hDapl);
-    return 0;
+    return rc;
 }
 
 typedef struct {
@@ -703,12 +727,12 @@ static herr_t collect_dataset(hid_t hObj, const char *zName, const H5O_info_t *p
     if (pList->n >= PARITY_MAX_TENSORS) { pList->failed = 2; return -1; }
     if (pList->n == pList->nAlloc) {
         size_t nNew = pList->nAlloc ? 2 * pList->nAlloc : 64;
-        char **azNew = realloc(pList->azPath, nNew * sizeof(char *));
+        char **azNew = parity_realloc(pList->azPath, nNew * sizeof(char *));
         if (!azNew) { pList->failed = 1; return -1; }
         pList->azPath = azNew;
         pList->nAlloc = nNew;
     }
-    zPath = malloc(strlen(zName) + 2);
+    zPath = parity_malloc(strlen(zName) + 2);
     if (!zPath) { pList->failed = 1; return -1; }
     zPath[0] = '/';
     strcpy(zPath + 1, zName);
@@ -745,7 +769,7 @@ int parity_capture_open(const char *zFile, parity_capture **ppCap, char *zErr, s
         return -1;
     }
 
-    pCap = calloc(1, sizeof *pCap);
+    pCap = parity_calloc(1, sizeof *pCap);
     if (!pCap) goto oom;
     pCap->hFile = -1;
     pCap->zFile = dup_string(zFile);
@@ -774,10 +798,13 @@ int parity_capture_open(const char *zFile, parity_capture **ppCap, char *zErr, s
             snprintf(zErr, nErr, "%s: cannot list objects (corrupt file)", zFile);
         goto fail;
     }
-    pCap->aTensor = calloc(paths.n ? paths.n : 1, sizeof(parity_tensor_info));
+    pCap->aTensor = parity_calloc(paths.n ? paths.n : 1, sizeof(parity_tensor_info));
     if (!pCap->aTensor) goto oom;
     for (i = 0; i < paths.n; i++) {
-        if (describe_dataset(pCap->hFile, paths.azPath[i], &pCap->aTensor[i]) != 0) goto oom;
+        if (describe_dataset(pCap->hFile, paths.azPath[i], &pCap->aTensor[i]) != 0) {
+            tensor_clear(&pCap->aTensor[i]);
+            goto oom;
+        }
         pCap->nTensor++;
     }
     /* Name order regardless of how HDF5 indexed the groups: "file order" is name order. */
@@ -896,7 +923,7 @@ int parity_tensor_reader_open(parity_capture *pCap, size_t i, parity_tensor_read
         snprintf(zErr, nErr, "%s: not readable", pT ? pT->zPath : "?");
         return -1;
     }
-    pRd = calloc(1, sizeof *pRd);
+    pRd = parity_calloc(1, sizeof *pRd);
     if (!pRd) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pRd->hDset = -1;
     pRd->hMemType = -1;

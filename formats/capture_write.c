@@ -17,6 +17,7 @@
 #include <hdf5.h>
 #include "formats/capture.h"
 #include "formats/float_format.h"
+#include "formats/alloc.h"
 
 struct parity_writer {
     char *zFile;
@@ -49,12 +50,12 @@ int parity_writer_open(const char *zFile, parity_writer **ppW, char *zErr, size_
 
     *ppW = NULL;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    pW = calloc(1, sizeof *pW);
+    pW = parity_calloc(1, sizeof *pW);
     if (!pW) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pW->hFile = -1;
     pW->hStream = -1;
-    pW->zFile = strdup(zFile);
-    pW->zTemp = malloc(strlen(zFile) + 16);
+    pW->zFile = parity_strdup(zFile);
+    pW->zTemp = parity_malloc(strlen(zFile) + 16);
     if (!pW->zFile || !pW->zTemp) { snprintf(zErr, nErr, "out of memory"); goto fail; }
     sprintf(pW->zTemp, "%s.tmp.XXXXXX", zFile);
     fd = mkstemp(pW->zTemp);

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "reports/report.h"
+#include "formats/alloc.h"
 
 #define REPORT_JSON_VERSION 1
 #define REPORT_DUMP_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER)
@@ -96,7 +97,7 @@ static json_t *report_string(const char *z)
     pStr = json_string(z);
     if (pStr) return pStr;
     nIn = strlen(z);
-    zFixed = malloc(nIn * 3 + 1);  /* each bad byte grows to the 3 bytes of U+FFFD */
+    zFixed = parity_malloc(nIn * 3 + 1);  /* each bad byte grows to the 3 bytes of U+FFFD */
     if (zFixed == NULL) return NULL;
     for (iIn = 0; iIn < nIn;) {
         size_t n = report_utf8_len(zIn + iIn);
@@ -432,7 +433,7 @@ static void report_sync_dir(const char *zPath)
     int fd;
 
     if (zSlash == NULL) {
-        zDir = strdup(".");
+        zDir = parity_strdup(".");
     } else {
         zDir = strndup(zPath, zSlash == zPath ? 1 : (size_t)(zSlash - zPath));
     }
@@ -464,7 +465,7 @@ static int report_write_file(json_t *pDoc, const char *zPath, char *zErr, size_t
     size_t nTemp = strlen(zPath) + sizeof ".XXXXXX";
 
     /* Beside the target, so the rename stays within one file system. */
-    zTemp = malloc(nTemp);
+    zTemp = parity_malloc(nTemp);
     if (zTemp == NULL) {
         snprintf(zErr, nErr, "out of memory writing %s", zPath);
         goto cleanup;

@@ -79,6 +79,7 @@
 #include "tolerance/mpref.h"
 #include "tolerance/superacc_internal.h"
 #include "formats/float_format.h"
+#include "formats/alloc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -367,9 +368,9 @@ static int terms_alloc(term_set *pT, size_t nTerm)
     pT->aLimb = NULL;
     if (nTerm > SIZE_MAX / (nLimbPer * sizeof(mp_limb_t) + sizeof(mpfr_t) + sizeof(mpfr_ptr)))
         return -1;
-    pT->aTerm = malloc(nTerm * sizeof(mpfr_t));
-    pT->apTerm = malloc(nTerm * sizeof(mpfr_ptr));
-    pT->aLimb = malloc(nTerm * nLimbPer * sizeof(mp_limb_t));
+    pT->aTerm = parity_malloc(nTerm * sizeof(mpfr_t));
+    pT->apTerm = parity_malloc(nTerm * sizeof(mpfr_ptr));
+    pT->aLimb = parity_malloc(nTerm * nLimbPer * sizeof(mp_limb_t));
     if (pT->aTerm == NULL || pT->apTerm == NULL || pT->aLimb == NULL)
         return -1;
     for (size_t i = 0; i < nTerm; i++) {

@@ -39,6 +39,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "formats/alloc.h"
 
 typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_MAX, BIN_MIN } binary_kind;
 
@@ -78,7 +79,7 @@ static int binary_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
     double uAcc = parity_unit_roundoff(pCall->accDtype);
     char zA[256], zB[256], zC[256], zD[256];
 
-    pP = calloc(1, sizeof *pP);
+    pP = parity_calloc(1, sizeof *pP);
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pCall->pParams = pP;
     for (i = 0; i < sizeof aSpec / sizeof aSpec[0]; i++)

@@ -30,6 +30,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "formats/alloc.h"
 
 /* The dims, strides and padding are the geometry (geom.conv); this is the rest. */
 typedef struct {
@@ -183,7 +184,7 @@ static int conv_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
 {
     const parity_operand *pX = &pCall->aIn[0], *pWt = &pCall->aIn[1];
     parity_conv_geometry *pG = &pCall->geom.conv;
-    conv_params *pP = calloc(1, sizeof *pP);
+    conv_params *pP = parity_calloc(1, sizeof *pP);
     int64_t stride[2], pad[2], dil[2], groups;
     int batched, same, nWant = 0;
     uint64_t aWant[4];
@@ -245,8 +246,8 @@ static int conv_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
 static int conv_load(parity_op_call *pCall, char *zErr, size_t nErr)
 {
     conv_params *pP = pCall->pParams;
-    pP->aA = malloc((pCall->geom.conv.K + 1) * sizeof(double));
-    pP->aB = malloc((pCall->geom.conv.K + 1) * sizeof(double));
+    pP->aA = parity_malloc((pCall->geom.conv.K + 1) * sizeof(double));
+    pP->aB = parity_malloc((pCall->geom.conv.K + 1) * sizeof(double));
     if (!pP->aA || !pP->aB) { snprintf(zErr, nErr, "out of memory"); return -1; }
     return 0;
 }
@@ -317,9 +318,9 @@ static int conv_make_envelope(parity_op_call *pCall, conv_params *pP)
     const parity_conv_geometry *pG = &pCall->geom.conv;
     const double *x = pCall->aIn[0].aValue, *w = pCall->aIn[1].aValue;
     uint64_t W1 = pG->W + 1, nImg = (pG->H + 1) * W1, img, c, y, xx, o, k;
-    pP->aIntegral = calloc(pG->N * pG->G * nImg + 1, sizeof(double));
-    pP->aTotal = calloc(pG->N * pG->G + 1, sizeof(double));
-    pP->aNormW = calloc(pG->O + 1, sizeof(double));
+    pP->aIntegral = parity_calloc(pG->N * pG->G * nImg + 1, sizeof(double));
+    pP->aTotal = parity_calloc(pG->N * pG->G + 1, sizeof(double));
+    pP->aNormW = parity_calloc(pG->O + 1, sizeof(double));
     if (!pP->aIntegral || !pP->aTotal || !pP->aNormW) return -1;
     for (img = 0; img < pG->N * pG->G; img++) {
         double *I = pP->aIntegral + img * nImg;

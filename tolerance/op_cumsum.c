@@ -27,6 +27,7 @@
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
 #include "tolerance/rows.h"
+#include "formats/alloc.h"
 
 typedef struct {
     parity_rows rows;
@@ -90,7 +91,7 @@ static int cumsum_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
                           char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0];
-    cumsum_params *pP = calloc(1, sizeof *pP);
+    cumsum_params *pP = parity_calloc(1, sizeof *pP);
     unsigned char aReduce[PARITY_MAX_RANK];
 
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
@@ -114,11 +115,11 @@ static int cumsum_load(parity_op_call *pCall, char *zErr, size_t nErr)
     double *aBuf;
     mpfr_t acc, t;
 
-    pP->aHi = malloc((nElem + 1) * sizeof(double));
-    pP->aMid = malloc((nElem + 1) * sizeof(double));
-    pP->aLo = malloc((nElem + 1) * sizeof(double));
-    pP->aAbs = malloc((nElem + 1) * sizeof(double));
-    aBuf = malloc((pP->rows.n + 1) * sizeof(double));
+    pP->aHi = parity_malloc((nElem + 1) * sizeof(double));
+    pP->aMid = parity_malloc((nElem + 1) * sizeof(double));
+    pP->aLo = parity_malloc((nElem + 1) * sizeof(double));
+    pP->aAbs = parity_malloc((nElem + 1) * sizeof(double));
+    aBuf = parity_malloc((pP->rows.n + 1) * sizeof(double));
     if (!pP->aHi || !pP->aMid || !pP->aLo || !pP->aAbs || !aBuf) {
         free(aBuf);
         snprintf(zErr, nErr, "out of memory");

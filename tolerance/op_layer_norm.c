@@ -38,6 +38,7 @@
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
 #include "tolerance/rows.h"
+#include "formats/alloc.h"
 
 #define C_RSQRT 4.0
 
@@ -72,7 +73,7 @@ static int ln_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nA
 {
     const parity_operand *pX = &pCall->aIn[0];
     parity_norm_geometry *pG = &pCall->geom.norm;
-    ln_params *pP = calloc(1, sizeof *pP);
+    ln_params *pP = parity_calloc(1, sizeof *pP);
     unsigned char aReduce[PARITY_MAX_RANK];
     char zA[128], zB[128];
 
@@ -105,12 +106,12 @@ static int ln_load(parity_op_call *pCall, char *zErr, size_t nErr)
     double *aDev = NULL;
     mpfr_t t;
 
-    pP->aMu = calloc(pP->nRow + 1, sizeof(double));
-    pP->aVar = calloc(pP->nRow + 1, sizeof(double));
-    pP->aMeanAbs = calloc(pP->nRow + 1, sizeof(double));
-    pP->aMuRef = calloc(pP->nRow + 1, sizeof(mpfr_t));
-    pP->aRRef = calloc(pP->nRow + 1, sizeof(mpfr_t));
-    aDev = calloc(pP->nNorm + 1, sizeof(double));
+    pP->aMu = parity_calloc(pP->nRow + 1, sizeof(double));
+    pP->aVar = parity_calloc(pP->nRow + 1, sizeof(double));
+    pP->aMeanAbs = parity_calloc(pP->nRow + 1, sizeof(double));
+    pP->aMuRef = parity_calloc(pP->nRow + 1, sizeof(mpfr_t));
+    pP->aRRef = parity_calloc(pP->nRow + 1, sizeof(mpfr_t));
+    aDev = parity_calloc(pP->nNorm + 1, sizeof(double));
     if (!pP->aMu || !pP->aVar || !pP->aMeanAbs || !pP->aMuRef || !pP->aRRef || !aDev) {
         free(aDev);
         snprintf(zErr, nErr, "out of memory");

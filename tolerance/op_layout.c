@@ -19,6 +19,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "formats/alloc.h"
 
 /* [lo, hi] of an integer or bool dtype, as binary64 (exact for widths up to 53 bits). */
 static void int_range(parity_dtype dt, double *pLo, double *pHi)
@@ -99,7 +100,7 @@ static int perm_setup(parity_op_call *pCall, const int *aPerm, char *zErr, size_
         return -1;
     }
     if (check_dtype(pCall, zErr, nErr) != 0) return -1;
-    pP = calloc(1, sizeof *pP);
+    pP = parity_calloc(1, sizeof *pP);
     if (!pP) {
         snprintf(zErr, nErr, "%s: out of memory", pCall->pDef->zName);
         return -1;

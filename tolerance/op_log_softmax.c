@@ -47,6 +47,7 @@
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
 #include "tolerance/rows.h"
+#include "formats/alloc.h"
 
 #define C_EXP 4.0
 
@@ -130,7 +131,7 @@ static int lse_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t n
     const parity_operand *pX = &pCall->aIn[0];
     const char *zOp = pCall->pDef->zName;
     parity_rows_geometry *pG = &pCall->geom.rows;
-    lse_params *pP = calloc(1, sizeof *pP);
+    lse_params *pP = parity_calloc(1, sizeof *pP);
     unsigned char aReduce[PARITY_MAX_RANK];
 
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
@@ -161,14 +162,14 @@ static int lse_load(parity_op_call *pCall, char *zErr, size_t nErr)
     mpfr_t *aTerm;
     mpfr_ptr *apTerm;
 
-    pP->aKind = calloc(pP->rows.nRow + 1, 1);
-    pP->aMax = calloc(pP->rows.nRow + 1, sizeof(double));
-    pP->aW = calloc(pP->rows.nRow + 1, sizeof(double));
-    pP->aL = calloc(pP->rows.nRow + 1, sizeof(double));
-    pP->aLRef = calloc(pP->rows.nRow + 1, sizeof(mpfr_t));
-    aBuf = calloc(n + 1, sizeof(double));
-    aTerm = calloc(n + 1, sizeof(mpfr_t));
-    apTerm = calloc(n + 1, sizeof(mpfr_ptr));
+    pP->aKind = parity_calloc(pP->rows.nRow + 1, 1);
+    pP->aMax = parity_calloc(pP->rows.nRow + 1, sizeof(double));
+    pP->aW = parity_calloc(pP->rows.nRow + 1, sizeof(double));
+    pP->aL = parity_calloc(pP->rows.nRow + 1, sizeof(double));
+    pP->aLRef = parity_calloc(pP->rows.nRow + 1, sizeof(mpfr_t));
+    aBuf = parity_calloc(n + 1, sizeof(double));
+    aTerm = parity_calloc(n + 1, sizeof(mpfr_t));
+    apTerm = parity_calloc(n + 1, sizeof(mpfr_ptr));
     if (!pP->aKind || !pP->aMax || !pP->aW || !pP->aL || !pP->aLRef || !aBuf || !aTerm ||
         !apTerm) {
         free(aBuf);

@@ -26,6 +26,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "formats/alloc.h"
 
 /* The dims and strides are the geometry (geom.dot); this is what the reference adds. */
 typedef struct {
@@ -125,8 +126,8 @@ static int make_norms(parity_op_call *pCall, matmul_params *pP)
     pP->envGamma = parity_gamma(n, u);
     pP->envGamma += operand_gamma(pCall, pP->envGamma);
     pP->envSlack = n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
-    pP->aNormA = calloc(nA + 1, sizeof(double));
-    pP->aNormB = calloc(nB + 1, sizeof(double));
+    pP->aNormA = parity_calloc(nA + 1, sizeof(double));
+    pP->aNormB = parity_calloc(nB + 1, sizeof(double));
     if (!pP->aNormA || !pP->aNormB) return -1;
     for (v = 0; v < nA; v++) {
         uint64_t off = pG->strideAk == 1 ? v * pG->K : v / pG->N * pG->K * pG->N + v % pG->N;
@@ -215,7 +216,7 @@ static int matmul_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
 {
     const parity_operand *pA = &pCall->aIn[0], *pB = &pCall->aIn[1];
     parity_dot_geometry *pG = &pCall->geom.dot;
-    matmul_params *pP = calloc(1, sizeof *pP);
+    matmul_params *pP = parity_calloc(1, sizeof *pP);
     uint64_t aWant[PARITY_MAX_RANK], Ka, Kb;
     int nBatchA, nBatchB, nWant = 0, d, dropM = 0, dropN = 0;
     char zA[128], zB[128];
@@ -281,7 +282,7 @@ static int matmul_load(parity_op_call *pCall, char *zErr, size_t nErr)
     const parity_dot_geometry *pG = &pCall->geom.dot;
     matmul_params *pP = pCall->pParams;
     uint64_t KN = pG->K * pG->N, nMat = KN != 0 ? pB->nElem / KN : 0, m, k, j;
-    pP->pBT = malloc((pB->nElem ? pB->nElem : 1) * sizeof(double));
+    pP->pBT = parity_malloc((pB->nElem ? pB->nElem : 1) * sizeof(double));
     if (!pP->pBT) { snprintf(zErr, nErr, "out of memory"); return -1; }
     for (m = 0; m < nMat; m++)
         for (k = 0; k < pG->K; k++)
@@ -306,7 +307,7 @@ static int linear_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
 {
     const parity_operand *pX = &pCall->aIn[0], *pW = &pCall->aIn[1];
     parity_dot_geometry *pG = &pCall->geom.dot;
-    matmul_params *pP = calloc(1, sizeof *pP);
+    matmul_params *pP = parity_calloc(1, sizeof *pP);
     uint64_t aWant[PARITY_MAX_RANK];
     int d;
     char zA[128], zB[128];

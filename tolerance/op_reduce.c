@@ -36,6 +36,7 @@
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
 #include "tolerance/rows.h"
+#include "formats/alloc.h"
 
 typedef enum { RED_SUM, RED_MEAN, RED_AMAX, RED_AMIN } reduce_kind;
 
@@ -74,7 +75,7 @@ static int reduce_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
     size_t i;
     char zA[256];
 
-    pP = calloc(1, sizeof *pP);
+    pP = parity_calloc(1, sizeof *pP);
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pCall->pParams = pP;
     for (i = 0; i < sizeof aSpec / sizeof aSpec[0]; i++)
@@ -100,7 +101,7 @@ static int reduce_load(parity_op_call *pCall, char *zErr, size_t nErr)
 {
     reduce_params *pP = pCall->pParams;
     uint64_t n = pCall->geom.rows.rows.n;
-    pP->aBuf = malloc((n ? n : 1) * sizeof(double));
+    pP->aBuf = parity_malloc((n ? n : 1) * sizeof(double));
     if (!pP->aBuf) { snprintf(zErr, nErr, "out of memory"); return -1; }
     return 0;
 }

@@ -33,6 +33,7 @@
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
 #include "tolerance/rows.h"
+#include "formats/alloc.h"
 
 #define C_RSQRT 4.0
 
@@ -60,7 +61,7 @@ static int rms_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t n
 {
     const parity_operand *pX = &pCall->aIn[0];
     parity_norm_geometry *pG = &pCall->geom.norm;
-    rms_params *pP = calloc(1, sizeof *pP);
+    rms_params *pP = parity_calloc(1, sizeof *pP);
     unsigned char aReduce[PARITY_MAX_RANK];
     int rc;
 
@@ -89,8 +90,8 @@ static int rms_load(parity_op_call *pCall, char *zErr, size_t nErr)
     rms_params *pP = pCall->pParams;
     uint64_t iRow, nn = pP->rows.n;
 
-    pP->aMs = calloc(pP->rows.nRow + 1, sizeof(double));
-    pP->aR = calloc(pP->rows.nRow + 1, sizeof(mpfr_t));
+    pP->aMs = parity_calloc(pP->rows.nRow + 1, sizeof(double));
+    pP->aR = parity_calloc(pP->rows.nRow + 1, sizeof(mpfr_t));
     if (!pP->aMs || !pP->aR) { snprintf(zErr, nErr, "out of memory"); return -1; }
     for (iRow = 0; iRow < pP->rows.nRow; iRow++) {
         const double *x = pX->aValue + iRow * nn;

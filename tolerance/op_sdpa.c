@@ -64,6 +64,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "formats/alloc.h"
 
 #define SDPA_C_EXP 4.0
 
@@ -216,7 +217,7 @@ static int sdpa_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
 {
     const parity_operand *pQ = &pCall->aIn[0], *pK = &pCall->aIn[1], *pV = &pCall->aIn[2];
     parity_attention_geometry *pG = &pCall->geom.attention;
-    sdpa_params *pP = calloc(1, sizeof *pP);
+    sdpa_params *pP = parity_calloc(1, sizeof *pP);
     int64_t causal = 0;
     double scale = 0.0, uAcc = parity_unit_roundoff(pCall->accDtype);
     int rc;
@@ -257,15 +258,15 @@ static int sdpa_load(parity_op_call *pCall, char *zErr, size_t nErr)
     sdpa_params *pP = pCall->pParams;
     uint64_t j, S = pCall->geom.attention.S;
 
-    pP->aE = calloc(S + 1, sizeof(mpfr_t));
-    pP->aProd = calloc(S + 1, sizeof(mpfr_t));
-    pP->apE = calloc(S + 1, sizeof(mpfr_ptr));
-    pP->apProd = calloc(S + 1, sizeof(mpfr_ptr));
-    pP->aP = calloc(S + 1, sizeof(double));
-    pP->aR = calloc(S + 1, sizeof(double));
-    pP->aDs = calloc(S + 1, sizeof(double));
-    pP->aShift = calloc(S + 1, sizeof(double));
-    pP->aLive = calloc(S + 1, 1);
+    pP->aE = parity_calloc(S + 1, sizeof(mpfr_t));
+    pP->aProd = parity_calloc(S + 1, sizeof(mpfr_t));
+    pP->apE = parity_calloc(S + 1, sizeof(mpfr_ptr));
+    pP->apProd = parity_calloc(S + 1, sizeof(mpfr_ptr));
+    pP->aP = parity_calloc(S + 1, sizeof(double));
+    pP->aR = parity_calloc(S + 1, sizeof(double));
+    pP->aDs = parity_calloc(S + 1, sizeof(double));
+    pP->aShift = parity_calloc(S + 1, sizeof(double));
+    pP->aLive = parity_calloc(S + 1, 1);
     if (!pP->aE || !pP->aProd || !pP->apE || !pP->apProd || !pP->aP || !pP->aR || !pP->aDs ||
         !pP->aShift || !pP->aLive) {
         snprintf(zErr, nErr, "out of memory");

@@ -30,6 +30,7 @@
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
 #include "tolerance/rows.h"
+#include "formats/alloc.h"
 
 #define C_EXP 4.0
 
@@ -67,7 +68,7 @@ static int softmax_prepare(parity_op_call *pCall, const parity_attr *aAttr, size
 {
     const parity_operand *pX = &pCall->aIn[0];
     const parity_rows *pR = &pCall->geom.rows.rows;
-    softmax_params *pP = calloc(1, sizeof *pP);
+    softmax_params *pP = parity_calloc(1, sizeof *pP);
     unsigned char aReduce[PARITY_MAX_RANK];
     int d;
 
@@ -97,12 +98,12 @@ static int softmax_load(parity_op_call *pCall, char *zErr, size_t nErr)
     mpfr_t *aTerm = NULL;
     mpfr_ptr *apTerm = NULL;
 
-    pP->aMax = calloc(pP->nRow + 1, sizeof(double));
-    pP->aW = calloc(pP->nRow + 1, sizeof(double));
-    pP->aNanRow = calloc(pP->nRow + 1, 1);
-    pP->aSum = calloc(pP->nRow + 1, sizeof(mpfr_t));
-    aTerm = calloc(pP->nDim + 1, sizeof(mpfr_t));
-    apTerm = calloc(pP->nDim + 1, sizeof(mpfr_ptr));
+    pP->aMax = parity_calloc(pP->nRow + 1, sizeof(double));
+    pP->aW = parity_calloc(pP->nRow + 1, sizeof(double));
+    pP->aNanRow = parity_calloc(pP->nRow + 1, 1);
+    pP->aSum = parity_calloc(pP->nRow + 1, sizeof(mpfr_t));
+    aTerm = parity_calloc(pP->nDim + 1, sizeof(mpfr_t));
+    apTerm = parity_calloc(pP->nDim + 1, sizeof(mpfr_ptr));
     if (!pP->aMax || !pP->aW || !pP->aNanRow || !pP->aSum || !aTerm || !apTerm) {
         free(aTerm);
         free(apTerm);

@@ -37,6 +37,7 @@
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
 #include "tolerance/rows.h"
+#include "formats/alloc.h"
 
 typedef struct {
     parity_rows rows;
@@ -55,7 +56,7 @@ static int var_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t n
                        char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0];
-    var_params *pP = calloc(1, sizeof *pP);
+    var_params *pP = parity_calloc(1, sizeof *pP);
     unsigned char aReduce[PARITY_MAX_RANK];
     int keepdim = 0, rc;
     int64_t unbiased = 1;
@@ -93,7 +94,7 @@ static int var_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t n
 static int var_load(parity_op_call *pCall, char *zErr, size_t nErr)
 {
     var_params *pP = pCall->pParams;
-    pP->aBuf = malloc((pP->rows.n + 1) * sizeof(double));
+    pP->aBuf = parity_malloc((pP->rows.n + 1) * sizeof(double));
     if (!pP->aBuf) { snprintf(zErr, nErr, "out of memory"); return -1; }
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tolerance/ops.h"
+#include "formats/alloc.h"
 
 int parity_operand_load(parity_capture *pCap, size_t iTensor, parity_operand *pOp,
                         char *zErr, size_t nErr)
@@ -29,8 +30,8 @@ int parity_operand_load(parity_capture *pCap, size_t iTensor, parity_operand *pO
     pOp->rank = pT->rank;
     memcpy(pOp->aDim, pT->aDim, sizeof pOp->aDim);
     pOp->nElem = pT->nElem;
-    pOp->aValue = malloc((pT->nElem ? pT->nElem : 1) * sizeof(double));
-    pBuf = malloc(nSlabElem * nSize);
+    pOp->aValue = parity_malloc((pT->nElem ? pT->nElem : 1) * sizeof(double));
+    pBuf = parity_malloc(nSlabElem * nSize);
     if (!pOp->aValue || !pBuf) {
         snprintf(zErr, nErr, "%s: out of memory loading the operand", pT->zPath);
         goto fail;

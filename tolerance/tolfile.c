@@ -10,6 +10,7 @@
 #include <yaml.h>
 #include "tolerance/tolfile.h"
 #include "tolerance/mpref.h"
+#include "formats/alloc.h"
 
 typedef struct {
     char *zKey;                  /* op name or tensor path */
@@ -135,7 +136,7 @@ static int parse_section(yaml_document_t *pDoc, yaml_node_t *pMap, const char *z
         return -1;
     }
     nPair = (size_t)(pMap->data.mapping.pairs.top - pMap->data.mapping.pairs.start);
-    *paEntry = calloc(nPair ? nPair : 1, sizeof(tol_entry));
+    *paEntry = parity_calloc(nPair ? nPair : 1, sizeof(tol_entry));
     if (!*paEntry) {
         snprintf(zErr, nErr, "out of memory");
         return -1;
@@ -149,7 +150,7 @@ static int parse_section(yaml_document_t *pDoc, yaml_node_t *pMap, const char *z
             return -1;
         }
         snprintf(zWhere, sizeof zWhere, "%s.%s", zSection, zName);
-        pE->zKey = strdup(zName);
+        pE->zKey = parity_strdup(zName);
         (*pn)++;
         if (!pE->zKey) {
             snprintf(zErr, nErr, "out of memory");
@@ -179,7 +180,7 @@ int parity_tolfile_load(const char *zPath, parity_tolfile **ppFile, char *zErr, 
         snprintf(zErr, nErr, "%s: %s", zPath, strerror(errno));
         return -1;
     }
-    pFile = calloc(1, sizeof *pFile);
+    pFile = parity_calloc(1, sizeof *pFile);
     if (!pFile || !yaml_parser_initialize(&parser)) {
         snprintf(zErr, nErr, "%s: out of memory", zPath);
         goto done;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuzz/cases/cases.h"
+#include "formats/alloc.h"
 
 static void free_params(parity_case *pCase)
 {
@@ -125,7 +126,7 @@ int parity_case_fill_values(parity_case *pCase, char *zErr, size_t nErr)
     for (i = 0; i < pCase->nIn; i++) {
         parity_operand *pIn = &pCase->aIn[i];
         free(pIn->aValue);
-        pIn->aValue = malloc((pIn->nElem ? pIn->nElem : 1) * sizeof *pIn->aValue);
+        pIn->aValue = parity_malloc((pIn->nElem ? pIn->nElem : 1) * sizeof *pIn->aValue);
         if (!pIn->aValue) {
             snprintf(zErr, nErr, "out of memory for input %s", pIn->zName);
             return -1;

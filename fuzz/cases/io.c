@@ -7,18 +7,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuzz/cases/cases.h"
+#include "formats/alloc.h"
 
 #define W_CHECK(expr) do { if ((expr) != 0) goto write_fail; } while (0)
 
-/* Writes values (decoded binary64) as a dataset in dt's storage form. */
+/* Writes values (decoded binary64) as a dataset in dt's storage form; *pOom set when its
+ * buffer could not be had (the writer's own error is then empty). */
 static int write_values(parity_writer *pW, const char *zPath, parity_dtype dt, int rank,
-                        const uint64_t *aDim, const double *aValue, uint64_t n)
+                        const uint64_t *aDim, const double *aValue, uint64_t n, int *pOom)
 {
     size_t nSize = parity_dtype_size(dt);
-    unsigned char *pBuf = malloc((n ? n : 1) * nSize);
+    unsigned char *pBuf = parity_malloc((n ? n : 1) * nSize);
     uint64_t i;
     int rc;
-    if (!pBuf) return -1;
+    if (!pBuf) {
+        *pOom = 1;
+        return -1;
+    }
     for (i = 0; i < n; i++) parity_encode(dt, aValue[i], pBuf + i * nSize);
     rc = parity_writer_tensor(pW, zPath, dt, rank, aDim, pBuf);
     free(pBuf);
@@ -53,7 +58,7 @@ int parity_case_write(const parity_case *pCase, const double *aOut, const char *
     int64_t aDim[PARITY_CASE_MAX_DIMS], aScale[PARITY_CASE_MAX_IN], aOutShape[PARITY_MAX_RANK];
     char zName[80];
     size_t i;
-    int d;
+    int d, oom = 0;
 
     if (parity_writer_open(zFile, &pW, zErr, nErr) != 0) return -1;
     for (i = 0; i < pCase->nIn; i++) {
@@ -92,12 +97,12 @@ int parity_case_write(const parity_case *pCase, const double *aOut, const char *
         const parity_operand *pIn = &pCase->aIn[i];
         snprintf(zName, sizeof zName, "/%s", pIn->zName);
         W_CHECK(write_values(pW, zName, pIn->dtype, pIn->rank, pIn->aDim, pIn->aValue,
-                             pIn->nElem));
+                             pIn->nElem, &oom));
         W_CHECK(parity_writer_attr_int(pW, zName, "order", 0));
     }
     if (aOut) {
         W_CHECK(write_values(pW, "/out", pCase->outDtype, pCase->outRank, pCase->aOutDim, aOut,
-                             pCase->nOut));
+                             pCase->nOut, &oom));
         W_CHECK(parity_writer_attr_string(pW, "/out", "op", pS->zOp));
         W_CHECK(parity_writer_attr_strings(pW, "/out", "inputs", azInput, pCase->nIn));
         W_CHECK(parity_writer_attr_int(pW, "/out", "order", 1));
@@ -106,7 +111,7 @@ int parity_case_write(const parity_case *pCase, const double *aOut, const char *
     }
     return parity_writer_close(pW, zErr, nErr);
 write_fail:
-    snprintf(zErr, nErr, "%s: %s", zFile, parity_writer_error(pW));
+    snprintf(zErr, nErr, "%s: %s", zFile, oom ? "out of memory" : parity_writer_error(pW));
     parity_writer_abort(pW);
     return -1;
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuzz/cases/cases.h"
+#include "formats/alloc.h"
 
 /* ---- building operands and parameters -------------------------------------------- */
 
@@ -44,13 +45,13 @@ static parity_attr *new_param(parity_case *pC, const char *zName, parity_attr_ki
 {
     parity_attr *pA = &pC->aParam[pC->nParam++];
     memset(pA, 0, sizeof *pA);
-    pA->zName = strdup(zName);
+    pA->zName = parity_strdup(zName);
     pA->kind = kind;
     pA->isArray = isArray;
     pA->n = n;
-    if (kind == PARITY_ATTR_INT) pA->aInt = calloc(n ? n : 1, sizeof *pA->aInt);
-    else if (kind == PARITY_ATTR_FLOAT) pA->aFloat = calloc(1, sizeof *pA->aFloat);
-    else pA->azStr = calloc(1, sizeof *pA->azStr);
+    if (kind == PARITY_ATTR_INT) pA->aInt = parity_calloc(n ? n : 1, sizeof *pA->aInt);
+    else if (kind == PARITY_ATTR_FLOAT) pA->aFloat = parity_calloc(1, sizeof *pA->aFloat);
+    else pA->azStr = parity_calloc(1, sizeof *pA->azStr);
     return pA;
 }
 
@@ -75,7 +76,7 @@ static void param_float(parity_case *pC, const char *zName, double v)
 static void param_string(parity_case *pC, const char *zName, const char *zValue)
 {
     parity_attr *pA = new_param(pC, zName, PARITY_ATTR_STRING, 0, 1);
-    if (pA->azStr) pA->azStr[0] = strdup(zValue);
+    if (pA->azStr) pA->azStr[0] = parity_strdup(zValue);
 }
 
 /* Writes value `pick` (0 or 1) of the op's case attribute iAttr, unless it is "not

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include "fuzz/search/search.h"
+#include "formats/alloc.h"
 
 /* Same class, and for divergences the same kind: a NaN finding must not turn into a
  * rounding finding while it shrinks. */
@@ -53,8 +54,8 @@ static int try_spec(min_ctx *pCtx, const parity_case_spec *pSpec, parity_case *p
     int ok;
     if (spent(pCtx)) return 0;
     if (parity_case_expand(pSpec, pCase, zErr, sizeof zErr) != 0) return 0;
-    aE = malloc((pCase->nOut ? pCase->nOut : 1) * sizeof *aE);
-    aC = malloc((pCase->nOut ? pCase->nOut : 1) * sizeof *aC);
+    aE = parity_malloc((pCase->nOut ? pCase->nOut : 1) * sizeof *aE);
+    aC = parity_malloc((pCase->nOut ? pCase->nOut : 1) * sizeof *aC);
     pCtx->nExecs++;
     ok = aE && aC && parity_reproduces(pCtx->pT, pCase, pCtx->pWant, aE, aC, &r);
     free(aE);
@@ -121,13 +122,13 @@ static int shrink_dim(min_ctx *pCtx, parity_case_spec *pSpec, int d)
 static void simplify_values(min_ctx *pCtx, parity_case *pCase)
 {
     size_t i;
-    double *aE = malloc((pCase->nOut ? pCase->nOut : 1) * sizeof *aE);
-    double *aC = malloc((pCase->nOut ? pCase->nOut : 1) * sizeof *aC);
+    double *aE = parity_malloc((pCase->nOut ? pCase->nOut : 1) * sizeof *aE);
+    double *aC = parity_malloc((pCase->nOut ? pCase->nOut : 1) * sizeof *aC);
     if (!aE || !aC) goto done;
     for (i = 0; i < pCase->nIn; i++) {
         parity_operand *pIn = &pCase->aIn[i];
         uint64_t block, start, k;
-        double *aSaved = malloc((pIn->nElem ? pIn->nElem : 1) * sizeof *aSaved);
+        double *aSaved = parity_malloc((pIn->nElem ? pIn->nElem : 1) * sizeof *aSaved);
         if (!aSaved) break;
         for (block = pIn->nElem / 2; block >= 1 && !spent(pCtx); block /= 2) {
             for (start = 0; start < pIn->nElem && !spent(pCtx); start += block) {
@@ -200,8 +201,8 @@ int parity_minimize(parity_target *pT, const parity_case_spec *pSpec,
         }
     }
     simplify_values(&ctx, &pMin->minimized);
-    pMin->aEager = malloc((pMin->minimized.nOut ? pMin->minimized.nOut : 1) * sizeof(double));
-    pMin->aCompiled = malloc((pMin->minimized.nOut ? pMin->minimized.nOut : 1) * sizeof(double));
+    pMin->aEager = parity_malloc((pMin->minimized.nOut ? pMin->minimized.nOut : 1) * sizeof(double));
+    pMin->aCompiled = parity_malloc((pMin->minimized.nOut ? pMin->minimized.nOut : 1) * sizeof(double));
     if (!pMin->aEager || !pMin->aCompiled ||
         !parity_reproduces(pT, &pMin->minimized, pFirst, pMin->aEager, pMin->aCompiled,
                            &pMin->result)) {

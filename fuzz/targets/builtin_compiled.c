@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuzz/targets/kernels_internal.h"
+#include "formats/alloc.h"
 
 #define GEMM_BLOCK_K 64          /* K elements per GEMM block */
 #define GEMM_LANES 4             /* partial accumulators (vector lanes) over k */
@@ -448,7 +449,7 @@ static int compiled_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t 
     norm_state st = { &nm, defects, NULL };
     int rc;
     if (parity_kern_norm_open(&nm, pCase, pK, zErr, nErr) != 0) return -1;
-    st.aSq = malloc((nm.r.rows.n + 1) * sizeof(double));   /* rms_norm's squares */
+    st.aSq = parity_malloc((nm.r.rows.n + 1) * sizeof(double));   /* rms_norm's squares */
     if (!st.aSq) {
         parity_kern_rows_close(&nm.r);
         snprintf(zErr, nErr, "builtin %s: out of memory", pCase->spec.zOp);

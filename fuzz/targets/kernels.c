@@ -11,6 +11,7 @@
 #include "fuzz/targets/kernels_internal.h"
 #include "formats/dtype.h"
 #include "tolerance/mpref.h"
+#include "formats/alloc.h"
 
 /* ---- dispatch and rounding ------------------------------------------------------------ */
 
@@ -110,7 +111,7 @@ static double kern_log1p(const kern_ctx *pK, double x)
  * memory. */
 static double *acc_copy(const kern_ctx *pK, const parity_operand *pIn)
 {
-    double *a = malloc((pIn->nElem + 1) * sizeof(double));
+    double *a = parity_malloc((pIn->nElem + 1) * sizeof(double));
     uint64_t i;
     if (!a) return NULL;
     for (i = 0; i < pIn->nElem; i++) a[i] = kern_acc(pK, pIn->aValue[i]);
@@ -359,8 +360,8 @@ static int rows_finish(kern_rows *pR, const parity_case *pCase, const parity_row
     memset(pR, 0, sizeof *pR);
     pR->rows = *pRows;
     n = pR->rows.n;
-    pR->aRel = malloc((n + 1) * sizeof(uint64_t));
-    pR->aBuf = malloc((n + 16) * sizeof(double));
+    pR->aRel = parity_malloc((n + 1) * sizeof(uint64_t));
+    pR->aBuf = parity_malloc((n + 16) * sizeof(double));
     if (!pR->aRel || !pR->aBuf) {
         parity_kern_rows_close(pR);
         snprintf(zErr, nErr, "builtin %s: out of memory", pCase->spec.zOp);
@@ -483,7 +484,7 @@ int parity_kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ct
     pG->N = pD->N;
     pG->nMat = pD->nMat;
     pG->aA = acc_copy(pK, &pCase->aIn[0]);
-    pG->aBT = malloc((pB->nElem + 1) * sizeof(double));
+    pG->aBT = parity_malloc((pB->nElem + 1) * sizeof(double));
     if (pD->hasBias) pG->aBias = acc_copy(pK, &pCase->aIn[2]);
     if (!pG->aA || !pG->aBT || (pD->hasBias && !pG->aBias)) {
         parity_kern_gemm_close(pG);
@@ -531,8 +532,8 @@ int parity_kern_conv_open(kern_conv *pC, const parity_case *pCase, const kern_ct
     pC->aX = acc_copy(pK, &pCase->aIn[0]);
     pC->aW = acc_copy(pK, &pCase->aIn[1]);
     if (pG->hasBias) pC->aBias = acc_copy(pK, &pCase->aIn[2]);
-    pC->aTapX = malloc((pC->K + 1) * sizeof(double));
-    pC->aTapW = malloc((pC->K + 1) * sizeof(double));
+    pC->aTapX = parity_malloc((pC->K + 1) * sizeof(double));
+    pC->aTapW = parity_malloc((pC->K + 1) * sizeof(double));
     if (!pC->aX || !pC->aW || (pG->hasBias && !pC->aBias) || !pC->aTapX || !pC->aTapW) {
         parity_kern_conv_close(pC);
         snprintf(zErr, nErr, "builtin conv2d: out of memory");
@@ -573,8 +574,8 @@ int parity_kern_sdpa_open(kern_sdpa *pA, const parity_case *pCase, const kern_ct
     pA->aK = acc_copy(pK, &pCase->aIn[1]);
     pA->aV = acc_copy(pK, &pCase->aIn[2]);
     if (pCase->nIn == 4) pA->aM = acc_copy(pK, &pCase->aIn[3]);
-    pA->aScore = malloc((pA->S + 1) * sizeof(double));
-    pA->aRowOut = malloc((pA->Ev + 1) * sizeof(double));
+    pA->aScore = parity_malloc((pA->S + 1) * sizeof(double));
+    pA->aRowOut = parity_malloc((pA->Ev + 1) * sizeof(double));
     if (!pA->aQ || !pA->aK || !pA->aV || (pCase->nIn == 4 && !pA->aM) || !pA->aScore ||
         !pA->aRowOut) {
         parity_kern_sdpa_close(pA);

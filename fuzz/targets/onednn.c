@@ -44,6 +44,7 @@
 #include <string.h>
 #include <oneapi/dnnl/dnnl.h>
 #include "fuzz/targets/targets.h"
+#include "formats/alloc.h"
 
 #define CACHE_SIZE 64
 #define MAX_ARGS 8
@@ -543,7 +544,7 @@ static onednn_entry *entry_for(onednn_target *p, const parity_case *pCase, dnnl_
 static void *make_buffer(const dnnl_memory_desc_t *pMd, const double *aValue, uint64_t n)
 {
     size_t size = dnnl_memory_desc_get_size(pMd), i;
-    void *pBuf = calloc(1, size ? size : 1);
+    void *pBuf = parity_calloc(1, size ? size : 1);
     if (!pBuf || !aValue) return pBuf;
     {
         parity_dtype dt = pMd->data_type == dnnl_bf16 ? PARITY_DT_BF16 : PARITY_DT_F32;
@@ -712,7 +713,7 @@ parity_target *parity_target_onednn_open(const char *zIsa, char *zErr, size_t nE
     /* one OpenMP thread per process unless the user said otherwise: --jobs gives the
      * parallelism, and results must not depend on a thread count */
     if (!getenv("OMP_NUM_THREADS")) set_omp_threads(1);
-    p = calloc(1, sizeof *p);
+    p = parity_calloc(1, sizeof *p);
     if (!p) {
         snprintf(zErr, nErr, "out of memory");
         return NULL;

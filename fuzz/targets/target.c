@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "fuzz/targets/targets.h"
+#include "formats/alloc.h"
 
 const char *parity_run_status_name(parity_run_status st)
 {
@@ -44,7 +45,7 @@ parity_target *parity_target_open(const char *zSpec, uint32_t defects, double ca
                                   char *zErr, size_t nErr)
 {
     if (strcmp(zSpec, "builtin") == 0) {
-        parity_target *pT = calloc(1, sizeof *pT);
+        parity_target *pT = parity_calloc(1, sizeof *pT);
         if (!pT) { snprintf(zErr, nErr, "out of memory"); return NULL; }
         pT->zName = "builtin";
         pT->xRun = builtin_run;

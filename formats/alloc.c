@@ -1,0 +1,75 @@
+/*
+ * alloc.c - the library's allocator with its fault-injection countdown (alloc.h).
+ *
+ * One atomic counter per allocation is all it costs when no fault is armed: the wrappers
+ * are not on any per-element path (buffers are allocated per tensor or per slab).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "formats/alloc.h"
+
+static long g_nCount;          /* allocations since the last arming */
+static long g_nFailures;       /* of them, failed on purpose */
+static long g_nFailAt;         /* the allocation that fails (1-based); 0: none */
+static int g_persist;          /* every allocation after it fails too */
+
+/* 1 when this allocation is to fail. */
+static int should_fail(void)
+{
+    long n = __atomic_add_fetch(&g_nCount, 1, __ATOMIC_RELAXED);
+    long at = __atomic_load_n(&g_nFailAt, __ATOMIC_RELAXED);
+    if (at <= 0 || n < at || (n > at && !__atomic_load_n(&g_persist, __ATOMIC_RELAXED)))
+        return 0;
+    __atomic_add_fetch(&g_nFailures, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+void *parity_malloc(size_t n)
+{
+    return should_fail() ? NULL : malloc(n);
+}
+
+void *parity_calloc(size_t nMember, size_t nSize)
+{
+    return should_fail() ? NULL : calloc(nMember, nSize);
+}
+
+void *parity_realloc(void *p, size_t n)
+{
+    return should_fail() ? NULL : realloc(p, n);
+}
+
+char *parity_strdup(const char *z)
+{
+    size_t n;
+    char *zCopy;
+    if (!z) return NULL;
+    n = strlen(z) + 1;
+    zCopy = parity_malloc(n);
+    if (zCopy) memcpy(zCopy, z, n);
+    return zCopy;
+}
+
+void parity_free(void *p)
+{
+    free(p);
+}
+
+void parity_alloc_fail_at(long n, int persist)
+{
+    __atomic_store_n(&g_nFailAt, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_nCount, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_nFailures, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_persist, persist, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_nFailAt, n > 0 ? n : 0, __ATOMIC_RELAXED);
+}
+
+long parity_alloc_count(void)
+{
+    return __atomic_load_n(&g_nCount, __ATOMIC_RELAXED);
+}
+
+long parity_alloc_failures(void)
+{
+    return __atomic_load_n(&g_nFailures, __ATOMIC_RELAXED);
+}
