@@ -12,7 +12,6 @@
 #include "diff.h"
 #include "compare.h"
 #include "order.h"
-#include "isolate.h"
 #include "semantic.h"
 
 void parity_diff_options_init(parity_diff_options *pOpt)
@@ -147,17 +146,17 @@ static void judge_pair(const parity_diff_options *pOpt, parity_capture *pEagerCa
     if (pE->dtype != pC->dtype) { pR->status = PARITY_ST_DTYPE_MISMATCH; return; }
     if (!same_shape(pE, pC)) { pR->status = PARITY_ST_SHAPE_MISMATCH; return; }
 
-    parity_isolate_set_current(parity_capture_filename(pEagerCap));
+    parity_diff_progress(pOpt, parity_capture_filename(pEagerCap));
     if (parity_tensor_reader_open(pEagerCap, iE, &pRdE, zErr, sizeof zErr) != 0) {
         snprintf(zMsg, sizeof zMsg, "eager: %s", zErr);
         goto error;
     }
-    parity_isolate_set_current(parity_capture_filename(pCompCap));
+    parity_diff_progress(pOpt, parity_capture_filename(pCompCap));
     if (parity_tensor_reader_open(pCompCap, (size_t)iC, &pRdC, zErr, sizeof zErr) != 0) {
         snprintf(zMsg, sizeof zMsg, "compiled: %s", zErr);
         goto error;
     }
-    parity_isolate_set_current(parity_capture_filename(pEagerCap));
+    parity_diff_progress(pOpt, parity_capture_filename(pEagerCap));
     if (compare_tensor(pRdE, pRdC, pE, &pR->tol, pOpt->nThreads, pOpt->nSlabBytes,
                        &pR->stats, zErr, sizeof zErr) != 0) {
         snprintf(zMsg, sizeof zMsg, "%s", zErr);
@@ -251,9 +250,9 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     pRes->zEagerFile = strdup(zEager);
     pRes->zCompiledFile = strdup(zCompiled);
 
-    parity_isolate_set_current(zEager);
+    parity_diff_progress(pOpt, zEager);
     if (parity_capture_open(zEager, &pEagerCap, zErr, nErr) != 0) goto cleanup;
-    parity_isolate_set_current(zCompiled);
+    parity_diff_progress(pOpt, zCompiled);
     if (parity_capture_open(zCompiled, &pCompCap, zErr, nErr) != 0) goto cleanup;
 
     aRoot = parity_capture_root_attrs(pEagerCap, &nRoot);
@@ -398,7 +397,7 @@ cleanup:
     free(aMatched);
     parity_capture_close(pEagerCap);
     parity_capture_close(pCompCap);
-    parity_isolate_set_current(NULL);
+    parity_diff_progress(pOpt, NULL);
     if (rc != 0) parity_diff_result_free(pRes);
     return rc;
 }

@@ -32,7 +32,7 @@ double now_seconds(void)
 }
 
 /* Sanitizer builds: libhdf5 is not instrumented and crashes on some corrupt files.
- * paritydiff's supervisor (diff/isolate.c) must see such a crash as the signal it is, to
+ * paritydiff's supervisor (formats/process.c) must see such a crash as the signal it is, to
  * turn it into one line and exit 2. If the sanitizer runtime handled SIGSEGV, SIGABRT,
  * SIGBUS or SIGFPE itself, it would print its report and exit with status 1, which the
  * supervisor passes on as "divergence", and the tests would test the sanitizer instead of
@@ -42,7 +42,7 @@ double now_seconds(void)
  *   they too would read as "divergence". As a SIGABRT they reach the supervisor the way a
  *   crash does in a normal build.
  * - allocator_may_return_null=1: a hostile size makes libhdf5 ask for terabytes; a normal
- *   build gets NULL (and RLIMIT_AS, which isolate.c skips under ASan), ASan would report.
+ *   build gets NULL (and RLIMIT_AS, which process.c skips under ASan), ASan would report.
  * - detect_leaks=0: the worker process leaves by _exit on purpose.
  * UBSAN_OPTIONS is set unconditionally: GCC defines no macro for UBSan, and without UBSan
  * it is ignored. Any sanitizer report still fails the tests that look at stderr. */

@@ -359,7 +359,7 @@ static void judge_run(run_result *pR, sweep_run *pRec)
 
 /* When libhdf5 corrupts the heap, glibc aborts the worker with a message of its own
  * ("double free or corruption (out)"), and under ASan the same files give a report inside
- * libhdf5. diff/isolate.c collects the worker's stderr through a pipe (with
+ * libhdf5. paritydiff collects the worker's stderr through a pipe (formats/process.c, with
  * LIBC_FATAL_STDERR_=1 so glibc writes there, not to /dev/tty) and drops it when the worker
  * dies, so such runs must still end with exactly one line. Set this to 1 to tolerate the
  * foreign text again (counted and listed in the summary, not failed) when investigating. */
