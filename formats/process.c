@@ -252,14 +252,16 @@ uint64_t parity_process_beats(const parity_process *p)
 
 /* ---- talking to it -------------------------------------------------------------------- */
 
+/* A zeroed struct (never started) has fds of 0: every use of an fd checks pid first. */
+
 int parity_process_write(parity_process *p, const void *pBuf, size_t n)
 {
-    return p->fdIn >= 0 ? write_all(p->fdIn, pBuf, n) : -1;
+    return p->pid > 0 && p->fdIn >= 0 ? write_all(p->fdIn, pBuf, n) : -1;
 }
 
 void parity_process_close_in(parity_process *p)
 {
-    close_fd(&p->fdIn);
+    if (p->pid > 0) close_fd(&p->fdIn);
 }
 
 /* Moves what captured stream i holds now into its text; at end of file closes it. */
@@ -358,7 +360,7 @@ static int await_out(parity_process *p, double deadline)
 {
     for (;;) {
         int ms, rc;
-        if (p->fdOut < 0) return PARITY_PROCESS_EOF;
+        if (p->pid <= 0 || p->fdOut < 0) return PARITY_PROCESS_EOF;
         ms = wait_ms(deadline, 1000);
         if (ms == 0) return PARITY_PROCESS_TIMEOUT;
         rc = pump(p, 1, ms);
@@ -414,6 +416,7 @@ int parity_process_poll(parity_process *const *apProc, size_t n, int timeoutMs)
     for (i = 0; i < n; i++) {
         parity_process *p = apProc[i];
         p->ready = 0;
+        if (p->pid <= 0) continue;
         if (p->fdOut >= 0 && p->nBuf > 0) {
             p->ready = 1;                /* bytes already read wait to be consumed */
             nReady++;

@@ -14,32 +14,25 @@
  * a private temporary folder removed on close.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/time.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+#include "formats/process.h"
 #include "fuzz/targets/targets.h"
 
 #define CMD_PROTOCOL_VERSION 1
-#define CMD_LINE_MAX 4096
+#define CMD_LINE_MAX PARITY_PROCESS_LINE_MAX
 #define CMD_MAX_SKIP 64
 #define CMD_STARTUP_TIMEOUT 120.0    /* importing torch takes seconds on a cold cache */
+#define CMD_QUIT_GRACE 2.0           /* seconds a worker has to leave after QUIT */
 
 typedef struct {
     parity_target base;
     char *zCommand;
     double caseTimeout;
-    pid_t pid;                /* 0: no worker running */
-    int fdIn, fdOut;          /* to the worker's stdin, from its stdout */
-    char aBuf[CMD_LINE_MAX];  /* bytes read but not yet consumed */
-    size_t nBuf;
+    parity_process worker;    /* pid 0: no worker running */
     char zDir[64];            /* private folder for case and output files */
     char *azSkip[CMD_MAX_SKIP];
     size_t nSkip;
@@ -47,85 +40,40 @@ typedef struct {
     char zWorkerName[128];
 } cmd_target;
 
-static double now_s(void)
+/* How the worker ended, for zErr: "worker <zWhat> (killed by signal 11)". */
+static void describe_exit(const parity_process *pW, char *zErr, size_t nErr, const char *zWhat)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Kills the worker's process group and reaps it; returns its wait status (or -1). */
-static int worker_stop(cmd_target *p, int force)
-{
-    int status = -1;
-    if (p->pid <= 0) return -1;
-    if (!force) {
-        /* polite: QUIT, then a short grace period */
-        double t0 = now_s();
-        if (write(p->fdIn, "QUIT\n", 5) < 0) { /* already gone */ }
-        while (now_s() - t0 < 2.0) {
-            pid_t r = waitpid(p->pid, &status, WNOHANG);
-            if (r == p->pid) goto reaped;
-            usleep(10000);
-        }
-    }
-    kill(-p->pid, SIGKILL);
-    kill(p->pid, SIGKILL);
-    waitpid(p->pid, &status, 0);
-reaped:
-    close(p->fdIn);
-    close(p->fdOut);
-    p->pid = 0;
-    p->nBuf = 0;
-    return status;
-}
-
-/* Reads one line (without the newline) within timeout seconds. Returns 1 line, 0 EOF,
- * -1 timeout. */
-static int read_line(cmd_target *p, char *zLine, size_t nLine, double timeout)
-{
-    double deadline = now_s() + timeout;
-    for (;;) {
-        char *pNl = memchr(p->aBuf, '\n', p->nBuf);
-        struct pollfd pfd;
-        int rc;
-        ssize_t n;
-        if (pNl) {
-            size_t len = (size_t)(pNl - p->aBuf);
-            size_t nCopy = len < nLine - 1 ? len : nLine - 1;
-            memcpy(zLine, p->aBuf, nCopy);
-            zLine[nCopy] = '\0';
-            if (nCopy && zLine[nCopy - 1] == '\r') zLine[nCopy - 1] = '\0';
-            memmove(p->aBuf, pNl + 1, p->nBuf - len - 1);
-            p->nBuf -= len + 1;
-            return 1;
-        }
-        if (p->nBuf == sizeof p->aBuf) p->nBuf = 0;    /* an overlong line: drop it */
-        pfd.fd = p->fdOut;
-        pfd.events = POLLIN;
-        double left = deadline - now_s();
-        if (left <= 0) return -1;
-        rc = poll(&pfd, 1, (int)(left * 1000) + 1);
-        if (rc < 0 && errno == EINTR) continue;
-        if (rc == 0) return -1;
-        n = read(p->fdOut, p->aBuf + p->nBuf, sizeof p->aBuf - p->nBuf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return 0;
-        p->nBuf += (size_t)n;
-    }
-}
-
-static void describe_exit(int status, char *zErr, size_t nErr, const char *zWhat)
-{
-    if (status >= 0 && WIFSIGNALED(status))
-        snprintf(zErr, nErr, "worker %s (killed by signal %d)", zWhat, WTERMSIG(status));
-    else if (status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) > 128)
+    if (pW->end == PARITY_PROCESS_SIGNALED)
+        snprintf(zErr, nErr, "worker %s (killed by signal %d)", zWhat, pW->sig);
+    else if (pW->end == PARITY_PROCESS_EXITED && pW->code > 128)
         /* /bin/sh (dash) reports its child's death by signal N as status 128 + N */
-        snprintf(zErr, nErr, "worker %s (killed by signal %d)", zWhat, WEXITSTATUS(status) - 128);
-    else if (status >= 0 && WIFEXITED(status))
-        snprintf(zErr, nErr, "worker %s (exit status %d)", zWhat, WEXITSTATUS(status));
+        snprintf(zErr, nErr, "worker %s (killed by signal %d)", zWhat, pW->code - 128);
+    else if (pW->end == PARITY_PROCESS_EXITED)
+        snprintf(zErr, nErr, "worker %s (exit status %d)", zWhat, pW->code);
     else
         snprintf(zErr, nErr, "worker %s", zWhat);
+}
+
+/* Ends the worker: politely (QUIT, then a grace period) or not (its process group is
+ * killed). With zWhat, says in zErr how it ended. */
+static void worker_stop(cmd_target *p, int force, const char *zWhat, char *zErr, size_t nErr)
+{
+    if (p->worker.pid <= 0) return;
+    if (force) {
+        parity_process_kill(&p->worker);
+    } else {
+        if (parity_process_write(&p->worker, "QUIT\n", 5) != 0) { /* already gone */ }
+        parity_process_stop(&p->worker, CMD_QUIT_GRACE);
+    }
+    if (zWhat) describe_exit(&p->worker, zErr, nErr, zWhat);
+    parity_process_close(&p->worker);
+}
+
+/* Reads one line of the worker's within timeout seconds: PARITY_PROCESS_OK, _EOF or
+ * _TIMEOUT. */
+static int read_line(cmd_target *p, char *zLine, size_t nLine, double timeout)
+{
+    return parity_process_read_line(&p->worker, zLine, nLine, parity_process_now() + timeout);
 }
 
 /* Records "SKIP <op> <reason>" (the first handshake only: a restarted worker says it
@@ -163,43 +111,20 @@ static void say_skips(const cmd_target *p)
 /* Starts the worker and reads its handshake. Returns 0, or -1 with zErr. */
 static int worker_start(cmd_target *p, char *zErr, size_t nErr)
 {
-    int aToWorker[2], aFromWorker[2];
+    const char *azArgv[] = { "/bin/sh", "-c", p->zCommand, NULL };
+    parity_process_options opt;
     char zLine[CMD_LINE_MAX];
-    pid_t pid;
-    if (pipe(aToWorker) != 0) { snprintf(zErr, nErr, "pipe: %s", strerror(errno)); return -1; }
-    if (pipe(aFromWorker) != 0) {
-        close(aToWorker[0]); close(aToWorker[1]);
-        snprintf(zErr, nErr, "pipe: %s", strerror(errno));
-        return -1;
-    }
-    pid = fork();
-    if (pid < 0) {
-        close(aToWorker[0]); close(aToWorker[1]); close(aFromWorker[0]); close(aFromWorker[1]);
-        snprintf(zErr, nErr, "fork: %s", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        setpgid(0, 0);
-        dup2(aToWorker[0], 0);
-        dup2(aFromWorker[1], 1);
-        close(aToWorker[0]); close(aToWorker[1]); close(aFromWorker[0]); close(aFromWorker[1]);
-        execl("/bin/sh", "sh", "-c", p->zCommand, (char *)NULL);
-        _exit(127);
-    }
-    setpgid(pid, pid);
-    close(aToWorker[0]);
-    close(aFromWorker[1]);
-    fcntl(aToWorker[1], F_SETFD, FD_CLOEXEC);
-    fcntl(aFromWorker[0], F_SETFD, FD_CLOEXEC);
-    p->pid = pid;
-    p->fdIn = aToWorker[1];
-    p->fdOut = aFromWorker[0];
-    p->nBuf = 0;
+    memset(&opt, 0, sizeof opt);
+    opt.azArgv = azArgv;
+    opt.in = PARITY_PROCESS_PIPE;
+    opt.out = PARITY_PROCESS_PIPE;
+    opt.ownGroup = 1;
+    if (parity_process_start(&p->worker, &opt, zErr, nErr) != 0) return -1;
     for (;;) {
         int rc = read_line(p, zLine, sizeof zLine, CMD_STARTUP_TIMEOUT);
-        if (rc <= 0) {
-            int status = worker_stop(p, 1);
-            describe_exit(status, zErr, nErr, rc == 0 ? "exited before READY" : "sent no READY in time");
+        if (rc != PARITY_PROCESS_OK) {
+            worker_stop(p, 1, rc == PARITY_PROCESS_EOF ? "exited before READY"
+                                                       : "sent no READY in time", zErr, nErr);
             return -1;
         }
         if (strncmp(zLine, "SKIP ", 5) == 0) { add_skip(p, zLine); continue; }
@@ -207,7 +132,7 @@ static int worker_start(cmd_target *p, char *zErr, size_t nErr)
             int version = atoi(zLine + 6);
             const char *zName = strchr(zLine + 6, ' ');
             if (version != CMD_PROTOCOL_VERSION) {
-                worker_stop(p, 1);
+                worker_stop(p, 1, NULL, NULL, 0);
                 snprintf(zErr, nErr, "worker speaks protocol %d, parityfuzz speaks %d", version,
                          CMD_PROTOCOL_VERSION);
                 return -1;
@@ -243,26 +168,24 @@ static parity_run_status cmd_run(parity_target *pT, parity_side side, const pari
         snprintf(zErr, nErr, "worker skips %s", pCase->spec.zOp);
         return PARITY_RUN_SKIP;
     }
-    if (p->pid <= 0 && worker_start(p, zErr, nErr) != 0) return PARITY_RUN_CRASH;
+    if (p->worker.pid <= 0 && worker_start(p, zErr, nErr) != 0) return PARITY_RUN_CRASH;
     snprintf(zCase, sizeof zCase, "%s/case.h5", p->zDir);
     snprintf(zOutFile, sizeof zOutFile, "%s/out-%s.h5", p->zDir, zSide);
     unlink(zOutFile);
     if (parity_case_write(pCase, NULL, NULL, NULL, NULL, NULL, zCase, zErr, nErr) != 0) return PARITY_RUN_ERROR;
     len = (size_t)snprintf(zReq, sizeof zReq, "RUN %s %s %s\n", zSide, zCase, zOutFile);
-    if (write(p->fdIn, zReq, len) != (ssize_t)len) {
-        int status = worker_stop(p, 1);
-        describe_exit(status, zErr, nErr, "died");
+    if (parity_process_write(&p->worker, zReq, len) != 0) {
+        worker_stop(p, 1, "died", zErr, nErr);
         return PARITY_RUN_CRASH;
     }
     rc = read_line(p, zLine, sizeof zLine, p->caseTimeout);
-    if (rc < 0) {
-        worker_stop(p, 1);
+    if (rc == PARITY_PROCESS_TIMEOUT) {
+        worker_stop(p, 1, NULL, NULL, 0);
         snprintf(zErr, nErr, "worker did not answer within %g s: killed", p->caseTimeout);
         return PARITY_RUN_HANG;
     }
-    if (rc == 0) {
-        int status = worker_stop(p, 1);
-        describe_exit(status, zErr, nErr, "died");
+    if (rc == PARITY_PROCESS_EOF) {
+        worker_stop(p, 1, "died", zErr, nErr);
         return PARITY_RUN_CRASH;
     }
     if (strcmp(zLine, "OK") == 0) {
@@ -278,7 +201,7 @@ static parity_run_status cmd_run(parity_target *pT, parity_side side, const pari
         return PARITY_RUN_ERROR;
     }
     snprintf(zErr, nErr, "worker broke the protocol: '%.200s'", zLine);
-    worker_stop(p, 1);
+    worker_stop(p, 1, NULL, NULL, 0);
     return PARITY_RUN_ERROR;
 }
 
@@ -298,7 +221,7 @@ static void cmd_close(parity_target *pT)
 {
     cmd_target *p = (cmd_target *)pT;
     size_t i;
-    worker_stop(p, 0);
+    worker_stop(p, 0, NULL, NULL, 0);
     remove_dir(p->zDir);
     for (i = 0; i < p->nSkip; i++) free(p->azSkip[i]);
     free(p->zCommand);
@@ -311,8 +234,6 @@ parity_target *parity_target_cmd_open(const char *zCommand, double caseTimeout, 
     cmd_target *p = calloc(1, sizeof *p);
     const char *zTmp = getenv("TMPDIR");
     if (!p) { snprintf(zErr, nErr, "out of memory"); return NULL; }
-    /* a worker dying must not kill us with SIGPIPE: write() returns EPIPE instead */
-    signal(SIGPIPE, SIG_IGN);
     p->zCommand = strdup(zCommand);
     p->caseTimeout = caseTimeout > 0 ? caseTimeout : 30.0;
     snprintf(p->zDir, sizeof p->zDir, "%s/parityfuzz-XXXXXX",
