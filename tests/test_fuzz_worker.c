@@ -148,7 +148,7 @@ static parity_run_status run_isolated(parity_target *pIso, parity_case *pC, doub
 
 Test(fuzz_worker, an_isolated_in_process_target_turns_faults_into_crashes)
 {
-    parity_target fake = { "fake", fake_run, fake_supports, fake_close, NULL, 0, 0 };
+    parity_target fake = { "fake", fake_run, fake_supports, fake_close, NULL, 0, 0, NULL };
     parity_case_spec s;
     parity_case c;
     char zErr[PARITY_ERR_LEN];
