@@ -39,7 +39,7 @@
 #define SLOT_MAX_OPS 64
 #define MAX_RESTARTS 256
 #define REPRO_PATH_LEN 4400
-#define MESSAGE_LEN 2048
+#define MESSAGE_LEN 8192            /* a worker's skip list is one line */
 
 /* What a supervised job shows its parent in shared memory; the job writes, the parent
  * reads after the job has died. */
