@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,7 +57,7 @@ double parity_process_now(void)
 static void reset(parity_process *p)
 {
     memset(p, 0, sizeof *p);
-    p->fdIn = p->fdOut = -1;
+    p->fdIn = p->fdOut = p->fdPid = -1;
     p->aFdCapture[0] = p->aFdCapture[1] = p->aFdCapture[2] = -1;
 }
 
@@ -219,8 +220,14 @@ int parity_process_start(parity_process *p, const parity_process_options *pOpt, 
     p->pid = pid;
     p->end = PARITY_PROCESS_RUNNING;
     p->ownGroup = pOpt->ownGroup;
+    p->nCaptureMax = pOpt->nCaptureMax ? pOpt->nCaptureMax : PARITY_PROCESS_CAPTURE_MAX;
     p->tStart = parity_process_now();
     if (pOpt->ownGroup) setpgid(pid, pid);   /* here too, so kill(-pid) works however the race goes */
+#ifdef SYS_pidfd_open
+    /* a wait wakes the moment the child ends (Linux 5.3 and later; else it looks every
+     * POLL_SLICE_MS) */
+    p->fdPid = (int)syscall(SYS_pidfd_open, pid, 0);
+#endif
     p->fdIn = pipes.a[0][1];
     pipes.a[0][1] = -1;
     for (i = 1; i < 3; i++) {
@@ -277,7 +284,7 @@ static void collect(parity_process *p, int i)
             close_fd(&p->aFdCapture[i]);
             return;
         }
-        if (pT->n + (size_t)n + 1 > pT->nAlloc && pT->n + (size_t)n <= PARITY_PROCESS_CAPTURE_MAX) {
+        if (pT->n + (size_t)n + 1 > pT->nAlloc && pT->n + (size_t)n <= p->nCaptureMax) {
             size_t nNew = pT->nAlloc ? pT->nAlloc : 8192;
             char *z;
             while (nNew < pT->n + (size_t)n + 1) nNew *= 2;
@@ -297,8 +304,9 @@ static void collect(parity_process *p, int i)
     }
 }
 
-/* Polls fdOut (when wantOut) and the captured streams for up to timeoutMs, collecting the
- * captures. Returns 1 when fdOut is readable or hung up, 0 when not, -1 on a poll error. */
+/* Polls fdOut (when wantOut; else the child's end) and the captured streams for up to
+ * timeoutMs, collecting the captures. Returns 1 when fdOut is readable or hung up, 0 when
+ * not, -1 on a poll error. */
 static int pump(parity_process *p, int wantOut, int timeoutMs)
 {
     struct pollfd aPfd[3];
@@ -307,6 +315,10 @@ static int pump(parity_process *p, int wantOut, int timeoutMs)
         aPfd[nPfd].fd = p->fdOut;
         aPfd[nPfd].events = POLLIN;
         aWhich[nPfd++] = 0;
+    } else if (!wantOut && p->fdPid >= 0 && p->end == PARITY_PROCESS_RUNNING) {
+        aPfd[nPfd].fd = p->fdPid;
+        aPfd[nPfd].events = POLLIN;
+        aWhich[nPfd++] = -1;
     }
     for (i = 1; i < 3; i++) {
         if (p->aFdCapture[i] < 0) continue;
@@ -323,7 +335,7 @@ static int pump(parity_process *p, int wantOut, int timeoutMs)
     for (i = 0; i < nPfd; i++) {
         if (!(aPfd[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         if (aWhich[i] == 0) outReady = 1;
-        else collect(p, aWhich[i]);
+        else if (aWhich[i] > 0) collect(p, aWhich[i]);
     }
     return outReady;
 }
@@ -548,6 +560,7 @@ void parity_process_close(parity_process *p)
     if (p->end == PARITY_PROCESS_RUNNING) parity_process_kill(p);
     close_fd(&p->fdIn);
     close_fd(&p->fdOut);
+    close_fd(&p->fdPid);
     for (i = 0; i < 3; i++) {
         close_fd(&p->aFdCapture[i]);
         free(p->capture[i].z);

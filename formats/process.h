@@ -13,8 +13,8 @@
  *   - its streams: stdin from a pipe the parent writes, or /dev/null; stdout (a program's)
  *     or a channel (a function's: pSelf->fdOut, so that a library printing to stdout in
  *     the child cannot corrupt it) through a pipe the parent reads; stdout and stderr
- *     captured into memory (at most PARITY_PROCESS_CAPTURE_MAX bytes each); or the
- *     parent's own (the default);
+ *     captured into memory (by default at most PARITY_PROCESS_CAPTURE_MAX bytes each); or
+ *     the parent's own (the default);
  *   - a process group of its own, so that a kill reaches what it started (a shell's child);
  *   - an address-space limit (RLIMIT_AS; not under AddressSanitizer, whose shadow memory
  *     needs terabytes of address space);
@@ -38,7 +38,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PARITY_PROCESS_CAPTURE_MAX (1u << 20)   /* beyond this a captured stream is cut */
+#define PARITY_PROCESS_CAPTURE_MAX (1u << 20)   /* by default, beyond this a capture is cut */
 #define PARITY_PROCESS_LINE_MAX 8192            /* longest line parity_process_read_line keeps */
 
 /* What a child's stream is connected to. */
@@ -69,6 +69,7 @@ typedef struct {
     int ownGroup;                 /* 1: it leads a process group of its own */
     size_t maxMemoryMiB;          /* RLIMIT_AS (0: none; ignored under ASan) */
     size_t nState;                /* bytes of shared state beside the heartbeat */
+    size_t nCaptureMax;           /* bytes kept per captured stream (0: CAPTURE_MAX) */
 } parity_process_options;
 
 /* How a child ended. */
@@ -83,7 +84,7 @@ typedef enum {
 typedef struct {
     char *z;                      /* NUL-terminated; NULL until something came */
     size_t n, nAlloc;
-    int truncated;                /* more came than PARITY_PROCESS_CAPTURE_MAX (or memory) */
+    int truncated;                /* more came than nCaptureMax, or memory ran out */
 } parity_process_text;
 
 /* One supervised child. The caller owns the struct (zeroed, or reused after
@@ -99,6 +100,8 @@ typedef struct {
     parity_process_text capture[3];   /* [1] stdout, [2] stderr when CAPTURE */
     /* internal */
     int aFdCapture[3];
+    int fdPid;                    /* a pidfd, readable once the child ended (-1: none) */
+    size_t nCaptureMax;
     int ownGroup;
     void *pPage;
     size_t nPage;
