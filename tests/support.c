@@ -43,13 +43,6 @@ double now_seconds(void)
  * - detect_leaks=0: the worker process leaves by _exit on purpose.
  * UBSAN_OPTIONS is set unconditionally: GCC defines no macro for UBSan, and without UBSan
  * it is ignored. Any sanitizer report still fails the tests that look at stderr. */
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_UNDER_ASAN 1
-#endif
-#endif
 #define CHILD_ASAN_OPTIONS \
     "handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0:detect_leaks=0:" \
     "allocator_may_return_null=1:abort_on_error=1"

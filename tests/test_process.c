@@ -12,14 +12,7 @@
 #include <unistd.h>
 
 #include "formats/process.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_UNDER_ASAN 1
-#endif
-#endif
+#include "support.h"
 
 TestSuite(process, .timeout = 120);
 
