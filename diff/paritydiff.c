@@ -178,6 +178,10 @@ static void on_progress(void *pCtx, const char *zFile)
     parity_process_beat();
 }
 
+/* The reading child. The engine names each capture it reads through its options'
+ * progress callback; the capture reader's heartbeat (formats/capture.h) stays a process-
+ * wide hook with no context: it fires deep in slab reads and dataset opens, whose API
+ * takes no options, and inside this child a heartbeat is a fact of the process anyway. */
 static int diff_child(void *pArg, const parity_process_child *pSelf)
 {
     cli_args *pArgs = pArg;
