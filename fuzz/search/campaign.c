@@ -682,6 +682,7 @@ typedef struct {
     int done;                            /* its summary came, or it is over */
     uint64_t share;                      /* max-execs of its current process (0: none) */
     int restarts;                        /* times it died and was started again */
+    int found;                           /* it sent a finding */
     double tOffset;                      /* when its current process started (campaign s) */
 } job_state;
 
@@ -753,6 +754,7 @@ static void take_record(job_pool *pP, job_state *pJob, const job_record *pRec)
         pJob->nSkipped = pRec->nSkipped;
         break;
     case REC_FINDING:
+        pJob->found = 1;
         if (set_has(&pP->seen, pRec->zSignature)) break;
         if (set_add(&pP->seen, pRec->zSignature) != 0) { set_nomem(pRes); break; }
         /* the job's times count from its own (re)start */
@@ -862,12 +864,15 @@ static void job_read(job_pool *pP, int j)
     else parity_process_wait(&pJob->proc, 0, 0);
 }
 
-/* The stop-after-first benchmark's question is answered: stop the other jobs. */
+/* The stop-after-first benchmark's question is answered: stop the other jobs, and take
+ * nothing more from them. A job that found something ends by itself (its own loop stops
+ * at its first finding) and sends its summary. */
 static void stop_jobs(job_pool *pP)
 {
     int j;
     for (j = 0; j < pP->nJob; j++) {
-        parity_process_kill(&pP->aJob[j].proc);
+        if (pP->aJob[j].found) continue;
+        parity_process_close(&pP->aJob[j].proc);
         pP->aJob[j].done = 1;
     }
 }
