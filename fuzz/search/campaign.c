@@ -940,7 +940,10 @@ static int run_jobs(const parity_campaign_options *pOpt, parity_campaign_result 
         if (pOpt->maxExecs)
             pJob->share = pOpt->maxExecs / (uint64_t)pool.nJob
                         + ((uint64_t)j < pOpt->maxExecs % (uint64_t)pool.nJob);
-        if (start_job(&pool, j, pJob->share, NULL, zErr, nErr) != 0) break;
+        if (start_job(&pool, j, pJob->share, NULL, zErr, nErr) != 0) {
+            set_trouble(pRes, "starting job %d: %s", j, zErr);
+            break;
+        }
     }
     pool_run(&pool);
     for (j = 0; j < pool.nJob; j++) {
