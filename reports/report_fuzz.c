@@ -25,6 +25,13 @@ int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPat
     pFindings = json_array();
     pDefects = json_array();
     pOps = json_object();
+    if (!pFindings || !pDefects || !pOps) {
+        json_decref(pFindings);
+        json_decref(pDefects);
+        json_decref(pOps);
+        snprintf(zErr, nErr, "out of memory building the JSON summary");
+        return -1;
+    }
     for (i = 0; i < pRes->nFinding; i++) json_array_append_new(pFindings, finding_json(&pRes->aFinding[i]));
     for (i = 0; i < pRes->nDefect; i++) json_array_append_new(pDefects, json_string(pRes->azDefect[i]));
     for (i = 0; i < pRes->nOp; i++)
@@ -33,7 +40,8 @@ int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPat
                      "s:o, s:o, s:o, s:i}",
                      "tool", "parityfuzz", "schema_version", 1, "target", pRes->zTarget,
                      "defects", pDefects,
-                     "strategy", pRes->zStrategy, "seed", (json_int_t)pRes->seed, "execs", (json_int_t)pRes->nExecs,
+                     "strategy", pRes->zStrategy, "seed", (json_int_t)pRes->seed,
+                     "execs", (json_int_t)pRes->nExecs,
                      "minimize_execs", (json_int_t)pRes->nMinimizeExecs,
                      "elapsed_s", pRes->elapsed,
                      "execs_per_s", pRes->elapsed > 0 ? (double)pRes->nExecs / pRes->elapsed : 0.0,
