@@ -63,7 +63,8 @@ typedef struct {
     char *const *azEnv;           /* the program's environment; NULL: this process's */
     /* its streams */
     parity_process_stream in;     /* INHERIT, NULL or PIPE */
-    parity_process_stream out;    /* INHERIT, NULL, PIPE or CAPTURE (a function: PIPE only) */
+    parity_process_stream out;    /* INHERIT, NULL, PIPE or CAPTURE (a function: no CAPTURE,
+                                   * and its PIPE is the channel pSelf->fdOut) */
     parity_process_stream err;    /* INHERIT, NULL or CAPTURE */
     /* its limits and shared state */
     int ownGroup;                 /* 1: it leads a process group of its own */
