@@ -149,7 +149,18 @@ typedef struct {
     int nThreads;             /* compute threads; 0 picks the number of cores */
     const parity_tolfile *pTolFile;   /* --tolerance overrides of the op models, or NULL */
     uint64_t nSlabBytes;      /* bytes per side per slab read; 0 picks the default */
+    /* Progress (NULL: none): called with the capture about to be read, and with NULL when
+     * the reading is over, so that a supervisor can name the file a hang or a crash of
+     * libhdf5 happened in (paritydiff.c wires it to its reading process's heartbeat). */
+    void (*xProgress)(void *pCtx, const char *zFile);
+    void *pProgressCtx;
 } parity_diff_options;
+
+/* Calls pOpt's progress callback, if any (the engine's one way to report progress). */
+static inline void parity_diff_progress(const parity_diff_options *pOpt, const char *zFile)
+{
+    if (pOpt->xProgress) pOpt->xProgress(pOpt->pProgressCtx, zFile);
+}
 
 void parity_diff_options_init(parity_diff_options *pOpt);
 

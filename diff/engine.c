@@ -12,7 +12,6 @@
 #include "diff/diff.h"
 #include "diff/compare_internal.h"
 #include "diff/order_internal.h"
-#include "diff/isolate.h"
 #include "diff/semantic_internal.h"
 #include "diff/result_internal.h"
 #include "formats/alloc.h"
@@ -83,17 +82,17 @@ static void judge_pair(const parity_diff_options *pOpt, parity_capture *pEagerCa
     if (pE->dtype != pC->dtype) { pR->status = PARITY_ST_DTYPE_MISMATCH; return; }
     if (!same_shape(pE, pC)) { pR->status = PARITY_ST_SHAPE_MISMATCH; return; }
 
-    parity_isolate_set_current(parity_capture_filename(pEagerCap));
+    parity_diff_progress(pOpt, parity_capture_filename(pEagerCap));
     if (parity_tensor_reader_open(pEagerCap, iE, &pRdE, zErr, sizeof zErr) != 0) {
         snprintf(zMsg, sizeof zMsg, "eager: %s", zErr);
         goto error;
     }
-    parity_isolate_set_current(parity_capture_filename(pCompCap));
+    parity_diff_progress(pOpt, parity_capture_filename(pCompCap));
     if (parity_tensor_reader_open(pCompCap, (size_t)iC, &pRdC, zErr, sizeof zErr) != 0) {
         snprintf(zMsg, sizeof zMsg, "compiled: %s", zErr);
         goto error;
     }
-    parity_isolate_set_current(parity_capture_filename(pEagerCap));
+    parity_diff_progress(pOpt, parity_capture_filename(pEagerCap));
     if (parity_cmp_tensor(pRdE, pRdC, pE, &pR->tol, pOpt->nThreads, pOpt->nSlabBytes,
                           &pR->stats, zErr, sizeof zErr) != 0) {
         snprintf(zMsg, sizeof zMsg, "%s", zErr);
@@ -187,9 +186,9 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     pRes->zEagerFile = parity_result_dup(&pRes->oom, zEager);
     pRes->zCompiledFile = parity_result_dup(&pRes->oom, zCompiled);
 
-    parity_isolate_set_current(zEager);
+    parity_diff_progress(pOpt, zEager);
     if (parity_capture_open(zEager, &pEagerCap, zErr, nErr) != 0) goto cleanup;
-    parity_isolate_set_current(zCompiled);
+    parity_diff_progress(pOpt, zCompiled);
     if (parity_capture_open(zCompiled, &pCompCap, zErr, nErr) != 0) goto cleanup;
 
     aRoot = parity_capture_root_attrs(pEagerCap, &nRoot);
@@ -339,7 +338,7 @@ cleanup:
     free(aMatched);
     parity_capture_close(pEagerCap);
     parity_capture_close(pCompCap);
-    parity_isolate_set_current(NULL);
+    parity_diff_progress(pOpt, NULL);
     if (rc != 0) parity_diff_result_free(pRes);
     return rc;
 }

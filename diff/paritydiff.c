@@ -5,8 +5,20 @@
  *
  * Exit status (as cmp and diff): 0 the runs agree, 1 they diverge, 2 trouble (bad
  * arguments, a file that cannot be read, a tensor that cannot be used). Everything that
- * touches libhdf5 runs in a supervised child (isolate.c), so a hostile file costs one line
- * on stderr and exit 2, never a crash.
+ * touches libhdf5 runs in a supervised child (formats/process.h), so a hostile file costs
+ * one line on stderr and exit 2, never a crash.
+ *
+ * Why a child: libhdf5 1.10 can segfault, abort or loop forever on corrupt files (h5dump
+ * does too), and nothing in-process can recover from that. The child has a memory limit;
+ * it reports the file it is reading through the engine's progress callback and the capture
+ * reader's heartbeat into the supervisor's shared page, and the parent, which never reads
+ * HDF5 itself, turns the child's death or stall into one line naming that file.
+ *
+ * The child's stderr is captured. When the child ends normally its messages are passed on
+ * as they were; when it dies, what a corrupted libhdf5 or glibc wrote there ("double free
+ * or corruption", ...) is dropped and one line of ours stands in for it, so the user always
+ * gets one clear line. PARITY_KEEP_CHILD_STDERR=1 passes the dead child's output on too
+ * (debugging, and sanitizer runs).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,8 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include "diff/diff.h"
-#include "diff/isolate.h"
+#include "formats/process.h"
 #include "reports/report.h"
 
 #ifndef PARITY_VERSION
@@ -23,6 +36,12 @@
 #endif
 
 static const char *g_zProgram = "paritydiff";
+
+typedef struct {
+    unsigned stallSeconds;     /* kill when no heartbeat for this long (0: never) */
+    unsigned timeoutSeconds;   /* kill after this long in all (0: never) */
+    size_t maxMemoryMiB;       /* RLIMIT_AS of the child (0: none; ignored under ASan) */
+} read_limits;
 
 typedef struct {
     parity_diff_options diff;
@@ -146,6 +165,98 @@ static int run_diff(void *pArg)
     return code;
 }
 
+/* The reading child's shared state: the file it reads now ("" before and after). */
+typedef struct {
+    char zCurrent[1024];
+} read_state;
+
+/* The engine's progress callback, in the child: the file, and a heartbeat. */
+static void on_progress(void *pCtx, const char *zFile)
+{
+    read_state *pState = pCtx;
+    snprintf(pState->zCurrent, sizeof pState->zCurrent, "%s", zFile ? zFile : "");
+    parity_process_beat();
+}
+
+/* The reading child. The engine names each capture it reads through its options'
+ * progress callback; the capture reader's heartbeat (formats/capture.h) stays a process-
+ * wide hook with no context: it fires deep in slab reads and dataset opens, whose API
+ * takes no options, and inside this child a heartbeat is a fact of the process anyway. */
+static int diff_child(void *pArg, const parity_process_child *pSelf)
+{
+    cli_args *pArgs = pArg;
+    pArgs->diff.xProgress = on_progress;
+    pArgs->diff.pProgressCtx = pSelf->pState;
+    parity_capture_set_heartbeat(parity_process_beat);
+    return run_diff(pArgs);
+}
+
+/* Passes the child's stderr on, unless it died (see the file comment). */
+static void pass_child_stderr(const parity_process *pProc, int died)
+{
+    const char *zKeep = getenv("PARITY_KEEP_CHILD_STDERR");
+    const parity_process_text *pText = &pProc->capture[2];
+    if (pText->n > 0 && (!died || (zKeep && strcmp(zKeep, "1") == 0))) {
+        fwrite(pText->z, 1, pText->n, stderr);
+        fflush(stderr);
+    }
+}
+
+/* Runs the diff in a supervised child; returns the exit status. */
+static int run_isolated(cli_args *pArgs, const read_limits *pLimits)
+{
+    parity_process proc;
+    parity_process_options opt;
+    const read_state *pState;
+    const char *zCurrent;
+    char zErr[PARITY_ERR_LEN];
+    int rc = 2;
+
+    memset(&opt, 0, sizeof opt);
+    opt.xMain = diff_child;
+    opt.pArg = pArgs;
+    opt.err = PARITY_PROCESS_CAPTURE;
+    opt.maxMemoryMiB = pLimits->maxMemoryMiB;
+    opt.nState = sizeof(read_state);
+    if (parity_process_start(&proc, &opt, zErr, sizeof zErr) != 0) {
+        fprintf(stderr, "%s: %s\n", g_zProgram, zErr);
+        return 2;
+    }
+    parity_process_wait(&proc, pLimits->stallSeconds, pLimits->timeoutSeconds);
+    pState = parity_process_state(&proc);
+    zCurrent = pState->zCurrent[0] ? pState->zCurrent : "the input";
+    pass_child_stderr(&proc, proc.end != PARITY_PROCESS_EXITED &&
+                             !(proc.end == PARITY_PROCESS_SIGNALED && proc.sig == SIGPIPE));
+    switch (proc.end) {
+    case PARITY_PROCESS_EXITED:
+        rc = proc.code;
+        break;
+    case PARITY_PROCESS_STALLED:
+    case PARITY_PROCESS_TIMED_OUT:
+        fprintf(stderr, "%s: %s: %s; the file may be corrupt or hostile\n", g_zProgram, zCurrent,
+                proc.end == PARITY_PROCESS_STALLED
+                    ? "no progress reading it (libhdf5 hangs on some corrupt files)"
+                    : "time limit reached while reading it");
+        break;
+    case PARITY_PROCESS_SIGNALED:
+        if (proc.sig == SIGPIPE) {
+            /* The reader of our output went away (| head): die the same quiet death. */
+            parity_process_close(&proc);
+            signal(SIGPIPE, SIG_DFL);
+            raise(SIGPIPE);
+            return 2;
+        }
+        fprintf(stderr, "%s: %s: reading it crashed libhdf5 (%s); the file is corrupt or hostile\n",
+                g_zProgram, zCurrent,
+                proc.sig == SIGKILL ? "killed, probably out of memory" : strsignal(proc.sig));
+        break;
+    case PARITY_PROCESS_RUNNING:
+        break;
+    }
+    parity_process_close(&proc);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     enum { OPT_RTOL = 256, OPT_ATOL, OPT_MAX_ULP, OPT_SIGNED_ZEROS, OPT_STRICT, OPT_JSON,
@@ -170,7 +281,7 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 }
     };
     cli_args args;
-    parity_isolate_limits limits = { 60, 0, 8192 };
+    read_limits limits = { 60, 0, 8192 };
     unsigned long long u;
     int c;
 
@@ -232,5 +343,5 @@ int main(int argc, char **argv)
                                                    : "too many operands");
     args.zEager = argv[optind];
     args.zCompiled = argv[optind + 1];
-    return parity_isolate_run(g_zProgram, run_diff, &args, &limits);
+    return run_isolated(&args, &limits);
 }

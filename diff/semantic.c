@@ -28,7 +28,6 @@
 #include "diff/semantic_internal.h"
 #include "diff/result_internal.h"
 #include "diff/operand_internal.h"
-#include "diff/isolate.h"
 #include "formats/alloc.h"
 
 static void push_warning(parity_tensor_result *pR, const char *zText)
@@ -241,7 +240,7 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
 
     memset(&outE, 0, sizeof outE);
     memset(&outC, 0, sizeof outC);
-    parity_isolate_set_current(parity_capture_filename(pEagerCap));
+    parity_diff_progress(pOpt, parity_capture_filename(pEagerCap));
     rc = load_inputs(pEagerCap, pE->azInput, pE->nInput, aIn, nBudget, zErr, sizeof zErr);
     if (rc < 0) goto read_error;
     if (rc > 0) {
@@ -250,7 +249,7 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
     }
     haveIn = 1;
     if (parity_operand_load(pEagerCap, iE, &outE, zErr, sizeof zErr) != 0) goto read_error;
-    parity_isolate_set_current(parity_capture_filename(pCompCap));
+    parity_diff_progress(pOpt, parity_capture_filename(pCompCap));
     if (parity_operand_load(pCompCap, (size_t)iC, &outC, zErr, sizeof zErr) != 0) goto read_error;
     rcC = load_inputs(pCompCap, pE->azInput, pE->nInput, aInC, nBudget, zErr, sizeof zErr);
     if (rcC < 0) goto read_error;

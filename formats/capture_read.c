@@ -11,7 +11,8 @@
  * - HDF5's own error stack is switched off; every failure becomes one line in zErr.
  * - Shapes whose element count overflows or exceeds PARITY_MAX_ELEMENTS are refused, and
  *   attribute reads are capped, so a hostile header cannot make us allocate without bound.
- * libhdf5 itself may still crash or hang on corrupt files; diff/isolate.c contains that.
+ * libhdf5 itself may still crash or hang on corrupt files; paritydiff reads in a supervised
+ * child (formats/process.h) that contains that.
  *
  * Type detection follows the HDF5 type's bit fields rather than its name, so h5py's half
  * type, or any 16-bit float with 8 exponent bits (bfloat16), or 8-bit e4m3/e5m2 layouts are

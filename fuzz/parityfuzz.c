@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ static void usage(FILE *f)
 "Usage: parityfuzz [OPTION]...                      run a campaign\n"
 "       parityfuzz replay DIR [OPTION]...           re-run stored repros\n"
 "       parityfuzz --list-defects\n"
+"       parityfuzz --list-ops [--target T]\n"
 "Searches shape and value space for cases where a compiled target runs but diverges\n"
 "from eager beyond the op's error bound; minimizes each new finding and stores it under\n"
 "--out as eager.h5 + compiled.h5 (diff them with paritydiff) plus its signature.\n"
@@ -36,6 +38,8 @@ static void usage(FILE *f)
 "  --target T          builtin (default) or cmd:COMMAND (a worker; fuzz/FUZZ.md)\n"
 "  --defect NAME       switch on a defect of the builtin compiled target (repeatable)\n"
 "  --list-defects      print the defect catalogue, one per line, name first\n"
+"  --list-ops          print the ops the target (--target) runs, one per line, with the\n"
+"                      dtypes it runs them in: \"relu float32,bfloat16\"\n"
 "  --ops LIST          comma-separated registry ops (default: every op the target runs)\n"
 "  --time SECONDS      stop after this long (default: until --max-execs or Ctrl-C)\n"
 "  --max-execs N       stop after N cases; the same --seed, --jobs and N give the same\n"
@@ -98,7 +102,7 @@ static int list_defects(void)
 }
 
 enum {
-    OPT_TARGET = 256, OPT_DEFECT, OPT_LIST_DEFECTS, OPT_OPS, OPT_DTYPES, OPT_TIME, OPT_MAX_EXECS,
+    OPT_TARGET = 256, OPT_DEFECT, OPT_LIST_DEFECTS, OPT_LIST_OPS, OPT_OPS, OPT_DTYPES, OPT_TIME, OPT_MAX_EXECS,
     OPT_SEED, OPT_OUT, OPT_JSON, OPT_JOBS, OPT_PROGRESS, OPT_STRATEGY, OPT_STOP_FIRST,
     OPT_NO_MINIMIZE, OPT_CASE_TIMEOUT, OPT_EXPECT_DIVERGENT, OPT_VERSION
 };
@@ -107,6 +111,7 @@ static const struct option aLongOpt[] = {
     { "target", required_argument, NULL, OPT_TARGET },
     { "defect", required_argument, NULL, OPT_DEFECT },
     { "list-defects", no_argument, NULL, OPT_LIST_DEFECTS },
+    { "list-ops", no_argument, NULL, OPT_LIST_OPS },
     { "ops", required_argument, NULL, OPT_OPS },
     { "dtypes", required_argument, NULL, OPT_DTYPES },
     { "time", required_argument, NULL, OPT_TIME },
@@ -131,105 +136,130 @@ typedef struct {
     const char *zJson;
     int expectDivergent;
     int isReplay;
+    int listOps;
+    int progress;                 /* the status line on stderr */
     const char *zReplayDir;
     char *zOpsCopy;
     const char *azOps[MAX_OPS];
 } cli_options;
 
+/* --ops LIST into pCli; -1 to continue, else an exit status. */
+static int parse_ops(const char *zList, cli_options *pCli)
+{
+    parity_campaign_options *pO = &pCli->campaign;
+    char *z, *zSave = NULL;
+    free(pCli->zOpsCopy);
+    pCli->zOpsCopy = strdup(zList);
+    if (!pCli->zOpsCopy) return fail_usage("out of memory");
+    pO->nOps = 0;
+    for (z = strtok_r(pCli->zOpsCopy, ",", &zSave); z; z = strtok_r(NULL, ",", &zSave)) {
+        if (pO->nOps == MAX_OPS) return fail_usage("--ops: too many ops");
+        pCli->azOps[pO->nOps++] = z;
+    }
+    if (pO->nOps == 0) return fail_usage("--ops: empty list");
+    pO->azOps = pCli->azOps;
+    return -1;
+}
+
+/* --dtypes LIST into pO; -1 to continue, else an exit status. */
+static int parse_dtypes(const char *zList, parity_campaign_options *pO)
+{
+    char zMsg[600];
+    char *zCopy = strdup(zList), *z, *zSave = NULL;
+    if (!zCopy) return fail_usage("out of memory");
+    pO->dtypes = 0;
+    for (z = strtok_r(zCopy, ",", &zSave); z; z = strtok_r(NULL, ",", &zSave)) {
+        parity_dtype dt = parity_dtype_from_name(z);
+        if (!parity_spec_dtype_drawable(dt)) {
+            snprintf(zMsg, sizeof zMsg, "--dtypes: '%s' is not one of float32, "
+                     "bfloat16, float16, float64", z);
+            free(zCopy);
+            return fail_usage(zMsg);
+        }
+        pO->dtypes |= 1u << dt;
+    }
+    free(zCopy);
+    if (pO->dtypes == 0) return fail_usage("--dtypes: empty list");
+    return -1;
+}
+
+/* A number of seconds in (0, max]; -1 when it is not one. */
+static int parse_seconds(const char *z, double max, double *pT)
+{
+    char *zEnd;
+    double t = strtod(z, &zEnd);
+    if (*zEnd || !(t > 0) || t > max) return -1;
+    *pT = t;
+    return 0;
+}
+
+/* One option into pCli; -1 to continue, else an exit status. */
+static int parse_option(int c, const char *zArg, cli_options *pCli)
+{
+    parity_campaign_options *pO = &pCli->campaign;
+    char zMsg[600];
+    uint64_t v;
+    switch (c) {
+    case OPT_TARGET: pO->zTarget = zArg; break;
+    case OPT_DEFECT: {
+        const parity_defect *pD = parity_defect_find(zArg);
+        if (!pD) {
+            snprintf(zMsg, sizeof zMsg, "unknown defect '%s' (see --list-defects)", zArg);
+            return fail_usage(zMsg);
+        }
+        pO->defects |= pD->bit;
+        break;
+    }
+    case OPT_LIST_DEFECTS: return list_defects();
+    case OPT_LIST_OPS: pCli->listOps = 1; break;
+    case OPT_OPS: return parse_ops(zArg, pCli);
+    case OPT_DTYPES: return parse_dtypes(zArg, pO);
+    case OPT_TIME:
+        if (parse_seconds(zArg, 1e9, &pO->timeLimit) != 0)
+            return fail_usage("--time: a positive number of seconds");
+        break;
+    case OPT_MAX_EXECS:
+        if (parse_u64(zArg, &v) != 0 || v == 0) return fail_usage("--max-execs: a positive integer");
+        pO->maxExecs = v;
+        break;
+    case OPT_SEED:
+        if (parse_u64(zArg, &v) != 0) return fail_usage("--seed: a non-negative integer");
+        pO->seed = v;
+        break;
+    case OPT_OUT: pO->zOutDir = zArg; break;
+    case OPT_JSON: pCli->zJson = zArg; break;
+    case OPT_JOBS:
+        if (parse_u64(zArg, &v) != 0 || v == 0 || v > 256) return fail_usage("--jobs: 1 to 256");
+        pO->jobs = (int)v;
+        break;
+    case OPT_PROGRESS: pCli->progress = 1; break;
+    case OPT_STRATEGY:
+        if (strcmp(zArg, "guided") == 0) pO->strategy = PARITY_STRATEGY_GUIDED;
+        else if (strcmp(zArg, "baseline") == 0) pO->strategy = PARITY_STRATEGY_BASELINE;
+        else return fail_usage("--strategy: guided or baseline");
+        break;
+    case OPT_STOP_FIRST: pO->stopAfterFirst = 1; break;
+    case OPT_NO_MINIMIZE: pO->minimize = 0; break;
+    case OPT_CASE_TIMEOUT:
+        if (parse_seconds(zArg, HUGE_VAL, &pO->caseTimeout) != 0)
+            return fail_usage("--case-timeout: a positive number of seconds");
+        break;
+    case OPT_EXPECT_DIVERGENT: pCli->expectDivergent = 1; break;
+    case 'h': usage(stdout); return 0;
+    case OPT_VERSION: printf("parityfuzz %s\n", PARITY_VERSION); return 0;
+    default: return fail_usage("unknown option");
+    }
+    return -1;
+}
+
 /* Parses argv into pCli; returns -1 to continue, else an exit status. */
 static int parse_args(int argc, char **argv, cli_options *pCli)
 {
-    int c;
     char zMsg[600];
-    parity_campaign_options *pO = &pCli->campaign;
-    double t;
-    uint64_t v;
+    int c, rc;
 
-    while ((c = getopt_long(argc, argv, "h", aLongOpt, NULL)) != -1) {
-        switch (c) {
-        case OPT_TARGET: pO->zTarget = optarg; break;
-        case OPT_DEFECT: {
-            const parity_defect *pD = parity_defect_find(optarg);
-            if (!pD) {
-                snprintf(zMsg, sizeof zMsg, "unknown defect '%s' (see --list-defects)", optarg);
-                return fail_usage(zMsg);
-            }
-            pO->defects |= pD->bit;
-            break;
-        }
-        case OPT_LIST_DEFECTS: return list_defects();
-        case OPT_OPS: {
-            char *z, *zSave = NULL;
-            free(pCli->zOpsCopy);
-            pCli->zOpsCopy = strdup(optarg);
-            pO->nOps = 0;
-            for (z = strtok_r(pCli->zOpsCopy, ",", &zSave); z; z = strtok_r(NULL, ",", &zSave)) {
-                if (pO->nOps == MAX_OPS) return fail_usage("--ops: too many ops");
-                pCli->azOps[pO->nOps++] = z;
-            }
-            if (pO->nOps == 0) return fail_usage("--ops: empty list");
-            pO->azOps = pCli->azOps;
-            break;
-        }
-        case OPT_DTYPES: {
-            char *zCopy = strdup(optarg), *z, *zSave = NULL;
-            pO->dtypes = 0;
-            for (z = strtok_r(zCopy, ",", &zSave); z; z = strtok_r(NULL, ",", &zSave)) {
-                parity_dtype dt = parity_dtype_from_name(z);
-                if (!parity_spec_dtype_drawable(dt)) {
-                    snprintf(zMsg, sizeof zMsg, "--dtypes: '%s' is not one of float32, "
-                             "bfloat16, float16, float64", z);
-                    free(zCopy);
-                    return fail_usage(zMsg);
-                }
-                pO->dtypes |= 1u << dt;
-            }
-            free(zCopy);
-            if (pO->dtypes == 0) return fail_usage("--dtypes: empty list");
-            break;
-        }
-        case OPT_TIME: {
-            char *zEnd;
-            t = strtod(optarg, &zEnd);
-            if (*zEnd || !(t > 0) || t > 1e9) return fail_usage("--time: a positive number of seconds");
-            pO->timeLimit = t;
-            break;
-        }
-        case OPT_MAX_EXECS:
-            if (parse_u64(optarg, &v) != 0 || v == 0) return fail_usage("--max-execs: a positive integer");
-            pO->maxExecs = v;
-            break;
-        case OPT_SEED:
-            if (parse_u64(optarg, &v) != 0) return fail_usage("--seed: a non-negative integer");
-            pO->seed = v;
-            break;
-        case OPT_OUT: pO->zOutDir = optarg; break;
-        case OPT_JSON: pCli->zJson = optarg; break;
-        case OPT_JOBS:
-            if (parse_u64(optarg, &v) != 0 || v == 0 || v > 256) return fail_usage("--jobs: 1 to 256");
-            pO->jobs = (int)v;
-            break;
-        case OPT_PROGRESS: pO->progress = 1; break;
-        case OPT_STRATEGY:
-            if (strcmp(optarg, "guided") == 0) pO->strategy = PARITY_STRATEGY_GUIDED;
-            else if (strcmp(optarg, "baseline") == 0) pO->strategy = PARITY_STRATEGY_BASELINE;
-            else return fail_usage("--strategy: guided or baseline");
-            break;
-        case OPT_STOP_FIRST: pO->stopAfterFirst = 1; break;
-        case OPT_NO_MINIMIZE: pO->minimize = 0; break;
-        case OPT_CASE_TIMEOUT: {
-            char *zEnd;
-            t = strtod(optarg, &zEnd);
-            if (*zEnd || !(t > 0)) return fail_usage("--case-timeout: a positive number of seconds");
-            pO->caseTimeout = t;
-            break;
-        }
-        case OPT_EXPECT_DIVERGENT: pCli->expectDivergent = 1; break;
-        case 'h': usage(stdout); return 0;
-        case OPT_VERSION: printf("parityfuzz %s\n", PARITY_VERSION); return 0;
-        default: return fail_usage("unknown option");
-        }
-    }
+    while ((c = getopt_long(argc, argv, "h", aLongOpt, NULL)) != -1)
+        if ((rc = parse_option(c, optarg, pCli)) >= 0) return rc;
     if (optind < argc && strcmp(argv[optind], "replay") == 0) {
         pCli->isReplay = 1;
         if (optind + 1 >= argc) return fail_usage("replay needs a folder");
@@ -243,6 +273,75 @@ static int parse_args(int argc, char **argv, cli_options *pCli)
     }
     if (pCli->expectDivergent) return fail_usage("--expect-divergent belongs to replay");
     return -1;
+}
+
+/* ---- what the library has to say ----------------------------------------------------- */
+
+static void on_message(void *pCtx, const char *zLine)
+{
+    (void)pCtx;
+    fprintf(stderr, "parityfuzz: %s\n", zLine);
+    fflush(stderr);
+}
+
+/* The status line: rewritten in place on a terminal, one line each otherwise. */
+static void on_status(void *pCtx, const parity_campaign_result *pRes, double elapsed, int final)
+{
+    char zLine[2048];
+    size_t len, i;
+    (void)pCtx;
+    len = (size_t)snprintf(zLine, sizeof zLine,
+                           "parityfuzz: %.0f s  execs %llu (%.0f/s)  findings %llu (%zu unique)",
+                           elapsed, (unsigned long long)pRes->nExecs,
+                           elapsed > 0 ? (double)pRes->nExecs / elapsed : 0.0,
+                           (unsigned long long)pRes->nRawFindings, pRes->nFinding);
+    for (i = 0; i < pRes->nOp && len < sizeof zLine - 64; i++)
+        len += (size_t)snprintf(zLine + len, sizeof zLine - len, "%s %s %llu",
+                                i ? "," : " |", pRes->azOp[i],
+                                (unsigned long long)pRes->anOpExecs[i]);
+    if (isatty(2)) fprintf(stderr, "\r%s\033[K%s", zLine, final ? "\n" : "");
+    else fprintf(stderr, "%s\n", zLine);
+    fflush(stderr);
+}
+
+/* Opens the target of the options (an in-process one isolated when asked) and says its
+ * notice; NULL after saying why. */
+static parity_target *open_target(const parity_campaign_options *pO, int isolate)
+{
+    char zErr[PARITY_ERR_LEN];
+    parity_target *pT = parity_target_open(pO->zTarget, pO->defects, pO->caseTimeout, zErr,
+                                           sizeof zErr);
+    if (pT && pT->zNotice) on_message(NULL, pT->zNotice);
+    if (pT && isolate && parity_target_spec_in_process(pO->zTarget))
+        pT = parity_target_isolate(pT, 1, pO->caseTimeout, zErr, sizeof zErr);
+    if (!pT) fprintf(stderr, "parityfuzz: %s\n", zErr);
+    return pT;
+}
+
+/* --list-ops: every op of the registry (with a layout) the target runs, and its dtypes. */
+static int list_ops(const cli_options *pCli)
+{
+    parity_target *pT = open_target(&pCli->campaign, 0);
+    const parity_layout_info *aInfo;
+    size_t n, i;
+    int dt;
+    if (!pT) return 2;
+    aInfo = parity_layout_all(&n);
+    for (i = 0; i < n; i++) {
+        const char *zSep = " ";
+        if (!pT->xSupports(pT, aInfo[i].zOp)) continue;
+        printf("%s", aInfo[i].zOp);
+        for (dt = 0; dt < PARITY_DT_COUNT; dt++) {
+            if (!parity_spec_dtype_drawable((parity_dtype)dt) ||
+                !parity_target_runs_dtype(pT, (parity_dtype)dt))
+                continue;
+            printf("%s%s", zSep, parity_dtype_name((parity_dtype)dt));
+            zSep = ",";
+        }
+        printf("\n");
+    }
+    parity_target_close(pT);
+    return fflush(stdout) == 0 ? 0 : 2;
 }
 
 static int run_replay(const cli_options *pCli)
@@ -261,13 +360,10 @@ static int run_replay(const cli_options *pCli)
                 pCli->zReplayDir);
         return 2;
     }
-    pT = parity_target_open(pO->zTarget, pO->defects, pO->caseTimeout, zErr, sizeof zErr);
     /* a repro may be a crash of an in-process JIT: replay must outlive it */
-    if (pT && parity_target_spec_in_process(pO->zTarget))
-        pT = parity_target_isolate(pT, 1, pO->caseTimeout, zErr, sizeof zErr);
+    pT = open_target(pO, 1);
     if (!pT) {
         parity_replay_list_free(azRepro, n);
-        fprintf(stderr, "parityfuzz: %s\n", zErr);
         return 2;
     }
     for (i = 0; i < n; i++) {
@@ -296,7 +392,7 @@ static int run_replay(const cli_options *pCli)
     return nFail ? 1 : 0;
 }
 
-static int run_campaign(const cli_options *pCli)
+static int run_campaign(cli_options *pCli)
 {
     parity_campaign_result res;
     char zErr[PARITY_ERR_LEN];
@@ -304,6 +400,8 @@ static int run_campaign(const cli_options *pCli)
     int rc;
     struct sigaction sa;
 
+    pCli->campaign.xMessage = on_message;
+    pCli->campaign.xStatus = pCli->progress ? on_status : NULL;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, NULL);
@@ -326,7 +424,7 @@ static int run_campaign(const cli_options *pCli)
         rc = 2;
     }
     if (pCli->zJson &&
-        parity_report_fuzz_json(&pCli->campaign, &res, pCli->zJson, zErr, sizeof zErr) != 0) {
+        parity_report_fuzz_json(&res, pCli->zJson, zErr, sizeof zErr) != 0) {
         fprintf(stderr, "parityfuzz: %s\n", zErr);
         rc = 2;
     }
@@ -341,8 +439,9 @@ int main(int argc, char **argv)
     memset(&cli, 0, sizeof cli);
     parity_campaign_options_init(&cli.campaign);
     cli.campaign.seed = 1;
-    cli.campaign.progress = isatty(2);
+    cli.progress = isatty(2);
     rc = parse_args(argc, argv, &cli);
+    if (rc < 0 && cli.listOps) rc = list_ops(&cli);
     if (rc < 0) rc = cli.isReplay ? run_replay(&cli) : run_campaign(&cli);
     free(cli.zOpsCopy);
     return rc;

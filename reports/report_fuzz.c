@@ -1,6 +1,6 @@
 /*
  * report_fuzz.c - the JSON summary of a parityfuzz campaign. Field names and meanings are
- * documented in fuzz/FUZZ.md; the writer only reads the campaign's options and result.
+ * documented in fuzz/FUZZ.md; the writer only reads the campaign's result.
  */
 #include <stdio.h>
 #include "reports/report.h"
@@ -9,14 +9,14 @@
 static json_t *finding_json(const parity_finding *pF)
 {
     return json_pack("{s:s, s:s, s:s, s:o, s:s, s:f, s:b}",
-                     "signature", pF->zSignature, "op", pF->zOp, "class", pF->zClass,
+                     "signature", pF->zSignature, "op", pF->zOp, "class",
+                     parity_finding_class_name(pF->cls),
                      "repro", pF->zRepro ? json_string(pF->zRepro) : json_null(),
                      "detail", pF->zDetail, "found_at_s", pF->tFound, "minimal", pF->minimal);
 }
 
-int parity_report_fuzz_json(const parity_campaign_options *pOpt,
-                            const parity_campaign_result *pRes, const char *zPath,
-                            char *zErr, size_t nErr)
+int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPath, char *zErr,
+                            size_t nErr)
 {
     json_t *pDoc, *pFindings, *pDefects, *pOps;
     size_t i;
@@ -25,18 +25,23 @@ int parity_report_fuzz_json(const parity_campaign_options *pOpt,
     pFindings = json_array();
     pDefects = json_array();
     pOps = json_object();
+    if (!pFindings || !pDefects || !pOps) {
+        json_decref(pFindings);
+        json_decref(pDefects);
+        json_decref(pOps);
+        snprintf(zErr, nErr, "out of memory building the JSON summary");
+        return -1;
+    }
     for (i = 0; i < pRes->nFinding; i++) json_array_append_new(pFindings, finding_json(&pRes->aFinding[i]));
-    for (i = 0; i < parity_defect_count; i++)
-        if (pOpt->defects & parity_defects[i].bit)
-            json_array_append_new(pDefects, json_string(parity_defects[i].zName));
+    for (i = 0; i < pRes->nDefect; i++) json_array_append_new(pDefects, json_string(pRes->azDefect[i]));
     for (i = 0; i < pRes->nOp; i++)
         json_object_set_new(pOps, pRes->azOp[i], json_integer((json_int_t)pRes->anOpExecs[i]));
     pDoc = json_pack("{s:s, s:i, s:s, s:o, s:s, s:I, s:I, s:I, s:f, s:f, s:o, s:I, s:I, s:I, "
                      "s:o, s:o, s:o, s:i}",
-                     "tool", "parityfuzz", "schema_version", 1, "target", pOpt->zTarget,
+                     "tool", "parityfuzz", "schema_version", 1, "target", pRes->zTarget,
                      "defects", pDefects,
-                     "strategy", pOpt->strategy == PARITY_STRATEGY_BASELINE ? "baseline" : "guided",
-                     "seed", (json_int_t)pOpt->seed, "execs", (json_int_t)pRes->nExecs,
+                     "strategy", pRes->zStrategy, "seed", (json_int_t)pRes->seed,
+                     "execs", (json_int_t)pRes->nExecs,
                      "minimize_execs", (json_int_t)pRes->nMinimizeExecs,
                      "elapsed_s", pRes->elapsed,
                      "execs_per_s", pRes->elapsed > 0 ? (double)pRes->nExecs / pRes->elapsed : 0.0,
@@ -47,7 +52,7 @@ int parity_report_fuzz_json(const parity_campaign_options *pOpt,
                      "raw_findings", (json_int_t)pRes->nRawFindings,
                      "findings", pFindings, "cases_per_op", pOps,
                      "trouble", pRes->trouble ? json_string(pRes->zTrouble) : json_null(),
-                     "jobs", pOpt->jobs);
+                     "jobs", pRes->jobs);
     if (!pDoc) {
         snprintf(zErr, nErr, "out of memory building the JSON summary");
         return -1;

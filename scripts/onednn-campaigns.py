@@ -14,7 +14,12 @@ OUT/<op>-<dtype>/ (one folder per unique signature, minimized).
         --out /var/tmp/onednn-repros --minutes 10 --parallel 2
     scripts/onednn-campaigns.py build/parityfuzz --state corpus/onednn/campaigns --table
 
---table prints the exec counts per (op, dtype) as the README's Markdown table.
+--table prints the exec counts per (op, dtype) as the README's Markdown table, rows in the
+registry's order.
+
+The ops and dtypes are the target's own: `parityfuzz --list-ops --target T` says which ops
+it runs and in which dtypes (this script holds no list of ops); --ops and --dtypes narrow
+them.
 Tooling only: parityfuzz itself never needs Python.
 """
 import argparse
@@ -25,10 +30,21 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-OPS = ["relu", "abs", "sqrt", "exp", "log", "tanh", "sigmoid", "gelu", "silu", "softplus",
-       "elu", "mish", "softmax", "log_softmax", "layer_norm", "matmul", "linear", "add",
-       "mul", "div", "maximum", "minimum", "sum", "mean", "amax", "amin"]
-DTYPES = ["float32", "bfloat16"]
+SHORT = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64"}
+
+
+def target_ops(parityfuzz, target):
+    """{op: [dtype, ...]} the target runs, in the registry's order (parityfuzz --list-ops)."""
+    p = subprocess.run([parityfuzz, "--list-ops", "--target", target], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{parityfuzz} --list-ops --target {target}: exit {p.returncode}: "
+                 f"{p.stderr.strip()[-300:]}")
+    runs = {}
+    for line in p.stdout.splitlines():
+        op, _, dtypes = line.partition(" ")
+        runs[op] = dtypes.split(",") if dtypes else []
+    return runs
 
 
 def slices_done(state, op, dtype):
@@ -77,6 +93,8 @@ def pending(args):
     need = []
     for op in args.ops:
         for dtype in args.dtypes:
+            if dtype not in args.runs[op]:
+                continue
             done = slices_done(args.state, op, dtype)
             ran = sum(s["elapsed_s"] for s in done)
             seed = max([int(s.get("seed", 0)) for s in done] + [0])
@@ -90,8 +108,9 @@ def pending(args):
 
 
 def table(args):
-    print("| op | float32 execs | bfloat16 execs | unique signatures (f32 / bf16) |")
-    print("|---|---:|---:|---:|")
+    print("| op | " + " | ".join(f"{d} execs" for d in args.dtypes) + " | unique signatures (" +
+          " / ".join(SHORT.get(d, d) for d in args.dtypes) + ") |")
+    print("|---|" + "---:|" * len(args.dtypes) + "---:|")
     total = 0
     for op in args.ops:
         cells, sigs = [], []
@@ -103,7 +122,7 @@ def table(args):
             cells.append(f"{execs:,} ({secs / 60:.0f} min)" if done else "not yet run")
             sigs.append(str(len({f["signature"] for s in done for f in s["findings"]}))
                         if done else "-")
-        print(f"| {op} | {cells[0]} | {cells[1]} | {' / '.join(sigs)} |")
+        print(f"| {op} | {' | '.join(cells)} | {' / '.join(sigs)} |")
     print(f"\n{total:,} cases in all.")
 
 
@@ -116,12 +135,17 @@ def main():
     ap.add_argument("--minutes", type=float, default=10.0, help="campaign time per pair")
     ap.add_argument("--slice", type=int, default=300, help="seconds per slice")
     ap.add_argument("--parallel", type=int, default=2, help="slices at once")
-    ap.add_argument("--ops", default=",".join(OPS))
-    ap.add_argument("--dtypes", default=",".join(DTYPES))
+    ap.add_argument("--ops", help="comma-separated (default: every op the target runs)")
+    ap.add_argument("--dtypes", help="comma-separated (default: every dtype it runs)")
     ap.add_argument("--table", action="store_true")
     args = ap.parse_args()
-    args.ops = args.ops.split(",")
-    args.dtypes = args.dtypes.split(",")
+    args.runs = target_ops(args.parityfuzz, args.target)
+    every_dtype = [d for d in SHORT if any(d in ds for ds in args.runs.values())]
+    args.ops = args.ops.split(",") if args.ops else list(args.runs)
+    args.dtypes = args.dtypes.split(",") if args.dtypes else every_dtype
+    for op in args.ops:
+        if op not in args.runs:
+            ap.error(f"target {args.target} does not run '{op}' (see parityfuzz --list-ops)")
     if args.table:
         table(args)
         return 0

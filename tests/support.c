@@ -1,23 +1,20 @@
 /*
  * support.c - helpers shared by the Criterion test executables; see support.h.
  */
-#define _GNU_SOURCE 1   /* pipe2, nftw */
+#define _GNU_SOURCE 1   /* nftw */
 #include <criterion/criterion.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "support.h"
+#include "formats/process.h"
 #include "tolerance/mpref.h"
 
 extern char **environ;
@@ -32,7 +29,7 @@ double now_seconds(void)
 }
 
 /* Sanitizer builds: libhdf5 is not instrumented and crashes on some corrupt files.
- * paritydiff's supervisor (diff/isolate.c) must see such a crash as the signal it is, to
+ * paritydiff's supervisor (formats/process.c) must see such a crash as the signal it is, to
  * turn it into one line and exit 2. If the sanitizer runtime handled SIGSEGV, SIGABRT,
  * SIGBUS or SIGFPE itself, it would print its report and exit with status 1, which the
  * supervisor passes on as "divergence", and the tests would test the sanitizer instead of
@@ -42,17 +39,10 @@ double now_seconds(void)
  *   they too would read as "divergence". As a SIGABRT they reach the supervisor the way a
  *   crash does in a normal build.
  * - allocator_may_return_null=1: a hostile size makes libhdf5 ask for terabytes; a normal
- *   build gets NULL (and RLIMIT_AS, which isolate.c skips under ASan), ASan would report.
+ *   build gets NULL (and RLIMIT_AS, which process.c skips under ASan), ASan would report.
  * - detect_leaks=0: the worker process leaves by _exit on purpose.
  * UBSAN_OPTIONS is set unconditionally: GCC defines no macro for UBSan, and without UBSan
  * it is ignored. Any sanitizer report still fails the tests that look at stderr. */
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_UNDER_ASAN 1
-#endif
-#endif
 #define CHILD_ASAN_OPTIONS \
     "handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0:detect_leaks=0:" \
     "allocator_may_return_null=1:abort_on_error=1"
@@ -114,81 +104,40 @@ void run_free(run_result *pRes)
 
 void run_argv_raw(const char *const *azArgv, double limitSeconds, run_result *pRes)
 {
-    int aOut[2] = { -1, -1 }, aErr[2] = { -1, -1 }, status = 0;
-    char **azEnv = child_env();
+    parity_process proc;
+    parity_process_options opt;
+    parity_process_end end;
+    char zWhy[256];
     double tStart = now_seconds();
-    struct pollfd aPoll[2];
-    pid_t pid;
 
     memset(pRes, 0, sizeof *pRes);
     pRes->code = -1;
-    if (append(&pRes->zOut, &pRes->nOut, "", 0) || append(&pRes->zErr, &pRes->nErr, "", 0) ||
-        pipe2(aOut, O_CLOEXEC) != 0 || pipe2(aErr, O_CLOEXEC) != 0) {
+    memset(&opt, 0, sizeof opt);
+    opt.azArgv = azArgv;
+    opt.azEnv = child_env();
+    opt.in = PARITY_PROCESS_NULL;
+    opt.out = PARITY_PROCESS_CAPTURE;
+    opt.err = PARITY_PROCESS_CAPTURE;
+    opt.ownGroup = 1;
+    opt.nCaptureMax = (size_t)1 << 30;
+    if (parity_process_start(&proc, &opt, zWhy, sizeof zWhy) != 0) {
         pRes->failed = 1;
-        goto fail;
+        return;
     }
-    fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-        pRes->failed = 1;
-        goto fail;
-    }
-    if (pid == 0) {
-        int fdNull = open("/dev/null", O_RDONLY);
-        setpgid(0, 0);
-        if (fdNull >= 0) dup2(fdNull, 0);
-        dup2(aOut[1], 1);
-        dup2(aErr[1], 2);
-        execve(azArgv[0], (char *const *)azArgv, azEnv);
-        _exit(127);
-    }
-    setpgid(pid, pid);   /* also here, so kill(-pid) works however the race goes */
-    close(aOut[1]);
-    close(aErr[1]);
-    aPoll[0].fd = aOut[0];
-    aPoll[1].fd = aErr[0];
-    aPoll[0].events = aPoll[1].events = POLLIN;
-    while (aPoll[0].fd >= 0 || aPoll[1].fd >= 0) {
-        double left = limitSeconds - (now_seconds() - tStart);
-        int i, got;
-        if (left <= 0) {
-            pRes->timedOut = 1;
-            kill(-pid, SIGKILL);
-            break;
-        }
-        got = poll(aPoll, 2, (int)(left * 1000) + 1);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            pRes->failed = 1;
-            kill(-pid, SIGKILL);
-            break;
-        }
-        for (i = 0; i < 2; i++) {
-            char aBuf[65536];
-            ssize_t n;
-            if (aPoll[i].fd < 0 || !(aPoll[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-            n = read(aPoll[i].fd, aBuf, sizeof aBuf);
-            if (n > 0) {
-                if (i == 0) append(&pRes->zOut, &pRes->nOut, aBuf, (size_t)n);
-                else append(&pRes->zErr, &pRes->nErr, aBuf, (size_t)n);
-            } else if (n == 0 || errno != EINTR) {
-                close(aPoll[i].fd);
-                aPoll[i].fd = -1;
-            }
-        }
-    }
-    if (aPoll[0].fd >= 0) close(aPoll[0].fd);
-    if (aPoll[1].fd >= 0) close(aPoll[1].fd);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    end = parity_process_wait(&proc, 0, limitSeconds);
     pRes->seconds = now_seconds() - tStart;
-    pRes->exited = WIFEXITED(status);
-    pRes->code = pRes->exited ? WEXITSTATUS(status) : -1;
-    pRes->signaled = WIFSIGNALED(status);
-    pRes->sig = pRes->signaled ? WTERMSIG(status) : 0;
-    return;
-fail:
-    if (aOut[0] >= 0) { close(aOut[0]); close(aOut[1]); }
-    if (aErr[0] >= 0) { close(aErr[0]); close(aErr[1]); }
+    pRes->timedOut = end == PARITY_PROCESS_TIMED_OUT;
+    pRes->exited = end == PARITY_PROCESS_EXITED;
+    pRes->code = pRes->exited ? proc.code : -1;
+    pRes->signaled = end == PARITY_PROCESS_SIGNALED || end == PARITY_PROCESS_TIMED_OUT;
+    pRes->sig = pRes->signaled ? proc.sig : 0;
+    if (append(&pRes->zOut, &pRes->nOut, proc.capture[1].z ? proc.capture[1].z : "",
+               proc.capture[1].n) ||
+        append(&pRes->zErr, &pRes->nErr, proc.capture[2].z ? proc.capture[2].z : "",
+               proc.capture[2].n) ||
+        proc.capture[1].truncated || proc.capture[2].truncated)
+        pRes->failed = 1;
+    parity_process_close(&proc);
 }
 
 void run_argv(const char *const *azArgv, double limitSeconds, run_result *pRes)

@@ -27,6 +27,15 @@
 #include "formats/capture.h"
 #include "tolerance/judge.h"
 
+/* TEST_UNDER_ASAN: defined in an AddressSanitizer build (gcc or clang). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_UNDER_ASAN 1
+#endif
+#endif
+
 /* ---- running a program and capturing everything ----------------------------------- */
 
 typedef struct {

@@ -311,3 +311,28 @@ Test(fuzz, list_defects_names_first_and_progress_goes_to_stderr)
     cr_assert_null(strstr(r.zOut, "/s)"), "the status line belongs on stderr");
     run_free(&r);
 }
+
+Test(fuzz, list_ops_prints_every_op_the_target_runs_with_its_dtypes)
+{
+    const parity_layout_info *aInfo;
+    run_result r;
+    const char *z;
+    size_t n, i = 0;
+    run_parityfuzz(&r, "--list-ops", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.zErr);
+    aInfo = parity_layout_all(&n);
+    /* the builtin target runs every op with a layout, in every drawable dtype, in the
+     * registry's order */
+    for (z = r.zOut; *z && i < n; z = strchr(z, '\n') + 1, i++) {
+        char zWant[128];
+        snprintf(zWant, sizeof zWant, "%s float64,float32,float16,bfloat16\n", aInfo[i].zOp);
+        cr_assert(strncmp(z, zWant, strlen(zWant)) == 0, "line %zu: want %s", i + 1, zWant);
+    }
+    cr_assert_eq(i, n);
+    cr_assert_str_eq(z, "");
+    run_free(&r);
+    run_parityfuzz(&r, "--list-ops", "--target", "nowhere", NULL);
+    cr_assert_eq(r.code, 2);
+    cr_assert(strstr(r.zErr, "unknown target"), "%s", r.zErr);
+    run_free(&r);
+}

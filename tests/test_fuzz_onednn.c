@@ -421,3 +421,26 @@ Test(onednn, a_faulting_jit_kernel_is_a_crash_finding_and_the_campaign_goes_on)
     run_free(&r);
     json_decref(pJ);
 }
+
+/* --list-ops is what the target says it runs: the ops it supports, in the dtypes it runs
+ * here (bfloat16 only where the CPU has it); scripts/onednn-campaigns.py reads it. */
+Test(onednn, list_ops_is_what_the_target_runs)
+{
+    parity_target *pT = open_onednn();
+    const parity_layout_info *aInfo;
+    char zWant[8192] = "";
+    size_t n, i, len = 0;
+    run_result r;
+    const char *zDtypes = parity_target_runs_dtype(pT, PARITY_DT_BF16) ? " float32,bfloat16\n"
+                                                                        : " float32\n";
+    aInfo = parity_layout_all(&n);
+    for (i = 0; i < n; i++)
+        if (pT->xSupports(pT, aInfo[i].zOp))
+            len += (size_t)snprintf(zWant + len, sizeof zWant - len, "%s%s", aInfo[i].zOp, zDtypes);
+    parity_target_close(pT);
+    cr_assert_gt(len, 0);
+    run_parityfuzz(&r, "--list-ops", "--target", "onednn", NULL);
+    cr_assert_eq(r.code, 0, "%s", r.zErr);
+    cr_assert_str_eq(r.zOut, zWant);
+    run_free(&r);
+}

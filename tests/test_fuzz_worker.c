@@ -1,9 +1,15 @@
 /*
  * test_fuzz_worker.c - the cmd: target: a worker that runs fine, diverges, crashes, hangs,
- * errors, breaks the protocol or never starts (tests/fixtures/fake_worker.py), and the
- * example PyTorch worker (fuzz/workers/torch_worker.py) where python3-torch is installed;
- * and the isolation of in-process targets (isolate.c) with a fake target that
- * faults, exits, errors or answers.
+ * errors, breaks the protocol or never starts (tests/fixtures/fake_worker.py), the
+ * protocol's version-2 handshake (the offer, what the worker answers, malformed
+ * capabilities) and version-1 workers, and the example PyTorch worker
+ * (fuzz/workers/torch_worker.py) where python3-torch is installed; and the isolation of
+ * in-process targets (isolate.c) with a fake target that faults, exits, errors or answers.
+ *
+ * The tests that do not name a protocol run the fake worker in the one its environment
+ * says (FAKE_WORKER_PROTOCOL; version 2 when unset): ctest runs this file twice, the second
+ * time with FAKE_WORKER_PROTOCOL=1, so every failure-handling test also passes against a
+ * version-1 worker.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -148,7 +154,7 @@ static parity_run_status run_isolated(parity_target *pIso, parity_case *pC, doub
 
 Test(fuzz_worker, an_isolated_in_process_target_turns_faults_into_crashes)
 {
-    parity_target fake = { "fake", fake_run, fake_supports, fake_close, NULL, 0, 0 };
+    parity_target fake = { "fake", fake_run, fake_supports, fake_close, NULL, 0, 0, NULL };
     parity_case_spec s;
     parity_case c;
     char zErr[PARITY_ERR_LEN];
@@ -246,6 +252,182 @@ Test(fuzz_worker, a_worker_that_never_starts_is_trouble)
     run_free(&r);
 }
 
+/* ---- the handshake: version 2's offer and answer, version 1 -------------------------- */
+
+/* "cmd:env FAKE_WORKER_PROTOCOL=<n> <zEnv> python3 fake_worker.py" */
+static const char *fake_target_env(int protocol, const char *zEnv, char *zBuf, size_t nBuf)
+{
+    snprintf(zBuf, nBuf, "cmd:env FAKE_WORKER_PROTOCOL=%d %s %s %s/fixtures/fake_worker.py",
+             protocol, zEnv, SYSTEM_PYTHON, TEST_SOURCE_DIR);
+    return zBuf;
+}
+
+/* The lines of the worker's log (FAKE_WORKER_LOG) that start with zPrefix. */
+static int log_lines(const char *zLog, const char *zPrefix, char *zFirst, size_t nFirst)
+{
+    size_t nBytes;
+    char *z = (char *)read_bytes(zLog, &nBytes), *zLine, *zSave = NULL;
+    int n = 0;
+    for (zLine = strtok_r(z, "\n", &zSave); zLine; zLine = strtok_r(NULL, "\n", &zSave)) {
+        if (strncmp(zLine, zPrefix, strlen(zPrefix)) != 0) continue;
+        if (n++ == 0 && zFirst) snprintf(zFirst, nFirst, "%s", zLine);
+    }
+    free(z);
+    return n;
+}
+
+/* 1 when the comma-separated value of key zKey in zLine names z. */
+static int line_lists(const char *zLine, const char *zKey, const char *z)
+{
+    char zNeedle[128];
+    const char *zList = strstr(zLine, zKey);
+    size_t nList;
+    if (!zList) return 0;
+    zList += strlen(zKey);
+    nList = strcspn(zList, " ");
+    snprintf(zNeedle, sizeof zNeedle, ",%s,", z);
+    {
+        char zPadded[4200];
+        snprintf(zPadded, sizeof zPadded, ",%.*s,", (int)nList, zList);
+        return strstr(zPadded, zNeedle) != NULL;
+    }
+}
+
+Test(fuzz_worker, the_v2_offer_is_the_registry_and_only_what_the_worker_answers_is_sent)
+{
+    char zTarget[8192], zEnv[4200], zOffer[4096], zJson[4200];
+    const parity_layout_info *aInfo;
+    size_t n, i;
+    run_result r;
+    json_t *pDoc, *pOps;
+    const char *zLog = tmp_path("v2.log");
+
+    snprintf(zEnv, sizeof zEnv, "FAKE_WORKER_LOG=%s", zLog);
+    snprintf(zJson, sizeof zJson, "%s", tmp_path("v2.json"));
+    /* no --ops: every op the target runs, which is what the worker answered */
+    run_parityfuzz(&r, "--target", fake_target_env(2, zEnv, zTarget, sizeof zTarget),
+                   "--max-execs", "30", "--json", zJson, NULL);
+    cr_assert_eq(r.code, 0, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    cr_assert(strstr(r.zErr, " matmul (fake worker: relu only)"), "%s", r.zErr);
+    /* the worker got one offer: every registry op with a layout, every drawable dtype */
+    cr_assert_eq(log_lines(zLog, "OFFER ", zOffer, sizeof zOffer), 1);
+    aInfo = parity_layout_all(&n);
+    cr_assert_gt(n, 30);
+    for (i = 0; i < n; i++)
+        cr_assert(line_lists(zOffer, "ops=", aInfo[i].zOp), "%s not offered: %s", aInfo[i].zOp, zOffer);
+    cr_assert(!line_lists(zOffer, "ops=", "frobnicate"));
+    for (i = 0; i < PARITY_DT_COUNT; i++)
+        cr_assert_eq(line_lists(zOffer, "dtypes=", parity_dtype_name((parity_dtype)i)),
+                     parity_spec_dtype_drawable((parity_dtype)i), "%s: %s",
+                     parity_dtype_name((parity_dtype)i), zOffer);
+    /* what it did not answer is never sent */
+    cr_assert_eq(log_lines(zLog, "RUN ", NULL, 0), log_lines(zLog, "RUN relu ", NULL, 0));
+    cr_assert_gt(log_lines(zLog, "RUN relu ", NULL, 0), 0);
+    pDoc = load_json_file(zJson);
+    pOps = json_object_get(pDoc, "cases_per_op");
+    cr_assert_eq(json_object_size(pOps), 1);
+    cr_assert_eq(json_integer_value(json_object_get(pOps, "relu")), 30);
+    json_decref(pDoc);
+    run_free(&r);
+    /* and cannot be asked for */
+    run_parityfuzz(&r, "--target", fake_target_env(2, "", zTarget, sizeof zTarget), "--ops",
+                   "relu,matmul", "--max-execs", "3", NULL);
+    cr_assert_eq(r.code, 2);
+    cr_assert(strstr(r.zErr, "does not run 'matmul'"), "%s", r.zErr);
+    run_free(&r);
+}
+
+Test(fuzz_worker, a_v2_worker_answers_its_dtypes_and_list_ops_says_them)
+{
+    char zTarget[4096], zJson[4200];
+    run_result r;
+    json_t *pDoc;
+    run_parityfuzz(&r, "--list-ops", "--target",
+                   fake_target_env(2, "FAKE_WORKER_CAPS=dtypes=float32,float128", zTarget,
+                                   sizeof zTarget), NULL);
+    cr_assert_eq(r.code, 0, "exit %d\n%s", r.code, r.zErr);
+    cr_assert_str_eq(r.zOut, "relu float32\n");
+    run_free(&r);
+    /* the campaign draws float32 only, so the worker skips no case */
+    snprintf(zJson, sizeof zJson, "%s", tmp_path("dtypes.json"));
+    run_parityfuzz(&r, "--target", zTarget, "--max-execs", "20", "--json", zJson, NULL);
+    cr_assert_eq(r.code, 0, "exit %d\n%s", r.code, r.zErr);
+    pDoc = load_json_file(zJson);
+    cr_assert_eq(json_integer_value(json_object_get(pDoc, "skipped")), 0);
+    cr_assert_eq(json_integer_value(json_object_get(pDoc, "execs")), 20);
+    json_decref(pDoc);
+    run_free(&r);
+}
+
+Test(fuzz_worker, a_version_1_worker_gets_no_offer_and_still_works)
+{
+    char zTarget[8192], zEnv[4200], zJson[4200];
+    const char *zLog = tmp_path("v1.log");
+    run_result r;
+    json_t *pDoc;
+    snprintf(zEnv, sizeof zEnv, "FAKE_WORKER_LOG=%s", zLog);
+    snprintf(zJson, sizeof zJson, "%s", tmp_path("v1.json"));
+    run_parityfuzz(&r, "--target", fake_target_env(1, zEnv, zTarget, sizeof zTarget), "--ops",
+                   "relu", "--max-execs", "25", "--json", zJson, NULL);
+    cr_assert_eq(r.code, 0, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    cr_assert(strstr(r.zErr, "worker fake-ok skips 1 op: matmul (fake worker: relu only)"), "%s",
+              r.zErr);
+    pDoc = load_json_file(zJson);
+    cr_assert_eq(json_integer_value(json_object_get(pDoc, "execs")), 25);
+    cr_assert(json_array_size(json_object_get(pDoc, "findings")) == 0,
+              "an offer sent to a version-1 worker would have made its answers ERRORs");
+    json_decref(pDoc);
+    cr_assert_eq(log_lines(zLog, "OFFER", NULL, 0), 0);
+    cr_assert_gt(log_lines(zLog, "RUN relu ", NULL, 0), 0);
+    run_free(&r);
+    /* what it SKIPs is not run, what it does not is (version 1 has no answer) */
+    run_parityfuzz(&r, "--list-ops", "--target", zTarget, NULL);
+    cr_assert_eq(r.code, 0);
+    cr_assert(strstr(r.zOut, "relu float64,float32,float16,bfloat16\n") == r.zOut, "%s", r.zOut);
+    cr_assert(strstr(r.zOut, "\nmatmul ") == NULL, "%s", r.zOut);
+    cr_assert(strstr(r.zOut, "\nsoftmax "), "%s", r.zOut);
+    run_free(&r);
+}
+
+Test(fuzz_worker, an_answered_op_that_was_not_offered_is_ignored)
+{
+    char zTarget[4096];
+    run_result r;
+    run_parityfuzz(&r, "--list-ops", "--target",
+                   fake_target_env(2, "FAKE_WORKER_CAPS=ops=relu,frobnicate,future_op", zTarget,
+                                   sizeof zTarget), NULL);
+    cr_assert_eq(r.code, 0, "exit %d\n%s", r.code, r.zErr);
+    cr_assert_str_eq(r.zOut, "relu float64,float32,float16,bfloat16\n");
+    cr_assert(strstr(r.zErr, "frobnicate") == NULL, "%s", r.zErr);
+    run_free(&r);
+    run_parityfuzz(&r, "--target", zTarget, "--max-execs", "10", NULL);
+    cr_assert_eq(r.code, 0, "exit %d\n%s", r.code, r.zErr);
+    run_free(&r);
+}
+
+Test(fuzz_worker, malformed_capability_lines_are_one_clear_error)
+{
+    static const struct { const char *zMode, *zWant; } aCase[] = {
+        { "badhello", "malformed HELLO line: 'HELLO two'" },
+        { "badcaps", "malformed capability 'float32' (want key=value)" },
+        { "emptyitem", "empty item in 'ops'" },
+        { "refuse", "worker refused the offer: this worker refuses every offer" },
+    };
+    size_t i;
+    for (i = 0; i < sizeof aCase / sizeof aCase[0]; i++) {
+        char zTarget[4096], zEnv[128];
+        run_result r;
+        snprintf(zEnv, sizeof zEnv, "FAKE_WORKER_MODE=%s", aCase[i].zMode);
+        run_parityfuzz(&r, "--target", fake_target_env(2, zEnv, zTarget, sizeof zTarget),
+                       "--max-execs", "5", NULL);
+        cr_assert_eq(r.code, 2, "%s: exit %d\n%s", aCase[i].zMode, r.code, r.zErr);
+        cr_assert(strstr(r.zErr, aCase[i].zWant), "%s: %s", aCase[i].zMode, r.zErr);
+        cr_assert_eq(count_lines(r.zErr, 0, NULL, 0), 1, "%s: %s", aCase[i].zMode, r.zErr);
+        cr_assert_lt(r.seconds, 30.0, "%s: %.1f s", aCase[i].zMode, r.seconds);
+        run_free(&r);
+    }
+}
+
 /* ---- the PyTorch worker ------------------------------------------------------------------ */
 
 static int have_torch(void)
@@ -264,6 +446,8 @@ Test(fuzz_worker, torch_worker_runs_a_campaign)
     char zTarget[4096], zJson[4096];
     run_result r;
     json_t *pDoc, *pOps;
+    if (getenv("FAKE_WORKER_PROTOCOL") && strcmp(getenv("FAKE_WORKER_PROTOCOL"), "1") == 0)
+        cr_skip_test("the version-1 run is the fake worker's (the PyTorch worker speaks 2)");
     if (!have_torch()) {
         cr_log_warn("python3-torch is not installed: the PyTorch worker is not exercised");
         cr_skip_test("no torch");

@@ -31,9 +31,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "formats/capture.h"
+#include "formats/process.h"
 #include "support.h"
 
 #define SWEEP_DEFAULT_N 1000
@@ -359,7 +359,7 @@ static void judge_run(run_result *pR, sweep_run *pRec)
 
 /* When libhdf5 corrupts the heap, glibc aborts the worker with a message of its own
  * ("double free or corruption (out)"), and under ASan the same files give a report inside
- * libhdf5. diff/isolate.c collects the worker's stderr through a pipe (with
+ * libhdf5. paritydiff collects the worker's stderr through a pipe (formats/process.c, with
  * LIBC_FATAL_STDERR_=1 so glibc writes there, not to /dev/tty) and drops it when the worker
  * dies, so such runs must still end with exactly one line. Set this to 1 to tolerate the
  * foreign text again (counted and listed in the summary, not failed) when investigating. */
@@ -443,6 +443,20 @@ static void sweep_worker(const sweep_plan *pPlan, unsigned iWorker)
     free(pBuf);
 }
 
+typedef struct {
+    const sweep_plan *pPlan;
+    unsigned iWorker;
+} sweep_worker_arg;
+
+/* A worker process (the supervisor, formats/process.h, runs it). */
+static int sweep_worker_main(void *pArg, const parity_process_child *pSelf)
+{
+    const sweep_worker_arg *pA = pArg;
+    (void)pSelf;
+    sweep_worker(pA->pPlan, pA->iWorker);
+    return 0;
+}
+
 /* Keeps a variant that broke the contract, for reproduction. */
 static void keep_failure(const sweep_plan *pPlan, unsigned v)
 {
@@ -516,21 +530,23 @@ Test(sweep, corrupted_captures, .timeout = 1800)
     child_env();   /* build it before forking */
 
     {
-        pid_t aPid[64];
-        fflush(NULL);
+        parity_process aProc[64];
+        sweep_worker_arg aArg[64];
+        char zWhy[256];
         for (w = 0; w < nWorker; w++) {
-            aPid[w] = fork();
-            cr_assert(aPid[w] >= 0, "fork: %s", strerror(errno));
-            if (aPid[w] == 0) {
-                sweep_worker(&plan, w);
-                _exit(0);
-            }
+            parity_process_options opt;
+            memset(&opt, 0, sizeof opt);
+            aArg[w].pPlan = &plan;
+            aArg[w].iWorker = w;
+            opt.xMain = sweep_worker_main;
+            opt.pArg = &aArg[w];
+            cr_assert_eq(parity_process_start(&aProc[w], &opt, zWhy, sizeof zWhy), 0, "%s", zWhy);
         }
         for (w = 0; w < nWorker; w++) {
-            int status;
-            while (waitpid(aPid[w], &status, 0) < 0 && errno == EINTR) {}
-            cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "worker %u died (status %#x)", w,
-                      (unsigned)status);
+            parity_process_wait(&aProc[w], 0, 0);
+            cr_expect(aProc[w].end == PARITY_PROCESS_EXITED && aProc[w].code == 0,
+                      "worker %u died (exit %d, signal %d)", w, aProc[w].code, aProc[w].sig);
+            parity_process_close(&aProc[w]);
         }
     }
 

@@ -3,12 +3,11 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
+#include "formats/process.h"
 #include "fuzz/findings/findings.h"
 
 const char *parity_replay_outcome_name(parity_replay_outcome o)
@@ -25,55 +24,57 @@ const char *parity_replay_outcome_name(parity_replay_outcome o)
 
 #define PROBE_SECONDS 60
 
+/* The probe child: reads the file, and sends the reader's message when it fails. */
+static int probe_child(void *pArg, const parity_process_child *pSelf)
+{
+    parity_case c;
+    char zWhy[PARITY_ERR_LEN] = "";
+    if (parity_case_read(pArg, &c, zWhy, sizeof zWhy) != 0) {
+        parity_process_send(pSelf, zWhy, strlen(zWhy));   /* the parent says what it can */
+        return 2;
+    }
+    return 0;
+}
+
 /* Reads zFile once in a child first: libhdf5 itself can crash or hang on a corrupt file,
  * and a repro folder may hold anything. Returns 0 when the child read it cleanly (the
  * caller then reads it for real), else -1 with zErr: the reader's own message, or what
  * became of the child. */
 static int probe_read(const char *zFile, char *zErr, size_t nErr)
 {
-    int aPipe[2], status;
-    ssize_t n;
-    pid_t pid;
-    if (pipe(aPipe) != 0) {
-        snprintf(zErr, nErr, "pipe: %s", strerror(errno));
-        return -1;
+    parity_process proc;
+    parity_process_options opt;
+    size_t n = 0;
+    double deadline;
+    int rc = -1;
+
+    memset(&opt, 0, sizeof opt);
+    opt.xMain = probe_child;
+    opt.pArg = (void *)zFile;
+    opt.out = PARITY_PROCESS_PIPE;
+    if (parity_process_start(&proc, &opt, zErr, nErr) != 0) return -1;
+    /* the message, up to nErr - 1 bytes, until the child closes the channel */
+    deadline = parity_process_now() + PROBE_SECONDS;
+    while (n + 1 < nErr && parity_process_read(&proc, zErr + n, 1, deadline) == PARITY_PROCESS_OK)
+        n++;
+    zErr[n] = '\0';
+    switch (parity_process_wait(&proc, 0, PROBE_SECONDS)) {
+    case PARITY_PROCESS_EXITED:
+        if (proc.code == 0) rc = 0;
+        else if (!zErr[0]) snprintf(zErr, nErr, "%.300s: cannot be read", zFile);
+        break;
+    case PARITY_PROCESS_TIMED_OUT:
+    case PARITY_PROCESS_STALLED:
+        snprintf(zErr, nErr, "%.300s: reading it took over %d s (a corrupt file?)", zFile,
+                 PROBE_SECONDS);
+        break;
+    default:
+        snprintf(zErr, nErr, "%.300s: reading it crashed libhdf5 (signal %d): a corrupt file",
+                 zFile, proc.sig);
+        break;
     }
-    fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-        close(aPipe[0]);
-        close(aPipe[1]);
-        snprintf(zErr, nErr, "fork: %s", strerror(errno));
-        return -1;
-    }
-    if (pid == 0) {
-        parity_case c;
-        char zWhy[PARITY_ERR_LEN] = "";
-        close(aPipe[0]);
-        alarm(PROBE_SECONDS);
-        if (parity_case_read(zFile, &c, zWhy, sizeof zWhy) != 0) {
-            if (write(aPipe[1], zWhy, strlen(zWhy)) < 0) { /* the parent says what it can */ }
-            _exit(2);
-        }
-        _exit(0);
-    }
-    close(aPipe[1]);
-    n = read(aPipe[0], zErr, nErr - 1);
-    zErr[n > 0 ? n : 0] = '\0';
-    close(aPipe[0]);
-    if (waitpid(pid, &status, 0) != pid) {
-        snprintf(zErr, nErr, "%.300s: lost the reading process", zFile);
-        return -1;
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-    if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
-        snprintf(zErr, nErr, "%.300s: reading it took over %d s (a corrupt file?)", zFile, PROBE_SECONDS);
-    else if (WIFSIGNALED(status))
-        snprintf(zErr, nErr, "%.300s: reading it crashed libhdf5 (signal %d): a corrupt file", zFile,
-                 WTERMSIG(status));
-    else if (!zErr[0])
-        snprintf(zErr, nErr, "%.300s: cannot be read", zFile);
-    return -1;
+    parity_process_close(&proc);
+    return rc;
 }
 
 /* The ISA a repro's signature file records ("compiled by: ..., isa X, ..."), into zIsa;

@@ -18,5 +18,6 @@ parity_target *harness_open_target(void)
     }
     pT = parity_target_open(zTarget, 0, 30.0, zErr, sizeof zErr);
     if (!pT) fprintf(stderr, "fuzz_cmd: %s\n", zErr);
+    else if (pT->zNotice) fprintf(stderr, "fuzz_cmd: %s\n", pT->zNotice);
     return pT;
 }

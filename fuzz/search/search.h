@@ -25,19 +25,9 @@
 #define PARITY_FUZZ_SEARCH_H
 
 #include <signal.h>
+#include "fuzz/search/result.h"      /* the finding classes, the campaign's result */
 #include "fuzz/targets/targets.h"
 #include "tolerance/judge.h"
-
-typedef enum {
-    PARITY_FINDING_NONE,
-    PARITY_FINDING_DIVERGES,
-    PARITY_FINDING_ERROR,
-    PARITY_FINDING_CRASH,
-    PARITY_FINDING_HANG,
-    PARITY_FINDING_SKIPPED    /* not a finding: eager could not run it, or unsupported */
-} parity_finding_class;
-
-const char *parity_finding_class_name(parity_finding_class cls);
 
 typedef struct {
     parity_finding_class cls;
@@ -117,38 +107,20 @@ typedef struct {
     uint64_t maxExecs;            /* 0: none */
     const char *zOutDir;          /* repros go here; NULL: findings are not stored */
     parity_strategy strategy;
-    int progress;                 /* status line on stderr every second */
     int jobs;                     /* processes; 1 runs in this one */
     int stopAfterFirst;           /* stop at the first stored finding (the benchmark) */
     int minimize;                 /* 0: store findings as found */
+    /* What the campaign has to say, for the caller to show (the campaign prints nothing).
+     * xMessage (NULL: dropped): one line at a time, without the program's name ("job 0:
+     * the target's process died of signal 4 (Illegal instruction); ..."). xStatus (NULL:
+     * none): the counts so far about every second, and once more at the end (final 1);
+     * pSoFar is valid during the call only. Both run in the calling process, whatever the
+     * jobs. */
+    void (*xMessage)(void *pCtx, const char *zLine);
+    void (*xStatus)(void *pCtx, const parity_campaign_result *pSoFar, double elapsed,
+                    int final);
+    void *pCtx;
 } parity_campaign_options;
-
-typedef struct {
-    char *zSignature;
-    char *zOp;
-    char *zClass;
-    char *zRepro;                 /* folder, or NULL when not stored */
-    char *zDetail;
-    double tFound;                /* seconds into the campaign */
-    int minimal;                  /* minimization finished: every dim 1-minimal */
-} parity_finding;
-
-typedef struct {
-    uint64_t nExecs;              /* cases run through the oracle by the search */
-    uint64_t nMinimizeExecs;      /* cases run by the minimizer */
-    uint64_t nSkipped;            /* cases the target could not run on the eager side */
-    uint64_t nBitIdentical;       /* compiled equal to eager bit for bit */
-    uint64_t nRawFindings;        /* findings before deduplication */
-    double elapsed;
-    double firstFinding;          /* seconds to the first finding; -1: none */
-    parity_finding *aFinding;     /* unique signatures, in order of discovery */
-    size_t nFinding;
-    char **azOp;                  /* ops fuzzed, and cases run per op */
-    uint64_t *anOpExecs;
-    size_t nOp;
-    int trouble;                  /* a target or storage error cut the campaign short */
-    char zTrouble[PARITY_ERR_LEN + 128];
-} parity_campaign_result;
 
 /* Set (by a SIGINT handler, say) to end a running campaign early; it still reports. */
 extern volatile sig_atomic_t parity_campaign_interrupted;

@@ -8,21 +8,16 @@
  * case (it would also lose every JIT-compiled primitive with the child); campaign.c runs
  * its jobs under a supervisor instead and hands the case in flight to this wrapper.
  *
- * The child writes its status, message and output to a pipe and _exits; the parent reads
- * everything before it waits, so outputs of any size pass, and kills a child that has not
- * answered within the case timeout (a hang). The eager side (parity's own kernels) runs in
- * this process.
+ * The child sends its status, message and output through the supervisor's channel
+ * (formats/process.h) and exits; the parent reads everything before it reaps, so outputs of
+ * any size pass, and kills a child that has not answered within the case timeout (a
+ * hang). The eager side (parity's own kernels) runs in this process.
  */
-#include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+#include "formats/process.h"
 #include "fuzz/targets/targets.h"
 
 typedef struct {
@@ -38,64 +33,42 @@ typedef struct {
     uint64_t nOut;            /* doubles that follow the message (status OK only) */
 } isolate_header;
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *z = p;
-    while (n > 0) {
-        ssize_t k = write(fd, z, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        z += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
+typedef struct {
+    parity_target *pInner;
+    const parity_case *pCase;
+    double *aOut;
+} isolate_work;
 
-static double now_s(void)
+/* The child: runs the compiled side and sends header, message and output. */
+static int run_child(void *pArg, const parity_process_child *pSelf)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Reads exactly n bytes before deadline (CLOCK_MONOTONIC seconds, 0: none); -1 on end of
- * file or error (the child died mid-write), -2 when the deadline passed. */
-static int read_all(int fd, void *p, size_t n, double deadline)
-{
-    char *z = p;
-    while (n > 0) {
-        ssize_t k;
-        if (deadline > 0) {
-            struct pollfd pfd = { fd, POLLIN, 0 };
-            double left = deadline - now_s();
-            int rc;
-            if (left <= 0) return -2;
-            rc = poll(&pfd, 1, (int)(left * 1000) + 1);
-            if (rc < 0 && errno == EINTR) continue;
-            if (rc == 0) continue;                /* the loop sees the deadline */
-            if (rc < 0) return -1;
-        }
-        k = read(fd, z, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        z += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
-static void run_child(parity_target *pInner, const parity_case *pCase, double *aOut, int fd)
-{
+    const isolate_work *pWork = pArg;
     char zMsg[PARITY_ERR_LEN] = "";
     isolate_header h;
-    h.status = (int32_t)pInner->xRun(pInner, PARITY_SIDE_COMPILED, pCase, aOut, zMsg,
-                                     sizeof zMsg);
+    h.status = (int32_t)pWork->pInner->xRun(pWork->pInner, PARITY_SIDE_COMPILED, pWork->pCase,
+                                            pWork->aOut, zMsg, sizeof zMsg);
     h.nMsg = (uint32_t)strlen(zMsg);
-    h.nOut = h.status == PARITY_RUN_OK ? pCase->nOut : 0;
-    if (write_all(fd, &h, sizeof h) != 0 || write_all(fd, zMsg, h.nMsg) != 0 ||
-        write_all(fd, aOut, h.nOut * sizeof *aOut) != 0)
-        _exit(3);
-    _exit(0);
+    h.nOut = h.status == PARITY_RUN_OK ? pWork->pCase->nOut : 0;
+    if (parity_process_send(pSelf, &h, sizeof h) != 0 ||
+        parity_process_send(pSelf, zMsg, h.nMsg) != 0 ||
+        parity_process_send(pSelf, pWork->aOut, h.nOut * sizeof *pWork->aOut) != 0)
+        return 3;
+    return 0;
+}
+
+/* Reads the child's answer before deadline: OK, EOF (it died or sent nonsense) or TIMEOUT. */
+static int read_answer(parity_process *pProc, const parity_case *pCase, isolate_header *pH,
+                       char *zMsg, size_t nMsg, double *aOut, double deadline)
+{
+    int got = parity_process_read(pProc, pH, sizeof *pH, deadline);
+    if (got == PARITY_PROCESS_OK &&
+        (pH->nMsg >= nMsg || (pH->status == PARITY_RUN_OK && pH->nOut != pCase->nOut)))
+        got = PARITY_PROCESS_EOF;
+    if (got == PARITY_PROCESS_OK) got = parity_process_read(pProc, zMsg, pH->nMsg, deadline);
+    if (got == PARITY_PROCESS_OK)
+        got = parity_process_read(pProc, aOut, pH->nOut * sizeof *aOut, deadline);
+    if (got == PARITY_PROCESS_OK) zMsg[pH->nMsg] = '\0';
+    return got;
 }
 
 static parity_run_status isolate_run(parity_target *pT, parity_side side,
@@ -103,57 +76,48 @@ static parity_run_status isolate_run(parity_target *pT, parity_side side,
                                      size_t nErr)
 {
     isolate_target *p = (isolate_target *)pT;
+    isolate_work work;
     isolate_header h;
-    int aPipe[2], status = 0, got;
-    pid_t pid;
-    char zMsg[PARITY_ERR_LEN];
-    double deadline;
+    parity_process proc;
+    parity_process_options opt;
+    parity_run_status st;
+    char zMsg[PARITY_ERR_LEN], zWhy[PARITY_ERR_LEN];
+    int got;
 
     if (side == PARITY_SIDE_EAGER) return p->pInner->xRun(p->pInner, side, pCase, aOut, zErr, nErr);
-    if (pipe(aPipe) != 0) {
-        snprintf(zErr, nErr, "isolated run: pipe: %s", strerror(errno));
+    work.pInner = p->pInner;
+    work.pCase = pCase;
+    work.aOut = aOut;
+    memset(&opt, 0, sizeof opt);
+    opt.xMain = run_child;
+    opt.pArg = &work;
+    opt.out = PARITY_PROCESS_PIPE;
+    if (parity_process_start(&proc, &opt, zWhy, sizeof zWhy) != 0) {
+        snprintf(zErr, nErr, "isolated run: %s", zWhy);
         return PARITY_RUN_ERROR;
     }
-    fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-        snprintf(zErr, nErr, "isolated run: fork: %s", strerror(errno));
-        close(aPipe[0]);
-        close(aPipe[1]);
-        return PARITY_RUN_ERROR;
-    }
-    if (pid == 0) {
-        close(aPipe[0]);
-        run_child(p->pInner, pCase, aOut, aPipe[1]);
-    }
-    close(aPipe[1]);
-    deadline = p->timeout > 0 ? now_s() + p->timeout : 0;
-    got = read_all(aPipe[0], &h, sizeof h, deadline);
-    if (got == 0 && (h.nMsg >= sizeof zMsg || (h.status == PARITY_RUN_OK && h.nOut != pCase->nOut)))
-        got = -1;
-    if (got == 0) got = read_all(aPipe[0], zMsg, h.nMsg, deadline);
-    if (got == 0) got = read_all(aPipe[0], aOut, h.nOut * sizeof *aOut, deadline);
-    close(aPipe[0]);
-    if (got == -2) {
-        kill(pid, SIGKILL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    got = read_answer(&proc, pCase, &h, zMsg, sizeof zMsg, aOut,
+                      p->timeout > 0 ? parity_process_now() + p->timeout : 0);
+    if (got == PARITY_PROCESS_TIMEOUT) {
+        parity_process_close(&proc);
         snprintf(zErr, nErr, "the compiled side did not finish within %g s: killed", p->timeout);
         return PARITY_RUN_HANG;
     }
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    if (WIFSIGNALED(status)) {
-        int sig = WTERMSIG(status);
-        snprintf(zErr, nErr, "the compiled side died of signal %d (%s)", sig, strsignal(sig));
-        return PARITY_RUN_CRASH;
-    }
-    if (got != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    parity_process_wait(&proc, 0, 0);
+    if (proc.end == PARITY_PROCESS_SIGNALED) {
+        snprintf(zErr, nErr, "the compiled side died of signal %d (%s)", proc.sig,
+                 strsignal(proc.sig));
+        st = PARITY_RUN_CRASH;
+    } else if (got != PARITY_PROCESS_OK || proc.code != 0) {
         snprintf(zErr, nErr, "the compiled side's process ended without a result (exit %d)",
-                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-        return PARITY_RUN_CRASH;
+                 proc.code);
+        st = PARITY_RUN_CRASH;
+    } else {
+        if (nErr) snprintf(zErr, nErr, "%s", zMsg);
+        st = (parity_run_status)h.status;
     }
-    zMsg[h.nMsg] = '\0';
-    if (nErr) snprintf(zErr, nErr, "%s", zMsg);
-    return (parity_run_status)h.status;
+    parity_process_close(&proc);
+    return st;
 }
 
 static int isolate_supports(parity_target *pT, const char *zOp)

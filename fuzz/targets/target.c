@@ -7,18 +7,6 @@
 #include "fuzz/targets/targets.h"
 #include "formats/alloc.h"
 
-const char *parity_run_status_name(parity_run_status st)
-{
-    switch (st) {
-    case PARITY_RUN_OK: return "ok";
-    case PARITY_RUN_SKIP: return "skip";
-    case PARITY_RUN_ERROR: return "error";
-    case PARITY_RUN_CRASH: return "crash";
-    case PARITY_RUN_HANG: return "hang";
-    }
-    return "unknown";
-}
-
 static parity_run_status builtin_run(parity_target *pT, parity_side side,
                                      const parity_case *pCase, double *aOut, char *zErr,
                                      size_t nErr)

@@ -31,8 +31,6 @@ typedef enum {
     PARITY_RUN_HANG       /* the worker exceeded its time and was killed */
 } parity_run_status;
 
-const char *parity_run_status_name(parity_run_status st);
-
 typedef struct parity_target parity_target;
 struct parity_target {
     const char *zName;        /* "builtin", "cmd:..." */
@@ -46,6 +44,9 @@ struct parity_target {
     int (*xIdentity)(parity_target *pT, const parity_case *pCase, parity_case_identity *pId);
     uint32_t defects;         /* builtin: the defect bits switched on */
     uint32_t dtypes;          /* bit (1 << dtype) per case dtype it runs; 0: every dtype */
+    /* A line the target has to say once it is open (a worker's skip list), or NULL; no
+     * target prints, so whoever opened it passes this on. */
+    const char *zNotice;
 };
 
 /* Opens a target by name ("builtin" or "cmd:COMMAND"); defects only for builtin.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""torch_worker.py - the example external worker for parityfuzz (protocol version 1).
+"""torch_worker.py - the example external worker for parityfuzz (protocol version 2).
 
 It runs each fuzz case twice, on CPU: the *eager* side with plain PyTorch, the *compiled*
 side through a compiler, so that parityfuzz can judge the two outputs against each other
@@ -21,11 +21,17 @@ Modes (what the compiled side runs; the default is compile where torch >= 2, els
 Compiled modules are cached per (op, parameters, input dtypes, input ranks).
 
 Protocol (one line each, on stdin / stdout; logs go to stderr):
-    worker -> parityfuzz   SKIP <op> <reason>   for each registry op this torch cannot run
-    worker -> parityfuzz   READY 1 torch-<version>-<mode>
+    worker -> parityfuzz   HELLO 2
+    parityfuzz -> worker   OFFER ops=<op,...> dtypes=<dtype,...>
+    worker -> parityfuzz   SKIP <op> <reason>   for each offered op it does not run
+    worker -> parityfuzz   READY 2 torch-<version>-<mode> ops=<op,...> dtypes=<dtype,...>
     parityfuzz -> worker   RUN <eager|compiled> <case.h5> <out.h5>
     worker -> parityfuzz   OK | ERROR <message> | SKIP <reason>
     parityfuzz -> worker   QUIT (or EOF): exit 0
+The worker knows no list of parityfuzz's ops: it answers the offer from its own map
+(IMPLEMENTATIONS: op -> the module that calls torch), and skips what the map lacks or
+what this torch cannot run (no scaled_dot_product_attention before 2.0, no rms_norm
+before 2.4).
 A kernel that torch lacks for the case's dtype ("not implemented for 'Half'", float8 on an
 old torch) is answered SKIP on the eager side; on the compiled side, once eager has run the
 case, any exception is an ERROR (a finding).
@@ -48,15 +54,7 @@ import tempfile
 import time
 import traceback
 
-PROTOCOL_VERSION = 1
-
-# Every op of the registry (tolerance/ops.c), in its order.
-REGISTRY_OPS = (
-    "relu gelu silu sigmoid tanh exp log sqrt rsqrt reciprocal erf neg abs softplus elu mish "
-    "matmul linear bmm scaled_dot_product_attention conv2d transpose permute reshape cast "
-    "softmax log_softmax logsumexp var cumsum rms_norm layer_norm "
-    "add sub mul div maximum minimum sum mean amax amin"
-).split()
+PROTOCOL_VERSION = 2
 
 # The protocol owns the real stdout; anything else written to fd 1 (a library banner, a
 # stray print in C++ code) goes to stderr instead, so it cannot break the protocol.
@@ -527,16 +525,14 @@ class Cast(nn.Module):
         return x.to(self.to)
 
 
-# ---- from a case to a module -----------------------------------------------------------
+# ---- from a case to a module: the worker's implementation map ---------------------------
+#
+# IMPLEMENTATIONS maps each op this worker runs (by parityfuzz's registry name) to a builder
+# (parameters, inputs) -> nn.Module; parameter names and defaults are the registry's. It is
+# the worker's only op list: the handshake answers parityfuzz's offer from it.
 
-UNARY = ("relu gelu silu sigmoid tanh exp log sqrt rsqrt reciprocal erf neg abs softplus elu "
-         "mish").split()
-BINARY = "add sub mul div maximum minimum".split()
-REDUCE = "sum mean amax amin".split()
-
-
-def unsupported_ops():
-    """{op: reason} for registry ops this torch cannot run."""
+def unavailable_ops():
+    """{op: reason} for ops of the map this torch cannot run."""
     out = {}
     if not hasattr(F, "scaled_dot_product_attention"):
         out["scaled_dot_product_attention"] = \
@@ -579,70 +575,103 @@ def _pair(p, name, default):
     return v * 2 if len(v) == 1 else v
 
 
-def make_module(op, p, inputs):
-    """The op with parameters p (registry names and defaults) as an nn.Module."""
-    x = inputs[0]
-    rank = x.dim()
-    if op in UNARY:
+def _unary(op):
+    def build(p, inputs):
         approximate = str(p.get("approximate", "none")) if op == "gelu" else "none"
         return Unary(op, approximate, _float(p, "beta", 1.0), _float(p, "threshold", 20.0),
                      _float(p, "alpha", 1.0))
-    if op in BINARY:
-        return Binary(op, _float(p, "alpha", 1.0))
-    if op in REDUCE or op == "logsumexp":
+    return build
+
+
+def _binary(op):
+    return lambda p, inputs: Binary(op, _float(p, "alpha", 1.0))
+
+
+def _reduce(op):
+    def build(p, inputs):
+        rank = inputs[0].dim()
         dim = _ints(p, "dim")
         if not dim:                               # absent or empty: every dim
             dim = list(range(rank)) if rank > 0 else []
         if rank == 0:
             dim = [0] if op == "logsumexp" else []
         return Reduce(op, dim, bool(_int(p, "keepdim", 0)))
-    if op == "var":
-        dim = _ints(p, "dim")
-        if not dim:
-            dim = list(range(rank))
-        if "correction" in p:
-            correction = _float(p, "correction", 1.0)
-        else:
-            correction = float(_int(p, "unbiased", 1))
-        if correction != int(correction):
-            raise CaseSkip("var: a non-integer correction (%g)" % correction)
-        return Var(dim, int(correction), bool(_int(p, "keepdim", 0)))
-    if op in ("softmax", "log_softmax", "cumsum"):
-        return Rowwise(op, _int(p, "dim", -1))
-    if op in ("layer_norm", "rms_norm"):
-        shape = _ints(p, "normalized_shape")
-        if shape is None:
-            shape = list(inputs[1].shape) if len(inputs) > 1 else [int(x.shape[-1])]
-        if op == "layer_norm":
-            return LayerNorm(shape, _float(p, "eps", 1e-5))
-        return RmsNorm(shape, _float(p, "eps", None))
-    if op in ("matmul", "bmm"):
-        return Matmul(op)
-    if op == "linear":
-        return Linear()
-    if op == "conv2d":
-        pad = p.get("padding", 0)
-        if isinstance(pad, str):
-            padding, mode = [0, 0], pad
-        else:
-            padding, mode = _pair(p, "padding", 0), ""
-        return Conv2d(_pair(p, "stride", 1), padding, mode, _pair(p, "dilation", 1),
-                      _int(p, "groups", 1))
-    if op == "scaled_dot_product_attention":
-        scale = _float(p, "scale", None)
-        if scale is not None and TORCH_MAJOR == 2 and \
-                int(torch.__version__.split(".")[1]) < 1:
-            raise CaseSkip("scaled_dot_product_attention: 'scale' needs torch 2.1")
-        return Sdpa(bool(_int(p, "is_causal", 0)), scale)
-    if op == "transpose":
-        return Transpose(_int(p, "dim0", 0), _int(p, "dim1", 1))
-    if op == "permute":
-        return Permute(_ints(p, "dims"))
-    if op == "reshape":
-        return Reshape(_ints(p, "shape"))
-    if op == "cast":
-        return Cast(torch_dtype(str(p["to"])))
-    raise CaseSkip("op %s is not implemented by this worker" % op)
+    return build
+
+
+def _var(p, inputs):
+    dim = _ints(p, "dim")
+    if not dim:
+        dim = list(range(inputs[0].dim()))
+    if "correction" in p:
+        correction = _float(p, "correction", 1.0)
+    else:
+        correction = float(_int(p, "unbiased", 1))
+    if correction != int(correction):
+        raise CaseSkip("var: a non-integer correction (%g)" % correction)
+    return Var(dim, int(correction), bool(_int(p, "keepdim", 0)))
+
+
+def _rowwise(op):
+    return lambda p, inputs: Rowwise(op, _int(p, "dim", -1))
+
+
+def _norm_shape(p, inputs):
+    shape = _ints(p, "normalized_shape")
+    if shape is None:
+        shape = list(inputs[1].shape) if len(inputs) > 1 else [int(inputs[0].shape[-1])]
+    return shape
+
+
+def _conv2d(p, inputs):
+    pad = p.get("padding", 0)
+    if isinstance(pad, str):
+        padding, mode = [0, 0], pad
+    else:
+        padding, mode = _pair(p, "padding", 0), ""
+    return Conv2d(_pair(p, "stride", 1), padding, mode, _pair(p, "dilation", 1),
+                  _int(p, "groups", 1))
+
+
+def _sdpa(p, inputs):
+    scale = _float(p, "scale", None)
+    if scale is not None and TORCH_MAJOR == 2 and int(torch.__version__.split(".")[1]) < 1:
+        raise CaseSkip("scaled_dot_product_attention: 'scale' needs torch 2.1")
+    return Sdpa(bool(_int(p, "is_causal", 0)), scale)
+
+
+IMPLEMENTATIONS = {}
+for _op in ("relu gelu silu sigmoid tanh exp log sqrt rsqrt reciprocal erf neg abs softplus "
+            "elu mish").split():
+    IMPLEMENTATIONS[_op] = _unary(_op)
+for _op in "add sub mul div maximum minimum".split():
+    IMPLEMENTATIONS[_op] = _binary(_op)
+for _op in "sum mean amax amin logsumexp".split():
+    IMPLEMENTATIONS[_op] = _reduce(_op)
+for _op in "softmax log_softmax cumsum".split():
+    IMPLEMENTATIONS[_op] = _rowwise(_op)
+IMPLEMENTATIONS.update({
+    "var": _var,
+    "layer_norm": lambda p, inputs: LayerNorm(_norm_shape(p, inputs), _float(p, "eps", 1e-5)),
+    "rms_norm": lambda p, inputs: RmsNorm(_norm_shape(p, inputs), _float(p, "eps", None)),
+    "matmul": lambda p, inputs: Matmul("matmul"),
+    "bmm": lambda p, inputs: Matmul("bmm"),
+    "linear": lambda p, inputs: Linear(),
+    "conv2d": _conv2d,
+    "scaled_dot_product_attention": _sdpa,
+    "transpose": lambda p, inputs: Transpose(_int(p, "dim0", 0), _int(p, "dim1", 1)),
+    "permute": lambda p, inputs: Permute(_ints(p, "dims")),
+    "reshape": lambda p, inputs: Reshape(_ints(p, "shape")),
+    "cast": lambda p, inputs: Cast(torch_dtype(str(p["to"]))),
+})
+
+
+def make_module(op, p, inputs):
+    """The op with parameters p (registry names and defaults) as an nn.Module."""
+    build = IMPLEMENTATIONS.get(op)
+    if build is None:
+        raise CaseSkip("op %s is not implemented by this worker" % op)
+    return build(p, inputs)
 
 
 def params_key(p):
@@ -655,7 +684,7 @@ class Worker:
     def __init__(self, mode):
         self.mode = mode
         self.cache = {}
-        self.skip = unsupported_ops()
+        self.skip = unavailable_ops()
         self.crash_on = set(filter(None, os.environ.get("PARITY_WORKER_CRASH_ON", "").split(",")))
         self.hang_on = set(filter(None, os.environ.get("PARITY_WORKER_HANG_ON", "").split(",")))
         if mode == "compile":
@@ -718,6 +747,35 @@ def one_line(e):
     return msg[:1000] if msg else type(e).__name__
 
 
+def capabilities(line):
+    """The key=value fields of a protocol line, as a dict (keys it does not know stay
+    unused: that is how a later parityfuzz can offer more)."""
+    return dict(w.split("=", 1) for w in line.split()[1:] if "=" in w)
+
+
+def handshake(w, mode, stdin):
+    """HELLO 2, the offer, the answer from IMPLEMENTATIONS. False when no offer came."""
+    say("HELLO %d" % PROTOCOL_VERSION)
+    raw = stdin.readline()
+    line = raw.decode("utf-8", "replace")
+    if not line.startswith("OFFER "):
+        log("expected OFFER, got %r" % line.rstrip("\n"))
+        return False
+    offer = capabilities(line)
+    runs = []
+    for op in filter(None, offer.get("ops", "").split(",")):
+        if op in w.skip:
+            say("SKIP %s %s" % (op, w.skip[op]))
+        elif op not in IMPLEMENTATIONS:
+            say("SKIP %s torch_worker has no mapping for it" % op)
+        else:
+            runs.append(op)
+    dtypes = [d for d in filter(None, offer.get("dtypes", "").split(",")) if d in DTYPES]
+    say("READY %d torch-%s-%s ops=%s dtypes=%s" %
+        (PROTOCOL_VERSION, torch.__version__, mode, ",".join(runs), ",".join(dtypes)))
+    return True
+
+
 def main():
     default_mode = "compile" if TORCH_MAJOR >= 2 else "freeze"
     ap = argparse.ArgumentParser(description="parityfuzz worker: eager PyTorch vs compiled")
@@ -728,12 +786,9 @@ def main():
         log("--mode compile needs torch >= 2 (this is %s)" % torch.__version__)
         return 2
     w = Worker(args.mode)
-    for op in REGISTRY_OPS:
-        if op in w.skip:
-            say("SKIP %s %s" % (op, w.skip[op]))
-    say("READY %d torch-%s-%s" % (PROTOCOL_VERSION, torch.__version__, args.mode))
-
     stdin = sys.stdin.buffer
+    if not handshake(w, args.mode, stdin):
+        return 2
     while True:
         raw = stdin.readline()
         if not raw:

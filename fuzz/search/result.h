@@ -1,0 +1,69 @@
+/*
+ * result.h - what a parityfuzz campaign found and counted, as plain data: the one header a
+ * reader outside fuzz/ needs (reports/report_fuzz.c writes the JSON summary from it and
+ * nothing else). search.h includes it; the campaign (campaign.c) fills it; the finding
+ * classes' names are the oracle's one table (oracle.c).
+ *
+ * The result echoes the options that shaped it (target, strategy, seed, jobs, the names of
+ * the defects switched on), the way paritydiff's result echoes strict and signed zeros, so
+ * that a report needs no campaign options and no defect catalogue.
+ */
+#ifndef PARITY_FUZZ_RESULT_H
+#define PARITY_FUZZ_RESULT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "formats/capture.h"     /* PARITY_ERR_LEN */
+
+typedef enum {
+    PARITY_FINDING_NONE,
+    PARITY_FINDING_DIVERGES,
+    PARITY_FINDING_ERROR,
+    PARITY_FINDING_CRASH,
+    PARITY_FINDING_HANG,
+    PARITY_FINDING_SKIPPED    /* not a finding: eager could not run it, or unsupported */
+} parity_finding_class;
+
+/* "none", "diverges", "error", "crash", "hang", "skipped" (oracle.c). */
+const char *parity_finding_class_name(parity_finding_class cls);
+
+typedef struct {
+    char *zSignature;
+    char *zOp;
+    parity_finding_class cls;
+    char *zRepro;                 /* folder, or NULL when not stored */
+    char *zDetail;
+    double tFound;                /* seconds into the campaign */
+    int minimal;                  /* minimization finished: every dim 1-minimal */
+} parity_finding;
+
+#define PARITY_CAMPAIGN_MAX_DEFECTS 32    /* defects are bits of a uint32_t */
+
+typedef struct {
+    /* echo of the options */
+    const char *zTarget;          /* as given (the options' string) */
+    const char *zStrategy;        /* "guided" or "baseline" */
+    uint64_t seed;
+    int jobs;
+    const char *azDefect[PARITY_CAMPAIGN_MAX_DEFECTS];   /* names switched on (static) */
+    size_t nDefect;
+    /* counts */
+    uint64_t nExecs;              /* cases run through the oracle by the search */
+    uint64_t nMinimizeExecs;      /* cases run by the minimizer */
+    uint64_t nSkipped;            /* cases the target could not run on the eager side */
+    uint64_t nBitIdentical;       /* compiled equal to eager bit for bit */
+    uint64_t nRawFindings;        /* findings before deduplication */
+    double elapsed;
+    double firstFinding;          /* seconds to the first finding; -1: none */
+    parity_finding *aFinding;     /* unique signatures, in order of discovery */
+    size_t nFinding;
+    char **azOp;                  /* ops fuzzed, and cases run per op */
+    uint64_t *anOpExecs;
+    size_t nOp;
+    /* a target or storage error, or out of memory, cut the campaign short; sticky: the
+     * first trouble is the one said */
+    int trouble;
+    char zTrouble[PARITY_ERR_LEN + 128];
+} parity_campaign_result;
+
+#endif
