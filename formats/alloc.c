@@ -12,6 +12,7 @@ static long g_nCount;          /* allocations since the last arming */
 static long g_nFailures;       /* of them, failed on purpose */
 static long g_nFailAt;         /* the allocation that fails (1-based); 0: none */
 static int g_persist;          /* every allocation after it fails too */
+static _Thread_local int g_bFailed;   /* parity_alloc_failed */
 
 /* 1 when this allocation is to fail. */
 static int should_fail(void)
@@ -24,19 +25,36 @@ static int should_fail(void)
     return 1;
 }
 
+/* p, noting a failure (the sticky flag) when it is NULL. */
+static void *noted(void *p)
+{
+    if (!p) g_bFailed = 1;
+    return p;
+}
+
 void *parity_malloc(size_t n)
 {
-    return should_fail() ? NULL : malloc(n);
+    return noted(should_fail() ? NULL : malloc(n));
 }
 
 void *parity_calloc(size_t nMember, size_t nSize)
 {
-    return should_fail() ? NULL : calloc(nMember, nSize);
+    return noted(should_fail() ? NULL : calloc(nMember, nSize));
 }
 
 void *parity_realloc(void *p, size_t n)
 {
-    return should_fail() ? NULL : realloc(p, n);
+    return noted(should_fail() ? NULL : realloc(p, n));
+}
+
+int parity_alloc_failed(void)
+{
+    return g_bFailed;
+}
+
+void parity_alloc_reset_failed(void)
+{
+    g_bFailed = 0;
 }
 
 char *parity_strdup(const char *z)

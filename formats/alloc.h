@@ -20,6 +20,13 @@ void *parity_realloc(void *p, size_t n);
 char *parity_strdup(const char *z);
 void parity_free(void *p);
 
+/* Sticky per thread, like SQLite's mallocFailed: 1 when an allocation this thread asked
+ * for has failed (for real or injected) since parity_alloc_reset_failed. Code that takes
+ * some failures as normal (a fuzz case the registry refuses, a draw that does not fit)
+ * checks it to tell such a refusal from out of memory, which must stop it instead. */
+int parity_alloc_failed(void);
+void parity_alloc_reset_failed(void);
+
 /* Fault injection, for tests: the nth allocation from now fails (n >= 1), and with
  * persist every one after it too; n = 0 fails none. Either way the counts restart. The
  * countdown is process-wide and atomic (the comparison threads allocate too). */

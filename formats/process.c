@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "formats/alloc.h"
 #include "formats/process.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -288,7 +289,7 @@ static void collect(parity_process *p, int i)
             size_t nNew = pT->nAlloc ? pT->nAlloc : 8192;
             char *z;
             while (nNew < pT->n + (size_t)n + 1) nNew *= 2;
-            z = realloc(pT->z, nNew);
+            z = parity_realloc(pT->z, nNew);
             if (z) {
                 pT->z = z;
                 pT->nAlloc = nNew;

@@ -29,6 +29,10 @@ int parity_report_json(const parity_diff_result *pRes, const char *zPath, char *
 /* Writes any JSON document to zPath ("-": stdout) the same atomic way; the fuzz summary
  * (report_fuzz.c) uses it too. Returns 0, or -1 with zErr. */
 int parity_report_json_write(json_t *pDoc, const char *zPath, char *zErr, size_t nErr);
+/* jansson allocates through the library's allocator (formats/alloc.h), so out of memory
+ * in a report is counted, and injected, like any other. Idempotent; every builder here
+ * calls it before its first jansson object. */
+void parity_report_use_allocator(void);
 /* Builds the JSON document (a new reference, or NULL when memory ran out). */
 json_t *parity_report_json_build(const parity_diff_result *pRes);
 

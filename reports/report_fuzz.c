@@ -22,6 +22,7 @@ int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPat
     size_t i;
     int rc;
 
+    parity_report_use_allocator();
     pFindings = json_array();
     pDefects = json_array();
     pOps = json_object();

@@ -394,13 +394,21 @@ static json_t *report_options(const parity_diff_result *pRes)
     return report_finish(pObj, rc);
 }
 
+void parity_report_use_allocator(void)
+{
+    /* parity_malloc's memory is malloc's, so objects made before the call free fine */
+    json_set_alloc_funcs(parity_malloc, parity_free);
+}
+
 json_t *parity_report_json_build(const parity_diff_result *pRes)
 {
-    json_t *pDoc = json_object();
-    json_t *pTensors = json_array();
+    json_t *pDoc, *pTensors;
     size_t i;
     int rc = 0;
 
+    parity_report_use_allocator();
+    pDoc = json_object();
+    pTensors = json_array();
     rc |= report_set(pDoc, "parity_report_version", json_integer(REPORT_JSON_VERSION));
     rc |= report_set(pDoc, "tool", json_string("paritydiff"));
     rc |= report_set(pDoc, "eager", report_string(pRes->zEagerFile));
@@ -446,11 +454,24 @@ static void report_sync_dir(const char *zPath)
     free(zDir);
 }
 
+/* json_dumpf fails alike when jansson's buffer cannot be had and when the file cannot be
+ * written: the allocator's sticky flag tells the two apart. */
+static int dump_failed(json_t *pDoc, FILE *pFile, int *pOom)
+{
+    int failed;
+    parity_alloc_reset_failed();
+    failed = json_dumpf(pDoc, pFile, REPORT_DUMP_FLAGS) != 0;
+    *pOom = failed && parity_alloc_failed();
+    return failed;
+}
+
 static int report_write_stdout(json_t *pDoc, char *zErr, size_t nErr)
 {
-    if (json_dumpf(pDoc, stdout, REPORT_DUMP_FLAGS) != 0 || fputc('\n', stdout) == EOF ||
+    int oom;
+    if (dump_failed(pDoc, stdout, &oom) || fputc('\n', stdout) == EOF ||
         fflush(stdout) != 0 || ferror(stdout)) {
-        snprintf(zErr, nErr, "cannot write the JSON report to stdout: %s", strerror(errno));
+        if (oom) snprintf(zErr, nErr, "out of memory writing the JSON report");
+        else snprintf(zErr, nErr, "cannot write the JSON report to stdout: %s", strerror(errno));
         return -1;
     }
     return 0;
@@ -460,7 +481,7 @@ static int report_write_file(json_t *pDoc, const char *zPath, char *zErr, size_t
 {
     char *zTemp = NULL;
     FILE *pFile = NULL;
-    int fd = -1, rc = -1;
+    int fd = -1, rc = -1, oom = 0;
     mode_t mask;
     size_t nTemp = strlen(zPath) + sizeof ".XXXXXX";
 
@@ -494,9 +515,10 @@ static int report_write_file(json_t *pDoc, const char *zPath, char *zErr, size_t
         goto cleanup;
     }
     fd = -1;   /* owned by pFile now */
-    if (json_dumpf(pDoc, pFile, REPORT_DUMP_FLAGS) != 0 || fputc('\n', pFile) == EOF ||
+    if (dump_failed(pDoc, pFile, &oom) || fputc('\n', pFile) == EOF ||
         fflush(pFile) != 0 || ferror(pFile)) {
-        snprintf(zErr, nErr, "cannot write %s: %s", zTemp, strerror(errno));
+        if (oom) snprintf(zErr, nErr, "out of memory writing %s", zPath);
+        else snprintf(zErr, nErr, "cannot write %s: %s", zTemp, strerror(errno));
         goto cleanup;
     }
     if (fsync(fileno(pFile)) != 0) {

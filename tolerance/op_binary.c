@@ -74,7 +74,7 @@ static int binary_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
     parity_elementwise_geometry *pG = &pCall->geom.elementwise;
     binary_params *pP;
     uint64_t aWant[PARITY_MAX_RANK];
-    int nWant = pX->rank > pY->rank ? pX->rank : pY->rank, d, rc;
+    int nWant = pX->rank > pY->rank ? pX->rank : pY->rank, d, found;
     size_t i;
     double uAcc = parity_unit_roundoff(pCall->accDtype);
     char zA[256], zB[256], zC[256], zD[256];
@@ -87,9 +87,8 @@ static int binary_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
     if (!pP->pSpec) { snprintf(zErr, nErr, "%s: not a binary op", zOp); return -1; }
 
     pG->alpha = 1.0;
-    rc = parity_param_float(aAttr, nAttr, "alpha", &pG->alpha, zErr, nErr);
-    if (rc < 0) return -1;
-    if (rc > 0 && !pP->pSpec->hasAlpha) {
+    if (parity_param_float(aAttr, nAttr, "alpha", &pG->alpha, &found, zErr, nErr) != 0) return -1;
+    if (found && !pP->pSpec->hasAlpha) {
         snprintf(zErr, nErr, "%s: takes no 'alpha' attribute", zOp);
         return -1;
     }

@@ -59,12 +59,12 @@ static int read_pair(const parity_attr *aAttr, size_t nAttr, const char *zName, 
 {
     size_t n = 0;
     int64_t v[2];
-    int rc = parity_param_ints(aAttr, nAttr, zName, v, 2, &n, zErr, nErr);
-    if (rc < 0) {
+    int found;
+    if (parity_param_ints(aAttr, nAttr, zName, v, 2, &n, &found, zErr, nErr) != 0) {
         snprintf(zErr, nErr, "conv2d: attribute '%s' must be an int or a pair of ints", zName);
         return -1;
     }
-    if (rc == 0) { a[0] = a[1] = def; return 0; }
+    if (!found) { a[0] = a[1] = def; return 0; }
     if (n == 1) { a[0] = a[1] = v[0]; return 0; }
     if (n == 2) { a[0] = v[0]; a[1] = v[1]; return 0; }
     snprintf(zErr, nErr, "conv2d: attribute '%s' must be an int or a pair of ints", zName);
@@ -93,7 +93,7 @@ static int conv_attrs(const parity_attr *aAttr, size_t nAttr, int64_t *stride, i
     } else if (read_pair(aAttr, nAttr, "padding", 0, pad, zErr, nErr) != 0) {
         return -1;
     }
-    if (parity_param_int(aAttr, nAttr, "groups", pGroups, zErr, nErr) < 0) return -1;
+    if (parity_param_int(aAttr, nAttr, "groups", pGroups, NULL, zErr, nErr) != 0) return -1;
     if (stride[0] <= 0 || stride[1] <= 0) {
         snprintf(zErr, nErr, "conv2d: stride must be positive, got (%lld, %lld)",
                  (long long)stride[0], (long long)stride[1]);

@@ -80,7 +80,7 @@ static int ln_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nA
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pCall->pParams = pP;
     pP->eps = 1e-5;
-    if (parity_param_float(aAttr, nAttr, "eps", &pP->eps, zErr, nErr) < 0) return -1;
+    if (parity_param_float(aAttr, nAttr, "eps", &pP->eps, NULL, zErr, nErr) != 0) return -1;
     if (!(pP->eps >= 0.0)) { snprintf(zErr, nErr, "layer_norm: eps must be >= 0"); return -1; }
     if (!parity_op_take_out(pCall, pX->rank, pX->aDim)) {
         snprintf(zErr, nErr, "layer_norm: input shape %s differs from output shape %s",

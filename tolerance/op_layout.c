@@ -117,13 +117,13 @@ static int transpose_prepare(parity_op_call *pCall, const parity_attr *aAttr, si
                              char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0];
-    int aPerm[PARITY_MAX_RANK], d, w0, w1, rc;
+    int aPerm[PARITY_MAX_RANK], d, w0, w1, found;
     int64_t dim0 = 0, dim1 = 0;
 
-    if ((rc = parity_param_int(aAttr, nAttr, "dim0", &dim0, zErr, nErr)) < 0) return -1;
-    if (rc == 0) { snprintf(zErr, nErr, "transpose: attribute 'dim0' is missing"); return -1; }
-    if ((rc = parity_param_int(aAttr, nAttr, "dim1", &dim1, zErr, nErr)) < 0) return -1;
-    if (rc == 0) { snprintf(zErr, nErr, "transpose: attribute 'dim1' is missing"); return -1; }
+    if (parity_param_int(aAttr, nAttr, "dim0", &dim0, &found, zErr, nErr) != 0) return -1;
+    if (!found) { snprintf(zErr, nErr, "transpose: attribute 'dim0' is missing"); return -1; }
+    if (parity_param_int(aAttr, nAttr, "dim1", &dim1, &found, zErr, nErr) != 0) return -1;
+    if (!found) { snprintf(zErr, nErr, "transpose: attribute 'dim1' is missing"); return -1; }
     w0 = parity_wrap_dim(dim0, pX->rank);
     w1 = parity_wrap_dim(dim1, pX->rank);
     if (w0 < 0 || w1 < 0) {
@@ -144,12 +144,12 @@ static int permute_prepare(parity_op_call *pCall, const parity_attr *aAttr, size
 {
     const parity_operand *pX = &pCall->aIn[0];
     int64_t aDims[PARITY_MAX_RANK];
-    int aPerm[PARITY_MAX_RANK], aSeen[PARITY_MAX_RANK] = {0}, rc;
+    int aPerm[PARITY_MAX_RANK], aSeen[PARITY_MAX_RANK] = {0}, found;
     size_t n = 0, i;
 
-    rc = parity_param_ints(aAttr, nAttr, "dims", aDims, PARITY_MAX_RANK, &n, zErr, nErr);
-    if (rc < 0) return -1;
-    if (rc == 0) { snprintf(zErr, nErr, "permute: attribute 'dims' is missing"); return -1; }
+    if (parity_param_ints(aAttr, nAttr, "dims", aDims, PARITY_MAX_RANK, &n, &found, zErr, nErr) != 0)
+        return -1;
+    if (!found) { snprintf(zErr, nErr, "permute: attribute 'dims' is missing"); return -1; }
     if (n != (size_t)pX->rank) {
         snprintf(zErr, nErr, "permute: 'dims' has %zu entries, the input has rank %d", n,
                  pX->rank);
@@ -195,11 +195,11 @@ static int reshape_prepare(parity_op_call *pCall, const parity_attr *aAttr, size
     int64_t aShape[PARITY_MAX_RANK];
     size_t n = 0, i;
     char zA[256], zB[256];
-    int rc;
+    int found;
 
-    rc = parity_param_ints(aAttr, nAttr, "shape", aShape, PARITY_MAX_RANK, &n, zErr, nErr);
-    if (rc < 0) return -1;
-    if (rc == 1) {
+    if (parity_param_ints(aAttr, nAttr, "shape", aShape, PARITY_MAX_RANK, &n, &found, zErr, nErr) != 0)
+        return -1;
+    if (found) {
         /* torch: one -1 may stand for what the element count implies; other entries are
          * the sizes themselves (0 included). The result must be the output's shape. */
         uint64_t aWant[PARITY_MAX_RANK], known = 1;

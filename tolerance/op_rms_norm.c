@@ -63,13 +63,11 @@ static int rms_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t n
     parity_norm_geometry *pG = &pCall->geom.norm;
     rms_params *pP = parity_calloc(1, sizeof *pP);
     unsigned char aReduce[PARITY_MAX_RANK];
-    int rc;
 
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pCall->pParams = pP;
     pP->eps = 2.0 * parity_unit_roundoff(pX->dtype);
-    rc = parity_param_float(aAttr, nAttr, "eps", &pP->eps, zErr, nErr);
-    if (rc < 0) return -1;
+    if (parity_param_float(aAttr, nAttr, "eps", &pP->eps, NULL, zErr, nErr) != 0) return -1;
     if (!(pP->eps >= 0.0) || isinf(pP->eps)) {
         snprintf(zErr, nErr, "rms_norm: eps must be a finite number >= 0, got %g", pP->eps);
         return -1;

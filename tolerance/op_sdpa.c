@@ -220,22 +220,20 @@ static int sdpa_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
     sdpa_params *pP = parity_calloc(1, sizeof *pP);
     int64_t causal = 0;
     double scale = 0.0, uAcc = parity_unit_roundoff(pCall->accDtype);
-    int rc;
+    int found;
 
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pCall->pParams = pP;
     if (sdpa_shapes(pCall, zErr, nErr) != 0) return -1;
-    rc = parity_param_int(aAttr, nAttr, "is_causal", &causal, zErr, nErr);
-    if (rc < 0) return -1;
+    if (parity_param_int(aAttr, nAttr, "is_causal", &causal, NULL, zErr, nErr) != 0) return -1;
     if (causal != 0 && causal != 1) {
         snprintf(zErr, nErr, "scaled_dot_product_attention: is_causal must be 0 or 1, got %lld",
                  (long long)causal);
         return -1;
     }
     pG->causal = (int)causal;
-    rc = parity_param_float(aAttr, nAttr, "scale", &scale, zErr, nErr);
-    if (rc < 0) return -1;
-    if (rc == 0) scale = 1.0 / sqrt((double)pG->E);
+    if (parity_param_float(aAttr, nAttr, "scale", &scale, &found, zErr, nErr) != 0) return -1;
+    if (!found) scale = 1.0 / sqrt((double)pG->E);
     else if (!isfinite(scale)) {
         snprintf(zErr, nErr, "scaled_dot_product_attention: scale must be finite, got %g", scale);
         return -1;

@@ -90,12 +90,11 @@ static int param_finite(const parity_attr *aAttr, size_t nAttr, const char *zOp,
                         char *zErr, size_t nErr)
 {
     char zWhy[PARITY_ERR_LEN];
-    int rc = parity_param_float(aAttr, nAttr, zName, pValue, zWhy, sizeof zWhy);
-    if (rc < 0) {
+    *pValue = dflt;
+    if (parity_param_float(aAttr, nAttr, zName, pValue, NULL, zWhy, sizeof zWhy) != 0) {
         snprintf(zErr, nErr, "%s: %s", zOp, zWhy);
         return -1;
     }
-    if (rc == 0) *pValue = dflt;
     if (!isfinite(*pValue) || (nonZero && *pValue == 0.0)) {
         snprintf(zErr, nErr, "%s: attribute '%s' must be finite%s, got %g", zOp, zName,
                  nonZero ? " and nonzero" : "", *pValue);

@@ -58,16 +58,17 @@ static int var_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t n
     const parity_operand *pX = &pCall->aIn[0];
     var_params *pP = parity_calloc(1, sizeof *pP);
     unsigned char aReduce[PARITY_MAX_RANK];
-    int keepdim = 0, rc;
+    int keepdim = 0, found;
     int64_t unbiased = 1;
 
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pCall->pParams = pP;
     pP->correction = 1.0;
-    rc = parity_param_float(aAttr, nAttr, "correction", &pP->correction, zErr, nErr);
-    if (rc < 0) return -1;
-    if (rc == 0) {
-        if (parity_param_int(aAttr, nAttr, "unbiased", &unbiased, zErr, nErr) < 0) return -1;
+    if (parity_param_float(aAttr, nAttr, "correction", &pP->correction, &found, zErr, nErr) != 0)
+        return -1;
+    if (!found) {
+        if (parity_param_int(aAttr, nAttr, "unbiased", &unbiased, NULL, zErr, nErr) != 0)
+            return -1;
         if (unbiased != 0 && unbiased != 1) {
             snprintf(zErr, nErr, "var: unbiased must be 0 or 1, got %lld", (long long)unbiased);
             return -1;

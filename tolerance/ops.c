@@ -155,34 +155,44 @@ void parity_op_end(parity_op_call *pCall)
 
 /* ---- parameters ------------------------------------------------------------------- */
 
-int parity_param_int(const parity_attr *aAttr, size_t nAttr, const char *zName,
-                     int64_t *pValue, char *zErr, size_t nErr)
+/* Looks zName up: *pFound (when given) says whether it is there. */
+static const parity_attr *param_find(const parity_attr *aAttr, size_t nAttr,
+                                     const char *zName, int *pFound)
 {
     const parity_attr *p = parity_attr_find(aAttr, nAttr, zName);
+    if (pFound) *pFound = p != NULL;
+    return p;
+}
+
+int parity_param_int(const parity_attr *aAttr, size_t nAttr, const char *zName,
+                     int64_t *pValue, int *pFound, char *zErr, size_t nErr)
+{
+    const parity_attr *p = param_find(aAttr, nAttr, zName, pFound);
     if (!p) return 0;
     if (p->kind != PARITY_ATTR_INT || p->n != 1) {
         snprintf(zErr, nErr, "attribute '%s' must be one integer", zName);
         return -1;
     }
     *pValue = p->aInt[0];
-    return 1;
+    return 0;
 }
 
 int parity_param_float(const parity_attr *aAttr, size_t nAttr, const char *zName,
-                       double *pValue, char *zErr, size_t nErr)
+                       double *pValue, int *pFound, char *zErr, size_t nErr)
 {
-    const parity_attr *p = parity_attr_find(aAttr, nAttr, zName);
+    const parity_attr *p = param_find(aAttr, nAttr, zName, pFound);
     if (!p) return 0;
-    if (p->n == 1 && p->kind == PARITY_ATTR_FLOAT) { *pValue = p->aFloat[0]; return 1; }
-    if (p->n == 1 && p->kind == PARITY_ATTR_INT) { *pValue = (double)p->aInt[0]; return 1; }
+    if (p->n == 1 && p->kind == PARITY_ATTR_FLOAT) { *pValue = p->aFloat[0]; return 0; }
+    if (p->n == 1 && p->kind == PARITY_ATTR_INT) { *pValue = (double)p->aInt[0]; return 0; }
     snprintf(zErr, nErr, "attribute '%s' must be one number", zName);
     return -1;
 }
 
 int parity_param_ints(const parity_attr *aAttr, size_t nAttr, const char *zName,
-                      int64_t *aValue, size_t nMax, size_t *pn, char *zErr, size_t nErr)
+                      int64_t *aValue, size_t nMax, size_t *pn, int *pFound, char *zErr,
+                      size_t nErr)
 {
-    const parity_attr *p = parity_attr_find(aAttr, nAttr, zName);
+    const parity_attr *p = param_find(aAttr, nAttr, zName, pFound);
     size_t i;
     if (!p) return 0;
     if (p->kind != PARITY_ATTR_INT || p->n > nMax) {
@@ -192,7 +202,7 @@ int parity_param_ints(const parity_attr *aAttr, size_t nAttr, const char *zName,
     }
     for (i = 0; i < p->n; i++) aValue[i] = p->aInt[i];
     *pn = p->n;
-    return 1;
+    return 0;
 }
 
 int parity_wrap_dim(int64_t dim, int rank)

@@ -203,16 +203,19 @@ double parity_op_cost(const parity_op_call *pCall);
 
 /* ---- helpers shared by op files ---------------------------------------------------- */
 
-/* Reads an integer attribute (scalar) into *pValue; returns 1 found, 0 absent, -1 wrong
- * type (zErr set). */
+/* Parameter readers, in the one error style: 0, or -1 with zErr when the attribute is
+ * there but of the wrong type or size. An absent attribute leaves the value as it was (the
+ * caller's default) and *pFound (when not NULL) tells the two cases apart. */
+/* One integer. */
 int parity_param_int(const parity_attr *aAttr, size_t nAttr, const char *zName,
-                     int64_t *pValue, char *zErr, size_t nErr);
-/* Reads a float (or integer) scalar attribute. Same returns. */
+                     int64_t *pValue, int *pFound, char *zErr, size_t nErr);
+/* One float (or integer). */
 int parity_param_float(const parity_attr *aAttr, size_t nAttr, const char *zName,
-                       double *pValue, char *zErr, size_t nErr);
-/* Reads an int or a list of ints (dims, normalized_shape). At most nMax. Same returns. */
+                       double *pValue, int *pFound, char *zErr, size_t nErr);
+/* An int or a list of ints (dims, normalized_shape), at most nMax; their count in *pn. */
 int parity_param_ints(const parity_attr *aAttr, size_t nAttr, const char *zName,
-                      int64_t *aValue, size_t nMax, size_t *pn, char *zErr, size_t nErr);
+                      int64_t *aValue, size_t nMax, size_t *pn, int *pFound, char *zErr,
+                      size_t nErr);
 /* Sets pCall->overflowPossible when absSum (the exact sum of |terms| of an element's sum
  * or dot product) reaches the largest finite value of the accumulation dtype. */
 void parity_note_overflow(parity_op_call *pCall, double absSum);

@@ -40,17 +40,18 @@ int parity_rows_parse_dim(const char *zOp, const parity_operand *pX, const parit
 {
     int64_t aArg[PARITY_MAX_RANK];
     size_t nArg = 0, i;
-    int rc, d;
+    int found, d;
     char zA[256];
 
     memset(aReduce, 0, PARITY_MAX_RANK);
-    rc = parity_param_ints(aAttr, nAttr, zAttr, aArg, PARITY_MAX_RANK, &nArg, zErr, nErr);
-    if (rc < 0) return -1;
-    if (rc > 0 && !allowList && nArg != 1) {
+    if (parity_param_ints(aAttr, nAttr, zAttr, aArg, PARITY_MAX_RANK, &nArg, &found, zErr,
+                          nErr) != 0)
+        return -1;
+    if (found && !allowList && nArg != 1) {
         snprintf(zErr, nErr, "%s: attribute '%s' must be one integer", zOp, zAttr);
         return -1;
     }
-    if (rc == 0 || nArg == 0) {
+    if (!found || nArg == 0) {
         if (allIfAbsent) {
             for (d = 0; d < pX->rank; d++) aReduce[d] = 1;
             return 0;
@@ -81,7 +82,7 @@ int parity_rows_parse_keepdim(const char *zOp, const parity_attr *aAttr, size_t 
                               int *pKeepdim, char *zErr, size_t nErr)
 {
     int64_t keepdim = 0;
-    if (parity_param_int(aAttr, nAttr, "keepdim", &keepdim, zErr, nErr) < 0) return -1;
+    if (parity_param_int(aAttr, nAttr, "keepdim", &keepdim, NULL, zErr, nErr) != 0) return -1;
     if (keepdim != 0 && keepdim != 1) {
         snprintf(zErr, nErr, "%s: keepdim must be 0 or 1, got %lld", zOp, (long long)keepdim);
         return -1;
@@ -133,14 +134,14 @@ int parity_rows_parse_norm(const parity_op_call *pCall, const parity_attr *aAttr
     int64_t aNorm[PARITY_MAX_RANK];
     uint64_t aGot[PARITY_MAX_RANK];
     size_t nNorm = 0, i;
-    int rc, d;
+    int found, d;
     char zA[256], zB[256];
 
     memset(aReduce, 0, PARITY_MAX_RANK);
-    rc = parity_param_ints(aAttr, nAttr, "normalized_shape", aNorm, PARITY_MAX_RANK, &nNorm,
-                           zErr, nErr);
-    if (rc < 0) return -1;
-    if (rc == 0) {
+    if (parity_param_ints(aAttr, nAttr, "normalized_shape", aNorm, PARITY_MAX_RANK, &nNorm,
+                          &found, zErr, nErr) != 0)
+        return -1;
+    if (!found) {
         /* torch takes normalized_shape as an argument; captures without it get the
          * weight's shape, else the last dim */
         if (pCall->nIn >= 2) {

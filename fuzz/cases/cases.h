@@ -88,6 +88,7 @@ struct parity_case {
     uint32_t usedDims;        /* bit i: spec.aDim[i] shapes some tensor (the minimizer's
                                * and the mutators' targets) */
     double opCost;            /* the registry's reference terms per output element */
+    int nomem;                /* laying it out ran out of memory (layout.c) */
     int fromStore;            /* values were read from a capture, not made by the recipe */
 };
 

@@ -52,6 +52,8 @@ static parity_attr *new_param(parity_case *pC, const char *zName, parity_attr_ki
     if (kind == PARITY_ATTR_INT) pA->aInt = parity_calloc(n ? n : 1, sizeof *pA->aInt);
     else if (kind == PARITY_ATTR_FLOAT) pA->aFloat = parity_calloc(1, sizeof *pA->aFloat);
     else pA->azStr = parity_calloc(1, sizeof *pA->azStr);
+    /* out of memory: noted, and parity_layout_apply fails the case */
+    if (!pA->zName || (!pA->aInt && !pA->aFloat && !pA->azStr)) pC->nomem = 1;
     return pA;
 }
 
@@ -76,7 +78,7 @@ static void param_float(parity_case *pC, const char *zName, double v)
 static void param_string(parity_case *pC, const char *zName, const char *zValue)
 {
     parity_attr *pA = new_param(pC, zName, PARITY_ATTR_STRING, 0, 1);
-    if (pA->azStr) pA->azStr[0] = parity_strdup(zValue);
+    if (pA->azStr && !(pA->azStr[0] = parity_strdup(zValue))) pC->nomem = 1;
 }
 
 /* Writes value `pick` (0 or 1) of the op's case attribute iAttr, unless it is "not
@@ -428,5 +430,10 @@ int parity_layout_apply(const parity_case_spec *pS, parity_case *pC, char *zErr,
         return -1;
     }
     pC->outDtype = pS->dtype;     /* the layout may say otherwise (cast) */
-    return aFamily[p->pDef->family].xLayout(pS, pC, zErr, nErr);
+    if (aFamily[p->pDef->family].xLayout(pS, pC, zErr, nErr) != 0) return -1;
+    if (pC->nomem) {
+        snprintf(zErr, nErr, "out of memory");
+        return -1;
+    }
+    return 0;
 }

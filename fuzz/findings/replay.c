@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "formats/alloc.h"
 #include "formats/process.h"
 #include "fuzz/findings/findings.h"
 
@@ -126,8 +127,8 @@ void parity_replay_one(parity_target *pT, const char *zRepro, parity_replay_resu
             goto done;
         }
     }
-    aE = malloc((c.nOut ? c.nOut : 1) * sizeof *aE);
-    aC = malloc((c.nOut ? c.nOut : 1) * sizeof *aC);
+    aE = parity_malloc((c.nOut ? c.nOut : 1) * sizeof *aE);
+    aC = parity_malloc((c.nOut ? c.nOut : 1) * sizeof *aC);
     if (!aE || !aC) {
         snprintf(pRes->zDetail, sizeof pRes->zDetail, "out of memory");
         goto done;
@@ -176,8 +177,8 @@ long parity_replay_list(const char *zDir, char ***pazRepro, char *zErr, size_t n
     long n = 0;
     *pazRepro = NULL;
     if (has_repro(zDir)) {
-        az = malloc(sizeof *az);
-        if (!az || !(az[0] = strdup(zDir))) { free(az); snprintf(zErr, nErr, "out of memory"); return -1; }
+        az = parity_malloc(sizeof *az);
+        if (!az || !(az[0] = parity_strdup(zDir))) { free(az); snprintf(zErr, nErr, "out of memory"); return -1; }
         *pazRepro = az;
         return 1;
     }
@@ -192,10 +193,16 @@ long parity_replay_list(const char *zDir, char ***pazRepro, char *zErr, size_t n
         if (pEnt->d_name[0] == '.') continue;     /* ".", "..", ".tmp-*" of a live campaign */
         snprintf(zSub, sizeof zSub, "%s/%s", zDir, pEnt->d_name);
         if (!has_repro(zSub)) continue;
-        azNew = realloc(az, (size_t)(n + 1) * sizeof *az);
-        if (!azNew) break;
+        azNew = parity_realloc(az, (size_t)(n + 1) * sizeof *az);
+        if (!azNew || !(azNew[n] = parity_strdup(zSub))) {
+            /* a list that silently lost a repro would replay as a pass */
+            closedir(pDir);
+            parity_replay_list_free(azNew ? azNew : az, n);
+            snprintf(zErr, nErr, "out of memory");
+            return -1;
+        }
         az = azNew;
-        if ((az[n] = strdup(zSub)) != NULL) n++;
+        n++;
     }
     closedir(pDir);
     if (n > 1) qsort(az, (size_t)n, sizeof *az, cmp_str);

@@ -22,6 +22,10 @@ uint32_t harness_defects_from_env(void)
     uint32_t bits = 0;
     if (!zEnv || !*zEnv) return 0;
     zCopy = strdup(zEnv);
+    if (!zCopy) {
+        fprintf(stderr, "harness: out of memory\n");
+        exit(2);
+    }
     for (z = strtok_r(zCopy, ",", &zSave); z; z = strtok_r(NULL, ",", &zSave)) {
         const parity_defect *pD = parity_defect_find(z);
         if (!pD) {
@@ -42,6 +46,10 @@ static void pick_ops(void)
     if (zEnv && *zEnv) {
         char *z, *zSave = NULL;
         zOpsCopy = strdup(zEnv);
+        if (!zOpsCopy) {
+            fprintf(stderr, "harness: out of memory\n");
+            exit(2);
+        }
         for (z = strtok_r(zOpsCopy, ",", &zSave); z && nOps < 64; z = strtok_r(NULL, ",", &zSave))
             if (parity_layout_find(z)) azOps[nOps++] = z;
     } else {

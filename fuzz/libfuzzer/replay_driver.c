@@ -50,8 +50,17 @@ static int run_dir(const char *zDir, long *pnRun)
         if (pEnt->d_name[0] == '.') continue;
         snprintf(zPath, sizeof zPath, "%s/%s", zDir, pEnt->d_name);
         if (stat(zPath, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        az = realloc(az, (n + 1) * sizeof *az);
-        az[n++] = strdup(zPath);
+        {
+            char **azNew = realloc(az, (n + 1) * sizeof *az);
+            if (!azNew || !(azNew[n] = strdup(zPath))) {
+                fprintf(stderr, "replay: out of memory\n");
+                az = azNew ? azNew : az;
+                rc = -1;
+                break;
+            }
+            az = azNew;
+            n++;
+        }
     }
     closedir(pDir);
     if (n > 1) qsort(az, n, sizeof *az, cmp_str);

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/alloc.h"
 #include "formats/process.h"
 #include "fuzz/search/search.h"
 /* The one arrow back up from the search room (search.h): dedup by signature, repro writing. */
@@ -124,12 +125,12 @@ static int set_add(str_set *p, const char *z)
 {
     if (p->n == p->nAlloc) {
         size_t nNew = p->nAlloc ? 2 * p->nAlloc : 16;
-        char **azNew = realloc(p->az, nNew * sizeof *azNew);
+        char **azNew = parity_realloc(p->az, nNew * sizeof *azNew);
         if (!azNew) return -1;
         p->az = azNew;
         p->nAlloc = nNew;
     }
-    if ((p->az[p->n] = strdup(z)) == NULL) return -1;
+    if ((p->az[p->n] = parity_strdup(z)) == NULL) return -1;
     p->n++;
     return 0;
 }
@@ -155,16 +156,16 @@ static int add_finding(parity_campaign_result *pRes, const char *zSig, const cha
                        parity_finding_class cls, const char *zRepro, const char *zDetail,
                        double tFound, int minimal)
 {
-    parity_finding *aNew = realloc(pRes->aFinding, (pRes->nFinding + 1) * sizeof *aNew);
+    parity_finding *aNew = parity_realloc(pRes->aFinding, (pRes->nFinding + 1) * sizeof *aNew);
     parity_finding f;
     if (!aNew) goto nomem;
     pRes->aFinding = aNew;
     memset(&f, 0, sizeof f);
-    f.zSignature = strdup(zSig);
-    f.zOp = strdup(zOp);
+    f.zSignature = parity_strdup(zSig);
+    f.zOp = parity_strdup(zOp);
     f.cls = cls;
-    f.zRepro = zRepro && zRepro[0] ? strdup(zRepro) : NULL;
-    f.zDetail = strdup(zDetail ? zDetail : "");
+    f.zRepro = zRepro && zRepro[0] ? parity_strdup(zRepro) : NULL;
+    f.zDetail = parity_strdup(zDetail ? zDetail : "");
     f.tFound = tFound;
     f.minimal = minimal;
     if (!f.zSignature || !f.zOp || !f.zDetail || (zRepro && zRepro[0] && !f.zRepro)) {
@@ -191,11 +192,11 @@ static int count_op(parity_campaign_result *pRes, const char *zOp, uint64_t n)
             return 0;
         }
     }
-    azOp = realloc(pRes->azOp, (pRes->nOp + 1) * sizeof *azOp);
+    azOp = parity_realloc(pRes->azOp, (pRes->nOp + 1) * sizeof *azOp);
     if (azOp) pRes->azOp = azOp;
-    anExecs = realloc(pRes->anOpExecs, (pRes->nOp + 1) * sizeof *anExecs);
+    anExecs = parity_realloc(pRes->anOpExecs, (pRes->nOp + 1) * sizeof *anExecs);
     if (anExecs) pRes->anOpExecs = anExecs;
-    if (!azOp || !anExecs || !(pRes->azOp[pRes->nOp] = strdup(zOp))) {
+    if (!azOp || !anExecs || !(pRes->azOp[pRes->nOp] = parity_strdup(zOp))) {
         set_nomem(pRes);
         return -1;
     }
@@ -384,6 +385,8 @@ static void handle_finding(search_state *pS, parity_target *pT, const parity_cas
         minimal = min.minimal;
         parity_signature(pStore, pStoreR, zSig, sizeof zSig);
     }
+    /* a minimization that ran out of memory may have given up early: store nothing */
+    if (parity_alloc_failed()) { set_nomem(pRes); goto done; }
     if (set_has(&pS->finalSeen, zSig)) goto done;
     if (set_add(&pS->finalSeen, zSig) != 0) { set_nomem(pRes); goto done; }
     if (pOpt->zOutDir) {
@@ -427,8 +430,8 @@ static int ensure_buffers(search_state *pS, size_t nOut)
     pS->nAlloc = nOut > 1024 ? nOut : 1024;
     free(pS->aEager);
     free(pS->aCompiled);
-    pS->aEager = malloc(pS->nAlloc * sizeof *pS->aEager);
-    pS->aCompiled = malloc(pS->nAlloc * sizeof *pS->aCompiled);
+    pS->aEager = parity_malloc(pS->nAlloc * sizeof *pS->aEager);
+    pS->aCompiled = parity_malloc(pS->nAlloc * sizeof *pS->aCompiled);
     if (pS->aEager && pS->aCompiled) return 0;
     pS->nAlloc = 0;
     set_nomem(pS->pRes);
@@ -557,10 +560,16 @@ static void run_case(search_state *pS, parity_case *pC)
         pS->pSlot->spec = pC->spec;
         pS->pSlot->state = SLOT_RUNNING;
     }
-    if (parity_oracle_run(pS->pT, pC, pS->aEager, pS->aCompiled, &r) != 0) {
+    if (parity_oracle_run(pS->pT, pC, pS->aEager, pS->aCompiled, &r) != 0 ||
+        parity_alloc_failed()) {
+        if (pS->pSlot) pS->pSlot->state = SLOT_IDLE;
+        /* our own out of memory (in a kernel, the judge) is no finding of the target's */
+        if (parity_alloc_failed()) {
+            set_nomem(pRes);
+            return;
+        }
         /* the judge refused a case the layout made: our bug, say it and go on */
         say(pS, "internal: %s", r.zDetail);
-        if (pS->pSlot) pS->pSlot->state = SLOT_IDLE;
         return;
     }
     pRes->nExecs++;
@@ -593,6 +602,7 @@ static int run_loop(const parity_campaign_options *pOpt, uint64_t seed, uint64_t
     s.pJob = pJob;
     s.pSlot = pSlot;
     s.t0 = tStatus = parity_process_now();
+    parity_alloc_reset_failed();
     if (search_open(&s, zErr, nErr) != 0) return -1;
     parity_rng_seed(&rng, seed);
     pRes->firstFinding = -1;
@@ -609,9 +619,15 @@ static int run_loop(const parity_campaign_options *pOpt, uint64_t seed, uint64_t
             tStatus = t;
             search_status(&s, t, 0);
         }
-        if (draw_case(&s, &rng, havePrev ? &prev : NULL, &spec, &c) != 0) continue;
+        if (draw_case(&s, &rng, havePrev ? &prev : NULL, &spec, &c) != 0) {
+            /* a draw that is no legal case is drawn again; one that ran out of memory
+             * ends the campaign */
+            if (parity_alloc_failed()) set_nomem(pRes);
+            continue;
+        }
         run_case(&s, &c);
         parity_case_free(&c);
+        if (parity_alloc_failed()) set_nomem(pRes);   /* absorbed somewhere: still trouble */
         prev = spec;
         havePrev = 1;
     }
@@ -932,7 +948,7 @@ static int run_jobs(const parity_campaign_options *pOpt, parity_campaign_result 
     pool.t0 = parity_process_now();
     pool.zErr = zErr;
     pool.nErr = nErr;
-    pool.aJob = calloc((size_t)pool.nJob, sizeof *pool.aJob);
+    pool.aJob = parity_calloc((size_t)pool.nJob, sizeof *pool.aJob);
     if (!pool.aJob) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pRes->firstFinding = -1;
     for (j = 0; j < pool.nJob; j++) {
@@ -979,10 +995,14 @@ static void echo_options(const parity_campaign_options *pOpt, parity_campaign_re
 int parity_campaign_run(const parity_campaign_options *pOpt, parity_campaign_result *pRes,
                         char *zErr, size_t nErr)
 {
+    int rc;
     memset(pRes, 0, sizeof *pRes);
     zErr[0] = '\0';
     echo_options(pOpt, pRes);
     if (pOpt->jobs > 1 || parity_target_spec_in_process(pOpt->zTarget))
-        return run_jobs(pOpt, pRes, zErr, nErr);
-    return run_loop(pOpt, pOpt->seed, pOpt->maxExecs, NULL, NULL, NULL, pRes, zErr, nErr);
+        rc = run_jobs(pOpt, pRes, zErr, nErr);
+    else
+        rc = run_loop(pOpt, pOpt->seed, pOpt->maxExecs, NULL, NULL, NULL, pRes, zErr, nErr);
+    if (rc != 0) parity_campaign_result_free(pRes);   /* -1: nothing for the caller to free */
+    return rc;
 }

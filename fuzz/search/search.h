@@ -126,8 +126,10 @@ typedef struct {
 extern volatile sig_atomic_t parity_campaign_interrupted;
 
 void parity_campaign_options_init(parity_campaign_options *pOpt);
-/* Runs the campaign. Returns 0 (findings or not; see pRes), or -1 with zErr when it could
- * not start (unknown target, no op to fuzz, output folder unwritable). */
+/* Runs the campaign. Returns 0 (findings or not; see pRes, whose trouble says why it
+ * stopped short, "out of memory" included), or -1 with zErr when it could not start
+ * (unknown target, no op to fuzz, output folder unwritable, out of memory); pRes then
+ * holds nothing to free. */
 int parity_campaign_run(const parity_campaign_options *pOpt, parity_campaign_result *pRes,
                         char *zErr, size_t nErr);
 void parity_campaign_result_free(parity_campaign_result *pRes);

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "formats/alloc.h"
 #include "formats/process.h"
 #include "fuzz/targets/targets.h"
 
@@ -67,8 +68,8 @@ typedef struct {
 
 static int list_add(str_list *pL, const char *z, size_t n)
 {
-    char **az = realloc(pL->az, (pL->n + 1) * sizeof *az);
-    char *zCopy = malloc(n + 1);
+    char **az = parity_realloc(pL->az, (pL->n + 1) * sizeof *az);
+    char *zCopy = parity_malloc(n + 1);
     if (az) pL->az = az;
     if (!az || !zCopy) {
         free(zCopy);
@@ -515,10 +516,10 @@ static void cmd_close(parity_target *pT)
 parity_target *parity_target_cmd_open(const char *zCommand, double caseTimeout, char *zErr,
                                       size_t nErr)
 {
-    cmd_target *p = calloc(1, sizeof *p);
+    cmd_target *p = parity_calloc(1, sizeof *p);
     const char *zTmp = getenv("TMPDIR");
     if (!p) { snprintf(zErr, nErr, "out of memory"); return NULL; }
-    p->zCommand = strdup(zCommand);
+    p->zCommand = parity_strdup(zCommand);
     p->caseTimeout = caseTimeout > 0 ? caseTimeout : 30.0;
     snprintf(p->zDir, sizeof p->zDir, "%s/parityfuzz-XXXXXX",
              zTmp && strlen(zTmp) < 40 ? zTmp : "/tmp");

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "formats/alloc.h"
 #include "formats/process.h"
 #include "fuzz/targets/targets.h"
 
@@ -143,7 +144,7 @@ static void isolate_close(parity_target *pT)
 parity_target *parity_target_isolate(parity_target *pInner, int ownInner, double timeout,
                                      char *zErr, size_t nErr)
 {
-    isolate_target *p = calloc(1, sizeof *p);
+    isolate_target *p = parity_calloc(1, sizeof *p);
     if (!p) {
         snprintf(zErr, nErr, "out of memory");
         if (ownInner) parity_target_close(pInner);
