@@ -168,75 +168,59 @@ static void compute_identity(parity_diff_result *pRes)
         qsort(pRes->azIdentityDiffers, pRes->nIdentityDiffers, sizeof(char *), compare_names);
 }
 
-int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
-                    const char *zCompiled, parity_diff_result *pRes, char *zErr,
-                    size_t nErr)
+/* What a run holds while it builds its result. */
+typedef struct {
+    const parity_diff_options *pOpt;
+    parity_diff_result *pRes;
+    parity_capture *pEagerCap, *pCompCap;
+    size_t nE, nC;
+    size_t *aOrder;            /* eager tensors in execution order (order.c) */
+    char **azWarn;             /* ordering warnings per eager tensor */
+    char *aIsInput;            /* eager tensor is a graph input or parameter */
+    char *aMatched;            /* compiled tensor has an eager counterpart */
+} diff_run;
+
+/* Graph inputs and parameters: tensors named by an "inputs" attribute that no op made. */
+static void mark_inputs(diff_run *pD)
 {
-    parity_capture *pEagerCap = NULL, *pCompCap = NULL;
-    size_t nE, nC, i, k, *aOrder = NULL;
-    char **azWarn = NULL, *aIsInput = NULL, *aMatched = NULL;
-    const parity_attr *aRoot;
-    size_t nRoot;
-    int rc = -1, anyError = 0, anyFail = 0, aMissingFails[2];
-
-    memset(pRes, 0, sizeof *pRes);
-    pRes->inputsMatch = 1;
-    pRes->strict = pOpt->strict;
-    pRes->signedZeros = pOpt->signedZeros;
-    pRes->zEagerFile = parity_result_dup(&pRes->oom, zEager);
-    pRes->zCompiledFile = parity_result_dup(&pRes->oom, zCompiled);
-
-    parity_diff_progress(pOpt, zEager);
-    if (parity_capture_open(zEager, &pEagerCap, zErr, nErr) != 0) goto cleanup;
-    parity_diff_progress(pOpt, zCompiled);
-    if (parity_capture_open(zCompiled, &pCompCap, zErr, nErr) != 0) goto cleanup;
-
-    aRoot = parity_capture_root_attrs(pEagerCap, &nRoot);
-    parity_result_copy_attrs(&pRes->oom, aRoot, nRoot, &pRes->aEagerRoot);
-    pRes->nEagerRoot = pRes->aEagerRoot ? nRoot : 0;
-    aRoot = parity_capture_root_attrs(pCompCap, &nRoot);
-    parity_result_copy_attrs(&pRes->oom, aRoot, nRoot, &pRes->aCompiledRoot);
-    pRes->nCompiledRoot = pRes->aCompiledRoot ? nRoot : 0;
-    if (pRes->oom) goto oom;
-    compute_identity(pRes);
-
-    nE = parity_capture_count(pEagerCap);
-    nC = parity_capture_count(pCompCap);
-    aOrder = parity_malloc((nE ? nE : 1) * sizeof(size_t));
-    azWarn = parity_calloc(nE ? nE : 1, sizeof(char *));
-    aIsInput = parity_calloc(nE ? nE : 1, 1);
-    aMatched = parity_calloc(nC ? nC : 1, 1);
-    pRes->aTensor = parity_calloc(nE + nC + 1, sizeof(parity_tensor_result));
-    if (!aOrder || !azWarn || !aIsInput || !aMatched || !pRes->aTensor) goto oom;
-    if (parity_order_compute(pEagerCap, 1, aOrder, azWarn) != 0) goto oom;
-
-    for (i = 0; i < nE; i++) {
-        const parity_tensor_info *pT = parity_capture_tensor(pEagerCap, i);
+    size_t i, k;
+    for (i = 0; i < pD->nE; i++) {
+        const parity_tensor_info *pT = parity_capture_tensor(pD->pEagerCap, i);
         for (k = 0; k < pT->nInput; k++) {
-            long iIn = parity_capture_find(pEagerCap, pT->azInput[k]);
+            long iIn = parity_capture_find(pD->pEagerCap, pT->azInput[k]);
             /* An op's output named by a later op is an intermediate, judged by tolerance;
              * only data no op produced (graph inputs, parameters) must match bit for bit. */
-            if (iIn >= 0 && !parity_capture_tensor(pEagerCap, (size_t)iIn)->zOp) aIsInput[iIn] = 1;
+            if (iIn >= 0 && !parity_capture_tensor(pD->pEagerCap, (size_t)iIn)->zOp)
+                pD->aIsInput[iIn] = 1;
         }
     }
+}
 
-    for (k = 0; k < nE; k++) {
-        size_t iE = aOrder[k];
-        const parity_tensor_info *pE = parity_capture_tensor(pEagerCap, iE);
-        long iC = parity_capture_find(pCompCap, pE->zPath);
+/* Every eager tensor, in execution order, against its compiled counterpart. Returns -1
+ * when memory ran out. */
+static int judge_eager_tensors(diff_run *pD)
+{
+    parity_diff_result *pRes = pD->pRes;
+    size_t k;
+    for (k = 0; k < pD->nE; k++) {
+        size_t iE = pD->aOrder[k];
+        const parity_tensor_info *pE = parity_capture_tensor(pD->pEagerCap, iE);
+        long iC = parity_capture_find(pD->pCompCap, pE->zPath);
         parity_tensor_result *pR = &pRes->aTensor[pRes->nTensor++];
 
         pR->zName = parity_result_dup(&pR->oom, pE->zPath);
         pR->zOp = parity_result_dup(&pR->oom, pE->zOp);
         pR->hasOrder = pE->hasOrder;
         pR->iOrder = pE->iOrder;
-        pR->isInput = aIsInput[iE];
-        if (azWarn[iE]) parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning, azWarn[iE]);
-        if (pR->oom) goto oom;
-        if (iC >= 0) aMatched[iC] = 1;
-        judge_pair(pOpt, pEagerCap, iE, pCompCap, iC, pR);
+        pR->isInput = pD->aIsInput[iE];
+        if (pD->azWarn[iE])
+            parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning, pD->azWarn[iE]);
+        if (pR->oom) return -1;
+        if (iC >= 0) pD->aMatched[iC] = 1;
+        judge_pair(pD->pOpt, pD->pEagerCap, iE, pD->pCompCap, iC, pR);
         if (!pR->isInput)
-            semantic_judge(pOpt, pEagerCap, iE, pCompCap, iC, upstream_failed(pRes, pE), pR);
+            parity_semantic_judge(pD->pOpt, pD->pEagerCap, iE, pD->pCompCap, iC,
+                           upstream_failed(pRes, pE), pR);
         if (pR->status == PARITY_ST_FAIL && pR->cause == PARITY_CAUSE_NONE && !pE->zOp) {
             /* No op above it in the graph: a differing input or plain tensor is its own
              * cause. */
@@ -245,18 +229,27 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
         if (pR->status == PARITY_ST_PASS && pR->stats.nElem == 0 && pE->nElem == 0)
             parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning,
                                "zero-size tensor: nothing to compare");
-        if (pR->isInput && pR->status != PARITY_ST_PASS && pR->status != PARITY_ST_MISSING_IN_COMPILED) {
+        if (pR->isInput && pR->status != PARITY_ST_PASS &&
+            pR->status != PARITY_ST_MISSING_IN_COMPILED) {
             pRes->inputsMatch = 0;
             parity_result_push(&pRes->oom, &pRes->azInputDiffers, &pRes->nInputDiffers,
                                pR->zName);
         }
-        if (parity_result_oom(pRes)) goto oom;   /* before the next tensor reads these */
+        if (parity_result_oom(pRes)) return -1;   /* before the next tensor reads these */
     }
-    for (i = 0; i < nC; i++) {
+    return 0;
+}
+
+/* Tensors only the compiled capture has, after the eager ones. */
+static void add_compiled_only(diff_run *pD)
+{
+    parity_diff_result *pRes = pD->pRes;
+    size_t i;
+    for (i = 0; i < pD->nC; i++) {
         const parity_tensor_info *pC;
         parity_tensor_result *pR;
-        if (aMatched[i]) continue;
-        pC = parity_capture_tensor(pCompCap, i);
+        if (pD->aMatched[i]) continue;
+        pC = parity_capture_tensor(pD->pCompCap, i);
         pR = &pRes->aTensor[pRes->nTensor++];
         pR->zName = parity_result_dup(&pR->oom, pC->zPath);
         pR->zOp = parity_result_dup(&pR->oom, pC->zOp);
@@ -273,10 +266,13 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
             pR->zMessage = parity_result_dup(&pR->oom, zMsg);
         }
     }
-    if (parity_result_oom(pRes)) goto oom;
+}
 
-    /* Global warnings: one line per tensor warning, so the text report and stderr can
-     * show them without walking every tensor. */
+/* Global warnings: one line per tensor warning, so the text report and stderr can show
+ * them without walking every tensor. */
+static void collect_warnings(parity_diff_result *pRes)
+{
+    size_t k, i;
     for (k = 0; k < pRes->nTensor; k++) {
         parity_tensor_result *pR = &pRes->aTensor[k];
         for (i = 0; i < pR->nWarning; i++) {
@@ -285,31 +281,46 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
             parity_result_push(&pRes->oom, &pRes->azWarning, &pRes->nWarning, zLine);
         }
     }
+}
 
-    /* run_failure (FORMAT.md): that side's run crashed, hung or errored, so the tensors it
-     * lacks were lost, not fused away: they fail as --strict would fail them, and the pair
-     * fails whatever the tensors that are there say. */
+/* run_failure (FORMAT.md): that side's run crashed, hung or errored, so the tensors it
+ * lacks were lost, not fused away: they fail as --strict would fail them
+ * (aMissingFails[side]), and the pair fails whatever the tensors that are there say
+ * (*pAnyFail). Returns -1 with zErr for a malformed attribute. */
+static int read_run_failures(diff_run *pD, int *aMissingFails, int *pAnyFail, char *zErr,
+                             size_t nErr)
+{
+    parity_diff_result *pRes = pD->pRes;
+    int k;
     for (k = 0; k < 2; k++) {
         const parity_attr *pA = parity_attr_find(k ? pRes->aCompiledRoot : pRes->aEagerRoot,
                                                  k ? pRes->nCompiledRoot : pRes->nEagerRoot,
                                                  "run_failure");
         char zLine[1200];
-        aMissingFails[k] = pOpt->strict;
+        aMissingFails[k] = pD->pOpt->strict;
         if (!pA) continue;
         if (pA->kind != PARITY_ATTR_STRING || pA->isArray || pA->n != 1) {
             snprintf(zErr, nErr, "%s: root attribute 'run_failure' must be one string",
-                     k ? zCompiled : zEager);
-            goto cleanup;
+                     k ? pRes->zCompiledFile : pRes->zEagerFile);
+            return -1;
         }
-        anyFail = 1;
+        *pAnyFail = 1;
         aMissingFails[k] = 1;
         snprintf(zLine, sizeof zLine, "%s: its run failed: %.1000s", k ? "compiled" : "eager",
                  pA->azStr[0]);
         parity_result_push(&pRes->oom, &pRes->azWarning, &pRes->nWarning, zLine);
     }
-    /* First divergence: the earliest failing tensor in execution order that is not an echo
-     * of an earlier failure (cause "propagated" means its own kernel was right for the
-     * inputs it got). Without op models this is simply the earliest failing tensor. */
+    return 0;
+}
+
+/* First divergence and verdict. The first divergence is the earliest failing tensor in
+ * execution order that is not an echo of an earlier failure (cause "propagated" means its
+ * own kernel was right for the inputs it got); without op models, simply the earliest
+ * failing tensor. */
+static void decide(parity_diff_result *pRes, const int *aMissingFails, int anyFail)
+{
+    int anyError = 0;
+    size_t k;
     for (k = 0; k < pRes->nTensor; k++) {
         const parity_tensor_result *pR = &pRes->aTensor[k];
         if (pR->status == PARITY_ST_ERROR) anyError = 1;
@@ -322,22 +333,82 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     for (k = 0; k < pRes->nTensor && !pRes->zFirstDivergence; k++)
         if (is_failing_status(pRes->aTensor[k].status, aMissingFails))
             pRes->zFirstDivergence = parity_result_dup(&pRes->oom, pRes->aTensor[k].zName);
-    if (parity_result_oom(pRes)) goto oom;
     if (!pRes->inputsMatch) anyFail = 1;
     pRes->verdict = anyError ? PARITY_VERDICT_ERROR
                   : anyFail ? PARITY_VERDICT_FAIL : PARITY_VERDICT_PASS;
+}
+
+/* Opens both captures and copies their root attributes. 0, or -1 with zErr. */
+static int open_pair(diff_run *pD, const char *zEager, const char *zCompiled, char *zErr,
+                     size_t nErr)
+{
+    parity_diff_result *pRes = pD->pRes;
+    const parity_attr *aRoot;
+    size_t nRoot;
+    parity_diff_progress(pD->pOpt, zEager);
+    if (parity_capture_open(zEager, &pD->pEagerCap, zErr, nErr) != 0) return -1;
+    parity_diff_progress(pD->pOpt, zCompiled);
+    if (parity_capture_open(zCompiled, &pD->pCompCap, zErr, nErr) != 0) return -1;
+    aRoot = parity_capture_root_attrs(pD->pEagerCap, &nRoot);
+    parity_result_copy_attrs(&pRes->oom, aRoot, nRoot, &pRes->aEagerRoot);
+    pRes->nEagerRoot = pRes->aEagerRoot ? nRoot : 0;
+    aRoot = parity_capture_root_attrs(pD->pCompCap, &nRoot);
+    parity_result_copy_attrs(&pRes->oom, aRoot, nRoot, &pRes->aCompiledRoot);
+    pRes->nCompiledRoot = pRes->aCompiledRoot ? nRoot : 0;
+    if (pRes->oom) {
+        snprintf(zErr, nErr, "out of memory");
+        return -1;
+    }
+    pD->nE = parity_capture_count(pD->pEagerCap);
+    pD->nC = parity_capture_count(pD->pCompCap);
+    return 0;
+}
+
+int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
+                    const char *zCompiled, parity_diff_result *pRes, char *zErr,
+                    size_t nErr)
+{
+    diff_run d;
+    size_t i;
+    int rc = -1, anyFail = 0, aMissingFails[2];
+
+    memset(&d, 0, sizeof d);
+    d.pOpt = pOpt;
+    d.pRes = pRes;
+    memset(pRes, 0, sizeof *pRes);
+    pRes->inputsMatch = 1;
+    pRes->strict = pOpt->strict;
+    pRes->signedZeros = pOpt->signedZeros;
+    pRes->zEagerFile = parity_result_dup(&pRes->oom, zEager);
+    pRes->zCompiledFile = parity_result_dup(&pRes->oom, zCompiled);
+    if (open_pair(&d, zEager, zCompiled, zErr, nErr) != 0) goto cleanup;
+    compute_identity(pRes);
+    d.aOrder = parity_malloc((d.nE ? d.nE : 1) * sizeof(size_t));
+    d.azWarn = parity_calloc(d.nE ? d.nE : 1, sizeof(char *));
+    d.aIsInput = parity_calloc(d.nE ? d.nE : 1, 1);
+    d.aMatched = parity_calloc(d.nC ? d.nC : 1, 1);
+    pRes->aTensor = parity_calloc(d.nE + d.nC + 1, sizeof(parity_tensor_result));
+    if (!d.aOrder || !d.azWarn || !d.aIsInput || !d.aMatched || !pRes->aTensor) goto oom;
+    if (parity_order_compute(d.pEagerCap, 1, d.aOrder, d.azWarn) != 0) goto oom;
+    mark_inputs(&d);
+    if (judge_eager_tensors(&d) != 0) goto oom;
+    add_compiled_only(&d);
+    collect_warnings(pRes);
+    if (read_run_failures(&d, aMissingFails, &anyFail, zErr, nErr) != 0) goto cleanup;
+    decide(pRes, aMissingFails, anyFail);
+    if (parity_result_oom(pRes)) goto oom;
     rc = 0;
     goto cleanup;
 oom:
     snprintf(zErr, nErr, "out of memory");
 cleanup:
-    if (azWarn) for (i = 0; i < parity_capture_count(pEagerCap); i++) free(azWarn[i]);
-    free(azWarn);
-    free(aOrder);
-    free(aIsInput);
-    free(aMatched);
-    parity_capture_close(pEagerCap);
-    parity_capture_close(pCompCap);
+    if (d.azWarn) for (i = 0; i < d.nE; i++) free(d.azWarn[i]);
+    free(d.azWarn);
+    free(d.aOrder);
+    free(d.aIsInput);
+    free(d.aMatched);
+    parity_capture_close(d.pEagerCap);
+    parity_capture_close(d.pCompCap);
     parity_diff_progress(pOpt, NULL);
     if (rc != 0) parity_diff_result_free(pRes);
     return rc;

@@ -30,6 +30,8 @@
 #include "diff/operand_internal.h"
 #include "formats/alloc.h"
 
+#define SEMANTIC_MAX_INPUTS 8   /* operands a model judges (sdpa has 4) */
+
 static void push_warning(parity_tensor_result *pR, const char *zText)
 {
     parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning, zText);
@@ -179,15 +181,124 @@ static void adopt_failures(parity_tensor_result *pR, const parity_judgement *pJ)
     }
 }
 
-void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, size_t iE,
-                    parity_capture *pCompCap, long iC, int upstreamFailed,
-                    parity_tensor_result *pR)
+/* The model's settings for pE: the registry op, the tolerance file's overrides (*pOv),
+ * the accumulation and compute dtypes, and the operand budget. Returns the op when a model
+ * is to judge, else NULL with the note (or the error) said in pR. */
+static const parity_op_def *model_settings(const parity_diff_options *pOpt,
+                                           const parity_tensor_info *pE,
+                                           parity_tensor_result *pR, parity_tol_override *pOv,
+                                           parity_dtype *pAccDtype, double *pUOperand,
+                                           uint64_t *pnBudget)
+{
+    const parity_op_def *pDef = parity_op_find(pE->zOp);
+    const parity_attr *pAcc, *pCompute;
+    if (!pDef) {
+        note(pR, "op '%s' has no model yet: per-dtype tolerance", pE->zOp);
+        return NULL;
+    }
+    parity_tolfile_resolve(pOpt->pTolFile, pE->zOp, pE->zPath, pOv);
+    if (pOv->hasModel && !pOv->useModel) {
+        note(pR, "%s", "model switched off by the tolerance file: per-dtype tolerance");
+        return NULL;
+    }
+    if (pE->nInput > SEMANTIC_MAX_INPUTS) {
+        note(pR, "%s: too many inputs", pE->zOp);
+        return NULL;
+    }
+    pAcc = parity_attr_find(pE->aAttr, pE->nAttr, "acc_dtype");
+    if (pAcc && (pAcc->kind != PARITY_ATTR_STRING || pAcc->n != 1 ||
+                 !parity_dtype_is_float(*pAccDtype = parity_dtype_from_name(pAcc->azStr[0])))) {
+        pR->status = PARITY_ST_ERROR;
+        parity_result_set(&pR->oom, &pR->zMessage, "attribute 'acc_dtype' must name a float dtype");
+        return NULL;
+    }
+    if (pOv->hasAccDtype) *pAccDtype = pOv->accDtype;   /* the user's policy over the promise */
+    pCompute = parity_attr_find(pE->aAttr, pE->nAttr, "compute_dtype");
+    if (pCompute && (pCompute->kind != PARITY_ATTR_STRING || pCompute->n != 1 ||
+                     !(*pUOperand = parity_compute_roundoff(pCompute->azStr[0])))) {
+        pR->status = PARITY_ST_ERROR;
+        parity_result_set(&pR->oom, &pR->zMessage,
+                          "attribute 'compute_dtype' must be tf32 or a float dtype");
+        return NULL;
+    }
+    if (pOv->hasComputeDtype) *pUOperand = pOv->uOperand;
+    if (2 * pE->nElem > *pnBudget / 2) {
+        note(pR, "%s", "output exceeds the reference's memory budget: per-dtype tolerance");
+        return NULL;
+    }
+    *pnBudget = (*pnBudget - 2 * pE->nElem) / 2;   /* eager and compiled operands */
+    return pDef;
+}
+
+/* Never a silent pass: say where the model could not judge. */
+static void warn_vacuous(parity_tensor_result *pR)
+{
+    const parity_judgement *pJ = &pR->judgement;
+    char zMsg[320];
+    if (pJ->nVacuous > pJ->nVacuousOverflow) {
+        snprintf(zMsg, sizeof zMsg, "the error bound is vacuous for %llu element(s) (for a "
+                 "dot product: n u >= 1 in acc_dtype %s); only non-finite divergences can fail "
+                 "there", (unsigned long long)(pJ->nVacuous - pJ->nVacuousOverflow),
+                 parity_dtype_name(pR->accDtype));
+        push_warning(pR, zMsg);
+    }
+    if (pJ->nVacuousOverflow > 0) {
+        snprintf(zMsg, sizeof zMsg, "the error bound is vacuous for %llu element(s) where a "
+                 "legal summation order overflows acc_dtype %s; what such an order gives there "
+                 "(an infinity, NaN, or for a norm the finite value an infinite variance "
+                 "makes) is accepted", (unsigned long long)pJ->nVacuousOverflow,
+                 parity_dtype_name(pR->accDtype));
+        push_warning(pR, zMsg);
+    }
+}
+
+/* Status and cause from the two judgements: pLocal (the compiled kernel against the
+ * reference from its own inputs, when they were captured) and pR->judgement (both sides
+ * against the reference from the eager inputs). */
+static void decide_cause(parity_tensor_result *pR, const parity_judgement *pLocal,
+                         int upstreamFailed, const parity_operand *pOutE,
+                         const parity_operand *pOutC)
+{
+    if (pLocal) {
+        pR->hasLocalCheck = 1;
+        pR->nLocalFail = pLocal->nFail;
+        if (pLocal->nFail > 0) {
+            pR->status = PARITY_ST_FAIL;
+            pR->cause = PARITY_CAUSE_LOCAL;
+            adopt_failures(pR, pLocal);
+        } else if (upstreamFailed && pR->judgement.nFail > 0 &&
+                   echo_region(pR, pOutE, pOutC) > 0) {
+            /* Right for its inputs, but its inputs were wrong: an echo of an earlier
+             * failure, reported so the affected region is visible. The region is where the
+             * tensor visibly departs from eager (the per-dtype tolerance): against the
+             * eager-input reference, elements that only carry legitimate upstream rounding
+             * would count too whenever the op's bound is tight (relu's is 0). */
+            pR->status = PARITY_ST_FAIL;
+            pR->cause = PARITY_CAUSE_PROPAGATED;
+        } else {
+            /* Within its bound for its own inputs, and those inputs differ from eager only
+             * within their own bounds (no upstream failure): rounding differences that
+             * travelled, not a divergence. */
+            pR->status = PARITY_ST_PASS;
+            adopt_failures(pR, pLocal);
+        }
+        return;
+    }
+    /* Inputs fused away on the compiled side: only the eager-input reference is left. */
+    pR->status = pR->judgement.nFail > 0 ? PARITY_ST_FAIL : PARITY_ST_PASS;
+    if (pR->status == PARITY_ST_FAIL)
+        pR->cause = upstreamFailed ? PARITY_CAUSE_PROPAGATED : PARITY_CAUSE_UNKNOWN;
+    adopt_failures(pR, &pR->judgement);
+}
+
+void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap,
+                           size_t iE, parity_capture *pCompCap, long iC, int upstreamFailed,
+                           parity_tensor_result *pR)
 {
     const parity_tensor_info *pE = parity_capture_tensor(pEagerCap, iE);
     const parity_tensor_info *pC = iC >= 0 ? parity_capture_tensor(pCompCap, (size_t)iC) : NULL;
-    const parity_op_def *pDef = parity_op_find(pE->zOp);
-    const parity_attr *pAcc;
-    parity_operand aIn[8], aInC[8], outE, outC;
+    const parity_op_def *pDef;
+    parity_operand aIn[SEMANTIC_MAX_INPUTS], aInC[SEMANTIC_MAX_INPUTS], outE, outC;
     parity_dtype accDtype = PARITY_DT_INVALID;
     parity_judgement local;
     parity_tol_override ov;
@@ -197,47 +308,8 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
     uint64_t nBudget = OPERAND_BUDGET_ELEMS;
 
     if (!pE->zOp || !pC || (pR->status != PARITY_ST_PASS && pR->status != PARITY_ST_FAIL)) return;
-    if (!pDef) {
-        note(pR, "op '%s' has no model yet: per-dtype tolerance", pE->zOp);
-        return;
-    }
-    parity_tolfile_resolve(pOpt->pTolFile, pE->zOp, pE->zPath, &ov);
-    if (ov.hasModel && !ov.useModel) {
-        note(pR, "%s", "model switched off by the tolerance file: per-dtype tolerance");
-        return;
-    }
-    if (pE->nInput > sizeof aIn / sizeof aIn[0]) {
-        note(pR, "%s: too many inputs", pE->zOp);
-        return;
-    }
-    pAcc = parity_attr_find(pE->aAttr, pE->nAttr, "acc_dtype");
-    if (pAcc) {
-        if (pAcc->kind != PARITY_ATTR_STRING || pAcc->n != 1 ||
-            !parity_dtype_is_float(accDtype = parity_dtype_from_name(pAcc->azStr[0]))) {
-            pR->status = PARITY_ST_ERROR;
-            parity_result_set(&pR->oom, &pR->zMessage, "attribute 'acc_dtype' must name a float dtype");
-            return;
-        }
-    }
-    if (ov.hasAccDtype) accDtype = ov.accDtype;   /* the user's policy over the promise */
-    {
-        const parity_attr *pCompute = parity_attr_find(pE->aAttr, pE->nAttr, "compute_dtype");
-        if (pCompute) {
-            if (pCompute->kind != PARITY_ATTR_STRING || pCompute->n != 1 ||
-                !(uOperand = parity_compute_roundoff(pCompute->azStr[0]))) {
-                pR->status = PARITY_ST_ERROR;
-                parity_result_set(&pR->oom, &pR->zMessage, "attribute 'compute_dtype' must be tf32 or a float dtype");
-                return;
-            }
-        }
-        if (ov.hasComputeDtype) uOperand = ov.uOperand;
-    }
-    if (2 * pE->nElem > nBudget / 2) {
-        note(pR, "%s", "output exceeds the reference's memory budget: per-dtype tolerance");
-        return;
-    }
-    nBudget = (nBudget - 2 * pE->nElem) / 2;   /* eager and compiled operands */
-
+    pDef = model_settings(pOpt, pE, pR, &ov, &accDtype, &uOperand, &nBudget);
+    if (!pDef) return;
     memset(&outE, 0, sizeof outE);
     memset(&outC, 0, sizeof outC);
     parity_diff_progress(pOpt, parity_capture_filename(pEagerCap));
@@ -263,7 +335,6 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
                        "per-dtype tolerance");
         goto done;
     }
-
     /* Both sides against the reference from the eager inputs: the classes, and the
      * divergence verdict when the compiled side's own inputs are unknown. */
     if (run_model(pDef, pE, aIn, accDtype, uOperand, outE.aValue, outC.aValue, outE.aValue, &ov,
@@ -272,60 +343,12 @@ void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, 
     pR->hasJudgement = 1;
     pR->zModelOp = pDef->zName;
     pR->zModel = pDef->zModel;
-    if (pR->judgement.nVacuous > pR->judgement.nVacuousOverflow) {
-        /* Never a silent pass: say that the model could not judge these elements. */
-        char zMsg[256];
-        snprintf(zMsg, sizeof zMsg, "the error bound is vacuous for %llu element(s) (for a "
-                 "dot product: n u >= 1 in acc_dtype %s); only non-finite divergences can fail "
-                 "there", (unsigned long long)(pR->judgement.nVacuous -
-                                                pR->judgement.nVacuousOverflow),
-                 parity_dtype_name(pR->accDtype));
-        push_warning(pR, zMsg);
-    }
-    if (pR->judgement.nVacuousOverflow > 0) {
-        char zMsg[320];
-        snprintf(zMsg, sizeof zMsg, "the error bound is vacuous for %llu element(s) where a "
-                 "legal summation order overflows acc_dtype %s; what such an order gives there "
-                 "(an infinity, NaN, or for a norm the finite value an infinite variance "
-                 "makes) is accepted", (unsigned long long)pR->judgement.nVacuousOverflow,
-                 parity_dtype_name(pR->accDtype));
-        push_warning(pR, zMsg);
-    }
-
-    if (haveInC) {
-        /* Is the compiled kernel right for what it was given? */
-        if (run_model(pDef, pE, aInC, accDtype, uOperand, NULL, outC.aValue, outE.aValue, &ov, &local,
-                      NULL, pR) != 0)
-            goto done;
-        pR->hasLocalCheck = 1;
-        pR->nLocalFail = local.nFail;
-        if (local.nFail > 0) {
-            pR->status = PARITY_ST_FAIL;
-            pR->cause = PARITY_CAUSE_LOCAL;
-            adopt_failures(pR, &local);
-        } else if (upstreamFailed && pR->judgement.nFail > 0 &&
-                   echo_region(pR, &outE, &outC) > 0) {
-            /* Right for its inputs, but its inputs were wrong: an echo of an earlier
-             * failure, reported so the affected region is visible. The region is where the
-             * tensor visibly departs from eager (the per-dtype tolerance): against the
-             * eager-input reference, elements that only carry legitimate upstream rounding
-             * would count too whenever the op's bound is tight (relu's is 0). */
-            pR->status = PARITY_ST_FAIL;
-            pR->cause = PARITY_CAUSE_PROPAGATED;
-        } else {
-            /* Within its bound for its own inputs, and those inputs differ from eager only
-             * within their own bounds (no upstream failure): rounding differences that
-             * travelled, not a divergence. */
-            pR->status = PARITY_ST_PASS;
-            adopt_failures(pR, &local);
-        }
-    } else {
-        /* Inputs fused away on the compiled side: only the eager-input reference is left. */
-        pR->status = pR->judgement.nFail > 0 ? PARITY_ST_FAIL : PARITY_ST_PASS;
-        if (pR->status == PARITY_ST_FAIL)
-            pR->cause = upstreamFailed ? PARITY_CAUSE_PROPAGATED : PARITY_CAUSE_UNKNOWN;
-        adopt_failures(pR, &pR->judgement);
-    }
+    warn_vacuous(pR);
+    /* Is the compiled kernel right for what it was given? */
+    if (haveInC && run_model(pDef, pE, aInC, accDtype, uOperand, NULL, outC.aValue, outE.aValue,
+                             &ov, &local, NULL, pR) != 0)
+        goto done;
+    decide_cause(pR, haveInC ? &local : NULL, upstreamFailed, &outE, &outC);
 done:
     if (haveIn) free_inputs(aIn, pE->nInput);
     if (haveInC) free_inputs(aInC, pE->nInput);

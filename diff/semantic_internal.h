@@ -13,8 +13,8 @@
  * pass. Overrides status, mismatches, worst and slice, and sets cause. Tensors it cannot
  * judge keep the per-dtype verdict with zModelNote saying why; bad op parameters or operand
  * shapes make the tensor an error. */
-void semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap, size_t iE,
-                    parity_capture *pCompCap, long iC, int upstreamFailed,
-                    parity_tensor_result *pR);
+void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap,
+                           size_t iE, parity_capture *pCompCap, long iC, int upstreamFailed,
+                           parity_tensor_result *pR);
 
 #endif

@@ -602,6 +602,34 @@ static int interpret_tensor_attrs(parity_tensor_info *pT)
     return 0;
 }
 
+/* Storage this reader refuses, as pT's error: virtual and external storage (they read
+ * other files) and filters this libhdf5 lacks (named now, rather than "read failed"
+ * later). Returns -1 when memory ran out. */
+static int check_storage(hid_t hDcpl, parity_tensor_info *pT)
+{
+    int nFilter, iFilter;
+    if (H5Pget_layout(hDcpl) == H5D_VIRTUAL)
+        return tensor_error(pT, "virtual datasets are refused (they read other files)");
+    if (H5Pget_external_count(hDcpl) != 0)
+        return tensor_error(pT, "external raw storage is refused (it reads other files)");
+    nFilter = H5Pget_nfilters(hDcpl);
+    for (iFilter = 0; iFilter < nFilter; iFilter++) {
+        unsigned flags = 0, aValue[8];
+        size_t nValue = 8;
+        char zName[64] = "";
+        H5Z_filter_t id = H5Pget_filter2(hDcpl, (unsigned)iFilter, &flags, &nValue, aValue,
+                                         sizeof zName, zName, NULL);
+        if (id < 0 || H5Zfilter_avail(id) <= 0) {
+            char zMsg[200];
+            zName[sizeof zName - 1] = 0;
+            snprintf(zMsg, sizeof zMsg, "compressed with filter %d (%s), which this libhdf5 lacks",
+                     (int)id, zName[0] ? zName : "unnamed");
+            return tensor_error(pT, zMsg);
+        }
+    }
+    return 0;
+}
+
 /* Fills pT for the dataset at zPath. Problems with this tensor go to pT->zError; the
  * return value is -1 only when memory runs out. */
 static int describe_dataset(hid_t hFile, const char *zPath, parity_tensor_info *pT)
@@ -657,34 +685,8 @@ static int describe_dataset(hid_t hFile, const char *zPath, parity_tensor_info *
 
     hDcpl = H5Dget_create_plist(hDset);
     if (hDcpl < 0) { if (tensor_error(pT, "cannot read storage layout") != 0) goto oom; goto cleanup; }
-    if (H5Pget_layout(hDcpl) == H5D_VIRTUAL) {
-        if (tensor_error(pT, "virtual datasets are refused (they read other files)") != 0) goto oom;
-        goto cleanup;
-    }
-    if (H5Pget_external_count(hDcpl) != 0) {
-        if (tensor_error(pT, "external raw storage is refused (it reads other files)") != 0) goto oom;
-        goto cleanup;
-    }
-    {
-        /* A filter this libhdf5 lacks (h5py's own lzf, say) would fail every read: say so
-         * now, by name, rather than "read failed" later. */
-        int nFilter = H5Pget_nfilters(hDcpl), iFilter;
-        for (iFilter = 0; iFilter < nFilter && !pT->zError; iFilter++) {
-            unsigned flags = 0, aValue[8];
-            size_t nValue = 8;
-            char zName[64] = "";
-            H5Z_filter_t id = H5Pget_filter2(hDcpl, (unsigned)iFilter, &flags, &nValue, aValue,
-                                             sizeof zName, zName, NULL);
-            if (id < 0 || H5Zfilter_avail(id) <= 0) {
-                char zMsg[200];
-                zName[sizeof zName - 1] = 0;
-                snprintf(zMsg, sizeof zMsg, "compressed with filter %d (%s), which this libhdf5 lacks",
-                         (int)id, zName[0] ? zName : "unnamed");
-                if (tensor_error(pT, zMsg) != 0) goto oom;
-            }
-        }
-        if (pT->zError) goto cleanup;
-    }
+    if (check_storage(hDcpl, pT) != 0) goto oom;
+    if (pT->zError) goto cleanup;
 
     hType = H5Dget_type(hDset);
     if (hType < 0) { if (tensor_error(pT, "cannot read element type") != 0) goto oom; goto cleanup; }
