@@ -101,6 +101,31 @@ Test(fuzz, clean_target_finds_nothing)
 
 /* ---- each defect: found, minimized, diffable, replayable ------------------------------- */
 
+/* Runs the signature file's line that starts with zKey ("look:" or "replay:") through
+ * /bin/sh as a user pasting it would, with the built tools first on PATH. */
+static void run_pasted_line(run_result *pRes, const char *zRepro, const char *zKey)
+{
+    char zFile[4200], zLine[8192], zScript[9000], zDir[4096];
+    const char *azArgv[4];
+    FILE *f;
+    int found = 0;
+    snprintf(zFile, sizeof zFile, "%s/signature", zRepro);
+    f = fopen(zFile, "r");
+    cr_assert_not_null(f, "%s: no signature file", zRepro);
+    while (fgets(zLine, sizeof zLine, f))
+        if (strncmp(zLine, zKey, strlen(zKey)) == 0) { found = 1; break; }
+    fclose(f);
+    cr_assert(found, "%s: no '%s' line", zFile, zKey);
+    snprintf(zDir, sizeof zDir, "%s", PARITYFUZZ_BIN);
+    *strrchr(zDir, '/') = 0;
+    snprintf(zScript, sizeof zScript, "PATH='%s':\"$PATH\"; %s", zDir, zLine + strlen(zKey));
+    azArgv[0] = "/bin/sh";
+    azArgv[1] = "-c";
+    azArgv[2] = zScript;
+    azArgv[3] = NULL;
+    run_argv(azArgv, 120.0, pRes);
+}
+
 Test(fuzz, every_defect_is_found_minimized_stored_and_replayed)
 {
     size_t i;
@@ -138,6 +163,14 @@ Test(fuzz, every_defect_is_found_minimized_stored_and_replayed)
             run_paritydiff(&d, zE, zC, NULL);
             cr_assert_eq(d.code, 1, "paritydiff on %s: exit %d\n%s%s", zRepro, d.code, d.zOut, d.zErr);
             cr_assert(strstr(d.zOut, "first divergence: /out"), "%s", d.zOut);
+            run_free(&d);
+            /* the signature's own lines, pasted: look fails the pair, replay still diverges */
+            run_pasted_line(&d, zRepro, "look:");
+            cr_assert_eq(d.code, 1, "pasted look line: exit %d\n%s%s", d.code, d.zOut, d.zErr);
+            run_free(&d);
+            run_pasted_line(&d, zRepro, "replay:");
+            cr_assert_eq(d.code, 1, "pasted replay line: exit %d\n%s%s", d.code, d.zOut, d.zErr);
+            cr_assert(strstr(d.zOut, ": same"), "%s", d.zOut);
             run_free(&d);
             assert_one_minimal(zRepro, parity_defects[i].bit);
         }

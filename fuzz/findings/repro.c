@@ -45,6 +45,25 @@ static void remove_tree(const char *zDir)
     rmdir(zDir);
 }
 
+/* z as one shell word: as it is when every character is safe, else in single quotes with
+ * each ' written '\'' (a cmd: target holds spaces; the lines below are meant to be pasted). */
+static void put_shell_word(FILE *f, const char *z)
+{
+    static const char zSafe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                "0123456789_./:=,+-";
+    const char *p;
+    if (*z && z[strspn(z, zSafe)] == 0) {
+        fputs(z, f);
+        return;
+    }
+    fputc('\'', f);
+    for (p = z; *p; p++) {
+        if (*p == '\'') fputs("'\\''", f);
+        else fputc(*p, f);
+    }
+    fputc('\'', f);
+}
+
 static int write_signature_file(const char *zFile, const parity_case *pCase,
                                 const parity_oracle_result *pR, const char *zSignature,
                                 const char *zTarget, uint32_t defects,
@@ -65,9 +84,22 @@ static int write_signature_file(const char *zFile, const parity_case *pCase,
     fprintf(f, "defects:");
     for (i = 0; i < parity_defect_count; i++)
         if (defects & parity_defects[i].bit) fprintf(f, " %s", parity_defects[i].zName);
-    fprintf(f, "\nlook:   paritydiff %s/eager.h5 %s/compiled.h5\n", zFinal, zFinal);
-    fprintf(f, "replay: parityfuzz replay %s --target %s%s\n", zFinal, zTarget,
-            defects ? " --defect ..." : "");
+    /* paths and the target quoted, every defect named: both lines run as pasted */
+    fputs("\nlook:   paritydiff ", f);
+    put_shell_word(f, zFinal);
+    fputs("/eager.h5 ", f);
+    put_shell_word(f, zFinal);
+    fputs("/compiled.h5\nreplay: parityfuzz replay ", f);
+    put_shell_word(f, zFinal);
+    fputs(" --target ", f);
+    put_shell_word(f, zTarget);
+    for (i = 0; i < parity_defect_count; i++)
+        if (defects & parity_defects[i].bit) fprintf(f, " --defect %s", parity_defects[i].zName);
+    fputc('\n', f);
+    if (ferror(f)) {
+        fclose(f);
+        return -1;
+    }
     return fclose(f);
 }
 
