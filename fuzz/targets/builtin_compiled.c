@@ -216,9 +216,7 @@ static int compiled_reduce(const parity_case *pCase, const kern_ctx *pK, uint32_
 {
     reduce_kind kind = { pCase->pDef == &parity_op_amax, pCase->pDef == &parity_op_amin,
                          pCase->pDef == &parity_op_mean, defects };
-    kern_rows r;
-    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return parity_kern_rows_run(&r, pCase, pK, 0, compiled_reduce_row, &kind, aOut);
+    return parity_kern_rows_apply(pCase, pK, 0, compiled_reduce_row, &kind, aOut, zErr, nErr);
 }
 
 /* var: two passes of the compiled sum (mean, then squared deviations). */
@@ -258,10 +256,8 @@ static double compiled_logsumexp_row(const kern_ctx *pK, double *x, uint64_t n, 
 static int compiled_logsumexp(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                               double *aOut, char *zErr, size_t nErr)
 {
-    kern_rows r;
     (void)defects;
-    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return parity_kern_rows_run(&r, pCase, pK, 0, compiled_logsumexp_row, NULL, aOut);
+    return parity_kern_rows_apply(pCase, pK, 0, compiled_logsumexp_row, NULL, aOut, zErr, nErr);
 }
 
 /* ---- softmax -------------------------------------------------------------------------- */
@@ -341,9 +337,7 @@ static int compiled_softmax(const parity_case *pCase, const kern_ctx *pK, uint32
                             double *aOut, char *zErr, size_t nErr)
 {
     softmax_kind kind = { pCase->pDef == &parity_op_log_softmax, defects };
-    kern_rows r;
-    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return parity_kern_rows_run(&r, pCase, pK, 1, compiled_softmax_row, &kind, aOut);
+    return parity_kern_rows_apply(pCase, pK, 1, compiled_softmax_row, &kind, aOut, zErr, nErr);
 }
 
 /* ---- scans and norms ------------------------------------------------------------------ */
@@ -367,10 +361,8 @@ static double compiled_cumsum_row(const kern_ctx *pK, double *x, uint64_t n, voi
 static int compiled_cumsum(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                            double *aOut, char *zErr, size_t nErr)
 {
-    kern_rows r;
     (void)defects;
-    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return parity_kern_rows_run(&r, pCase, pK, 1, compiled_cumsum_row, NULL, aOut);
+    return parity_kern_rows_apply(pCase, pK, 1, compiled_cumsum_row, NULL, aOut, zErr, nErr);
 }
 
 /* Welford's running mean and M2 over n values. */

@@ -84,10 +84,8 @@ static int eager_reduce(const parity_case *pCase, const kern_ctx *pK, uint32_t d
 {
     reduce_kind kind = { pCase->pDef == &parity_op_amax, pCase->pDef == &parity_op_amin,
                          pCase->pDef == &parity_op_mean };
-    kern_rows r;
     (void)defects;
-    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return parity_kern_rows_run(&r, pCase, pK, 0, eager_reduce_row, &kind, aOut);
+    return parity_kern_rows_apply(pCase, pK, 0, eager_reduce_row, &kind, aOut, zErr, nErr);
 }
 
 /* var: two-pass, M2 / max(n - correction, 0) (torch: Inf or NaN when that is 0). */
@@ -127,10 +125,8 @@ static double eager_logsumexp_row(const kern_ctx *pK, double *x, uint64_t n, voi
 static int eager_logsumexp(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                            double *aOut, char *zErr, size_t nErr)
 {
-    kern_rows r;
     (void)defects;
-    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return parity_kern_rows_run(&r, pCase, pK, 0, eager_logsumexp_row, NULL, aOut);
+    return parity_kern_rows_apply(pCase, pK, 0, eager_logsumexp_row, NULL, aOut, zErr, nErr);
 }
 
 /* ---- row-wise ops with the input's shape ---------------------------------------------- */
@@ -156,10 +152,8 @@ static int eager_softmax(const parity_case *pCase, const kern_ctx *pK, uint32_t 
                          double *aOut, char *zErr, size_t nErr)
 {
     int isLog = pCase->pDef == &parity_op_log_softmax;
-    kern_rows r;
     (void)defects;
-    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return parity_kern_rows_run(&r, pCase, pK, 1, eager_softmax_row, &isLog, aOut);
+    return parity_kern_rows_apply(pCase, pK, 1, eager_softmax_row, &isLog, aOut, zErr, nErr);
 }
 
 static double eager_cumsum_row(const kern_ctx *pK, double *x, uint64_t n, void *pArg)
@@ -174,10 +168,8 @@ static double eager_cumsum_row(const kern_ctx *pK, double *x, uint64_t n, void *
 static int eager_cumsum(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                         double *aOut, char *zErr, size_t nErr)
 {
-    kern_rows r;
     (void)defects;
-    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
-    return parity_kern_rows_run(&r, pCase, pK, 1, eager_cumsum_row, NULL, aOut);
+    return parity_kern_rows_apply(pCase, pK, 1, eager_cumsum_row, NULL, aOut, zErr, nErr);
 }
 
 /* layer_norm: two-pass mean and biased variance, r = 1 / sqrt(v + eps),

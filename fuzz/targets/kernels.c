@@ -49,7 +49,7 @@ int parity_kern_has(const kern_entry *aTable, const parity_op_def *pDef)
 }
 
 int parity_kern_dispatch(const kern_entry *aTable, const parity_case *pCase, uint32_t defects,
-                  double *aOut, char *zErr, size_t nErr)
+                         double *aOut, char *zErr, size_t nErr)
 {
     const kern_entry *pE = kern_find(aTable, pCase->pDef);
     parity_op_call call;
@@ -190,7 +190,7 @@ static double unary_one(const kern_ctx *pK, unary_kind kind, const unary_attrs *
 }
 
 int parity_kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
-               char *zErr, size_t nErr)
+                      char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0];
     const parity_elementwise_geometry *pG = &pK->pCall->geom.elementwise;
@@ -230,7 +230,7 @@ static const struct { const parity_op_def *pDef; binary_kind kind; } aBinaryKind
 };
 
 int parity_kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
-                double *aOut, char *zErr, size_t nErr)
+                       double *aOut, char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0], *pY = &pCase->aIn[1];
     const parity_elementwise_geometry *pG = &pK->pCall->geom.elementwise;
@@ -279,7 +279,7 @@ int parity_kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t de
 /* ---- layout and cast ------------------------------------------------------------------ */
 
 int parity_kern_layout(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
-                double *aOut, char *zErr, size_t nErr)
+                       double *aOut, char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0];
     const int *aPerm = pK->pCall->geom.perm.aPerm;
@@ -335,7 +335,7 @@ static double cast_to_int(double x, parity_dtype from, parity_dtype to)
 }
 
 int parity_kern_cast(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
-              char *zErr, size_t nErr)
+                     char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0];
     int toFloat = parity_dtype_is_float(pK->out);
@@ -380,7 +380,7 @@ static int rows_finish(kern_rows *pR, const parity_case *pCase, const parity_row
 }
 
 int parity_kern_rows_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, char *zErr,
-                   size_t nErr)
+                          size_t nErr)
 {
     return rows_finish(pR, pCase, &pK->pCall->geom.rows.rows, zErr, nErr);
 }
@@ -400,14 +400,14 @@ void parity_kern_rows_gather(kern_rows *pR, const kern_ctx *pK, const double *x,
 }
 
 void parity_kern_rows_scatter(const kern_rows *pR, const kern_ctx *pK, uint64_t iRow,
-                       const double *aVal, double *aOut)
+                              const double *aVal, double *aOut)
 {
     uint64_t base = parity_rows_offset(&pR->rows, iRow, 0), k;
     for (k = 0; k < pR->rows.n; k++) aOut[base + pR->aRel[k]] = kern_out(pK, aVal[k]);
 }
 
 int parity_kern_rows_run(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, int same,
-                  kern_row_fn xRow, void *pArg, double *aOut)
+                         kern_row_fn xRow, void *pArg, double *aOut)
 {
     uint64_t iRow;
     for (iRow = 0; iRow < pR->rows.nRow; iRow++) {
@@ -421,8 +421,16 @@ int parity_kern_rows_run(kern_rows *pR, const parity_case *pCase, const kern_ctx
     return 0;
 }
 
+int parity_kern_rows_apply(const parity_case *pCase, const kern_ctx *pK, int same,
+                           kern_row_fn xRow, void *pArg, double *aOut, char *zErr, size_t nErr)
+{
+    kern_rows r;
+    if (parity_kern_rows_open(&r, pCase, pK, zErr, nErr) != 0) return -1;
+    return parity_kern_rows_run(&r, pCase, pK, same, xRow, pArg, aOut);
+}
+
 int parity_kern_var_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK,
-                  double *pDivisor, char *zErr, size_t nErr)
+                         double *pDivisor, char *zErr, size_t nErr)
 {
     double D;
     if (parity_kern_rows_open(pR, pCase, pK, zErr, nErr) != 0) return -1;
@@ -433,7 +441,7 @@ int parity_kern_var_open(kern_rows *pR, const parity_case *pCase, const kern_ctx
 }
 
 int parity_kern_norm_open(kern_norm *pN, const parity_case *pCase, const kern_ctx *pK, char *zErr,
-                   size_t nErr)
+                          size_t nErr)
 {
     const parity_operand *pX = &pCase->aIn[0];
     const parity_norm_geometry *pG = &pK->pCall->geom.norm;
@@ -457,7 +465,7 @@ double parity_kern_rstd(const kern_ctx *pK, double var, double eps)
 }
 
 void parity_kern_norm_apply(const kern_norm *pN, const kern_ctx *pK, double *x, double mean,
-                     double rstd)
+                            double rstd)
 {
     uint64_t k;
     for (k = 0; k < pN->r.rows.n; k++) {
@@ -471,7 +479,7 @@ void parity_kern_norm_apply(const kern_norm *pN, const kern_ctx *pK, double *x, 
 /* ---- matmul, bmm, linear ------------------------------------------------------------- */
 
 int parity_kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ctx *pK, char *zErr,
-                   size_t nErr)
+                          size_t nErr)
 {
     const parity_operand *pB = &pCase->aIn[1];
     const parity_dot_geometry *pD = &pK->pCall->geom.dot;
@@ -523,7 +531,7 @@ void parity_kern_gemm_mat(const kern_gemm *pG, uint64_t iMat, uint64_t *pOffA, u
 /* ---- conv2d --------------------------------------------------------------------------- */
 
 int parity_kern_conv_open(kern_conv *pC, const parity_case *pCase, const kern_ctx *pK, char *zErr,
-                   size_t nErr)
+                          size_t nErr)
 {
     const parity_conv_geometry *pG = &pK->pCall->geom.conv;
     memset(pC, 0, sizeof *pC);
@@ -560,7 +568,7 @@ uint64_t parity_kern_conv_gather(kern_conv *pC, uint64_t linear, uint64_t *pO)
 /* ---- scaled_dot_product_attention ----------------------------------------------------- */
 
 int parity_kern_sdpa_open(kern_sdpa *pA, const parity_case *pCase, const kern_ctx *pK, char *zErr,
-                   size_t nErr)
+                          size_t nErr)
 {
     const parity_attention_geometry *pG = &pK->pCall->geom.attention;
 
@@ -597,20 +605,20 @@ void parity_kern_sdpa_close(kern_sdpa *pA)
 }
 
 void parity_kern_sdpa_row(const kern_sdpa *pA, uint64_t iRow, uint64_t *pQ, uint64_t *pK,
-                   uint64_t *pV, uint64_t *pM, uint64_t *pStrMS)
+                          uint64_t *pV, uint64_t *pM, uint64_t *pStrMS)
 {
     parity_attention_row(pA->pGeom, iRow, pQ, pK, pV, pM, pStrMS);
 }
 
 int parity_kern_sdpa_masked(const kern_sdpa *pA, uint64_t l, uint64_t j, uint64_t mOff,
-                     uint64_t strMS)
+                            uint64_t strMS)
 {
     if (pA->causal && j > l) return 1;
     return pA->maskKind == PARITY_MASK_BOOL && pA->aM[mOff + j * strMS] == 0.0;
 }
 
 double parity_kern_sdpa_score(const kern_sdpa *pA, const kern_ctx *pK, double dot, uint64_t j,
-                       uint64_t mOff, uint64_t strMS)
+                              uint64_t mOff, uint64_t strMS)
 {
     double s = kern_acc(pK, dot * pA->scale);
     if (pA->maskKind == PARITY_MASK_FLOAT) s = kern_acc(pK, s + pA->aM[mOff + j * strMS]);

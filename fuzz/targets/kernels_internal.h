@@ -43,7 +43,7 @@ typedef struct {
  * elementwise kernels, after the registry's checks (input count, output dtype, shapes:
  * parity_case_op_shape), whose geometry the kernel then reads from pK->pCall. */
 int parity_kern_dispatch(const kern_entry *aTable, const parity_case *pCase, uint32_t defects,
-                  double *aOut, char *zErr, size_t nErr);
+                         double *aOut, char *zErr, size_t nErr);
 /* 1 when aTable or the shared elementwise kernels implement pDef. */
 int parity_kern_has(const kern_entry *aTable, const parity_op_def *pDef);
 
@@ -82,16 +82,16 @@ double parity_kern_sqrt(const kern_ctx *pK, double x);
  * softplus, elu, mish.
  * PARITY_DEFECT_FASTMATH_NAN in defects makes relu drop NaN (builtin_compiled.c). */
 int parity_kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
-               char *zErr, size_t nErr);
+                      char *zErr, size_t nErr);
 /* add, sub (alpha), mul, div, maximum, minimum with broadcasting; FASTMATH_NAN as above. */
 int parity_kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
-                double *aOut, char *zErr, size_t nErr);
+                       double *aOut, char *zErr, size_t nErr);
 /* transpose, permute, reshape: values moved, not computed. */
 int parity_kern_layout(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
-                double *aOut, char *zErr, size_t nErr);
+                       double *aOut, char *zErr, size_t nErr);
 /* cast: one rounding into 'to' (the output dtype). */
 int parity_kern_cast(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
-              char *zErr, size_t nErr);
+                     char *zErr, size_t nErr);
 
 /* ---- rows: reductions, softmax, scans, norms ----------------------------------------- */
 
@@ -104,14 +104,14 @@ typedef struct {
 /* The rows of input 0 the registry made for the op (geom.rows: reductions, softmax,
  * scans). */
 int parity_kern_rows_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, char *zErr,
-                   size_t nErr);
+                          size_t nErr);
 void parity_kern_rows_close(kern_rows *pR);
 /* Copies row iRow of input 0 into pR->aBuf, each value rounded to the compute precision. */
 void parity_kern_rows_gather(kern_rows *pR, const kern_ctx *pK, const double *x, uint64_t iRow);
 /* Writes aVal (one row, compute precision) into aOut at the row's input-shaped offsets,
  * each value rounded to the output dtype. */
 void parity_kern_rows_scatter(const kern_rows *pR, const kern_ctx *pK, uint64_t iRow,
-                       const double *aVal, double *aOut);
+                              const double *aVal, double *aOut);
 
 /* One row of a row op: aRow holds the row's n values in the compute precision (with room
  * for 16 more, a padded vector); same-shape ops rewrite it in place, reductions return
@@ -123,12 +123,16 @@ typedef double (*kern_row_fn)(const kern_ctx *pK, double *aRow, uint64_t n, void
  * its input-shaped offsets (same) or the returned value at aOut[iRow], each rounded once
  * to the output dtype. Closes pR; returns 0. */
 int parity_kern_rows_run(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK, int same,
-                  kern_row_fn xRow, void *pArg, double *aOut);
+                         kern_row_fn xRow, void *pArg, double *aOut);
+/* parity_kern_rows_open then parity_kern_rows_run: a row op with nothing of its own to
+ * open. */
+int parity_kern_rows_apply(const parity_case *pCase, const kern_ctx *pK, int same,
+                           kern_row_fn xRow, void *pArg, double *aOut, char *zErr, size_t nErr);
 
 /* The rows of var, with its divisor max(n - correction, 0) in the compute precision
  * (the registry's correction: 'correction', else 'unbiased', default 1). */
 int parity_kern_var_open(kern_rows *pR, const parity_case *pCase, const kern_ctx *pK,
-                  double *pDivisor, char *zErr, size_t nErr);
+                         double *pDivisor, char *zErr, size_t nErr);
 
 /* layer_norm (isRms 0) and rms_norm (isRms 1): normalized_shape, weight, bias, eps. */
 typedef struct {
@@ -139,13 +143,13 @@ typedef struct {
 
 /* The normalized rows, weight, bias and eps of the registry's geom.norm. */
 int parity_kern_norm_open(kern_norm *pN, const parity_case *pCase, const kern_ctx *pK, char *zErr,
-                   size_t nErr);
+                          size_t nErr);
 /* 1 / sqrt(var + eps): two roundings, as torch's rsqrt on CPU. */
 double parity_kern_rstd(const kern_ctx *pK, double var, double eps);
 /* The row x (pN->r.aBuf) becomes ((x - mean) rstd) w + b in place; rms_norm passes mean 0
  * (x - 0 is exact). */
 void parity_kern_norm_apply(const kern_norm *pN, const kern_ctx *pK, double *x, double mean,
-                     double rstd);
+                            double rstd);
 
 /* ---- dot-product ops ------------------------------------------------------------------ */
 
@@ -162,7 +166,7 @@ typedef struct {
 } kern_gemm;
 
 int parity_kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ctx *pK, char *zErr,
-                   size_t nErr);
+                          size_t nErr);
 void parity_kern_gemm_close(kern_gemm *pG);
 /* Offsets of output matrix iMat's A block and B^T block. */
 void parity_kern_gemm_mat(const kern_gemm *pG, uint64_t iMat, uint64_t *pOffA, uint64_t *pOffB);
@@ -176,7 +180,7 @@ typedef struct {
 } kern_conv;
 
 int parity_kern_conv_open(kern_conv *pC, const parity_case *pCase, const kern_ctx *pK, char *zErr,
-                   size_t nErr);
+                          size_t nErr);
 void parity_kern_conv_close(kern_conv *pC);
 /* Gathers output element `linear`'s live taps (c, i, j order; taps in the zero padding
  * are left out, so 0 * Inf never appears) into aTapX/aTapW; returns their count and the
@@ -195,17 +199,17 @@ typedef struct {
 } kern_sdpa;
 
 int parity_kern_sdpa_open(kern_sdpa *pA, const parity_case *pCase, const kern_ctx *pK, char *zErr,
-                   size_t nErr);
+                          size_t nErr);
 void parity_kern_sdpa_close(kern_sdpa *pA);
 /* Offsets of query row iRow's q row, its k and v matrices, and its mask row (of stride
  * *pStrMS along S). */
 void parity_kern_sdpa_row(const kern_sdpa *pA, uint64_t iRow, uint64_t *pQ, uint64_t *pK,
-                   uint64_t *pV, uint64_t *pM, uint64_t *pStrMS);
+                          uint64_t *pV, uint64_t *pM, uint64_t *pStrMS);
 /* Score of key j from its dot product: dot times scale, plus a float mask. */
 double parity_kern_sdpa_score(const kern_sdpa *pA, const kern_ctx *pK, double dot, uint64_t j,
-                       uint64_t mOff, uint64_t strMS);
+                              uint64_t mOff, uint64_t strMS);
 /* 1 when key j is masked out before any dot product (causal, or a False bool mask). */
 int parity_kern_sdpa_masked(const kern_sdpa *pA, uint64_t l, uint64_t j, uint64_t mOff,
-                     uint64_t strMS);
+                            uint64_t strMS);
 
 #endif
