@@ -244,9 +244,9 @@ static void warn_vacuous(parity_tensor_result *pR)
     }
     if (pJ->nVacuousOverflow > 0) {
         snprintf(zMsg, sizeof zMsg, "the error bound is vacuous for %llu element(s) where a "
-                 "legal summation order overflows acc_dtype %s; what such an order gives there "
-                 "(an infinity, NaN, or for a norm the finite value an infinite variance "
-                 "makes) is accepted", (unsigned long long)pJ->nVacuousOverflow,
+                 "legal summation order overflows acc_dtype %s; any value (an infinity, NaN "
+                 "or a finite one) is accepted there, on either side",
+                 (unsigned long long)pJ->nVacuousOverflow,
                  parity_dtype_name(pR->accDtype));
         push_warning(pR, zMsg);
     }

@@ -36,23 +36,13 @@ static int same_special(double a, double b)
 }
 
 /* Where some legal summation order overflows (pCall->overflowPossible, ops.h), the
- * model's bound is vacuous, and a compiled value c that misses the reference's special
- * value (rounded: the reference in the output dtype, NaN or an infinity) may still be a
- * correct kernel's:
- *   - an infinity or NaN always: the overflowing order gives +-Inf, meeting the other
- *     infinity gives NaN;
- *   - a finite value only where the exact value is a finite number (it merely rounds to
- *     an infinity in the output dtype) and the overflow can vanish on the way
- *     (PARITY_OVERFLOW_ANY_VALUE: a norm's variance overflows, its rsqrt is 0, the row
- *     becomes the bias). A plain sum that overflows stays infinite in every order, and an
- *     infinite operand reaches the result in every order.
- * A NaN reference (a NaN operand) propagates in every order: nothing else is legal. */
-static int vacuous_special(const parity_op_call *pCall, const mpfr_t ref, double rounded,
-                           double c)
+ * model's bound is vacuous: an infinity, or the NaN of +Inf meeting -Inf, is then a
+ * correct kernel's result wherever the reference is not NaN (a NaN operand propagates in
+ * every order), on either side. Finite values need no rule of their own: they are judged
+ * by the bound, which is infinite there (settle_bounds). */
+static int vacuous_nonfinite(const parity_op_call *pCall, double rounded, double v)
 {
-    if (rounded != rounded) return 0;
-    if (!isfinite(c)) return 1;
-    return pCall->overflowPossible == PARITY_OVERFLOW_ANY_VALUE && mpfr_number_p(ref);
+    return pCall->overflowPossible && rounded == rounded && !isfinite(v);
 }
 
 /* splitmix64's finaliser (Steele, Lea & Flood, OOPSLA 2014): a well-mixed hash of the
@@ -105,7 +95,7 @@ typedef struct {
                                 * probabilistic decides); NaN when the op has none */
     double rounded;            /* the reference rounded to the output dtype */
     int cOut, eOut;            /* compiled, eager beyond the bound or off the special value */
-    int cAccepted;             /* compiled off the special value, accepted (vacuous_special) */
+    int cAccepted;             /* compiled off the special value, accepted (vacuous_nonfinite) */
     double ratio;              /* compiled error / bound */
 } judged_element;
 
@@ -150,24 +140,33 @@ static void settle_bounds(const parity_op_call *pCall, const parity_judge_plan *
     if (pCall->overflowPossible) pEl->bound = INFINITY;
 }
 
-/* The reference is NaN or overflows the output dtype: only the same special value is
+/* The reference is NaN or infinite, or overflows the output dtype, and the compiled value
+ * is not a finite one judged by the bound (judge_element): only the same special value is
  * right, but for the lenient NaN policy and a legal order's overflow. */
 static void judge_special_reference(const parity_op_call *pCall, const parity_judge_plan *pPlan,
-                                    const mpfr_t ref, parity_judgement *pJ, judged_element *pEl)
+                                    mpfr_t scratch, const mpfr_t ref, parity_judgement *pJ,
+                                    judged_element *pEl)
 {
     pEl->cOut = !same_special(pEl->c, pEl->rounded);
-    if (pEl->hasEager) pEl->eOut = !same_special(pEl->e, pEl->rounded);
+    if (pEl->hasEager) {
+        /* eager's finite value, as compiled's in judge_finite, by the bound */
+        if (mpfr_number_p(ref) && isfinite(pEl->e))
+            pEl->eOut = error_vs(scratch, ref, pEl->e) > pEl->bound;
+        else
+            pEl->eOut = !same_special(pEl->e, pEl->rounded);
+    }
     /* Policy "lenient": a finite value where the reference is NaN is accepted
      * (fully masked softmax rows returning zeros, for instance). */
     if (pPlan && pPlan->nanLenient && pEl->rounded != pEl->rounded) {
         if (isfinite(pEl->c)) pEl->cOut = 0;
         if (pEl->hasEager && isfinite(pEl->e)) pEl->eOut = 0;
     }
-    if (pEl->cOut && pCall->overflowPossible && vacuous_special(pCall, ref, pEl->rounded, pEl->c)) {
+    if (pEl->cOut && vacuous_nonfinite(pCall, pEl->rounded, pEl->c)) {
         pEl->cOut = 0;
         pEl->cAccepted = 1;
         pJ->nOverflowAccepted++;
     }
+    if (pEl->eOut && vacuous_nonfinite(pCall, pEl->rounded, pEl->e)) pEl->eOut = 0;
     pEl->ratio = pEl->cOut ? INFINITY : 0.0;
     if (pEl->cOut) pJ->nNonFinite++;
 }
@@ -193,8 +192,11 @@ static void judge_nonfinite_compiled(const parity_op_call *pCall, mpfr_t scratch
     }
 }
 
-/* The reference and the compiled value finite: the error figures and the classes of
- * judge.h. */
+/* A finite compiled value against a reference that is a finite number: the error figures
+ * and the classes of judge.h. The reference may still round to an infinity in the output
+ * dtype (it lies past the overflow threshold): an order within the bound can stay below
+ * the threshold, so the bound decides there too, and eager's infinity is then the exact
+ * value's rounding. */
 static void judge_finite(const parity_op_call *pCall, mpfr_t scratch, const mpfr_t ref,
                          parity_judgement *pJ, judged_element *pEl)
 {
@@ -207,8 +209,9 @@ static void judge_finite(const parity_op_call *pCall, mpfr_t scratch, const mpfr
     if (errC / ulp > pJ->maxUlpCompiled) pJ->maxUlpCompiled = errC / ulp;
     if (pEl->hasEager) {
         if (!isfinite(pEl->e)) {
-            pEl->eOut = 1;
-            errE = INFINITY;
+            pEl->eOut = !same_special(pEl->e, pEl->rounded) &&
+                        !vacuous_nonfinite(pCall, pEl->rounded, pEl->e);
+            errE = pEl->eOut ? INFINITY : 0.0;
         } else {
             errE = error_vs(scratch, ref, pEl->e);
             pEl->eOut = errE > pEl->bound;
@@ -226,7 +229,10 @@ static void judge_finite(const parity_op_call *pCall, mpfr_t scratch, const mpfr
         pEl->cOut = 0;   /* reported, not failed */
         pEl->ratio = pEl->ratio > 1.0 ? 1.0 : pEl->ratio;
     } else if (pEl->cOut) {
-        pJ->nCompiledWorse++;
+        /* beyond the bound of an exact value that rounds to an infinity: a finite value
+         * where the output dtype's answer is infinite, a non-finite divergence */
+        if (isfinite(pEl->rounded)) pJ->nCompiledWorse++;
+        else pJ->nNonFinite++;
     }
     if (!pEl->cOut && pEl->eOut && !(errC > pEl->bound)) pJ->nEagerWorse++;
     if (!pEl->cOut && !pEl->eOut) pJ->nWithin++;
@@ -237,12 +243,12 @@ static void judge_element(const parity_op_call *pCall, const parity_judge_plan *
                           mpfr_t scratch, const mpfr_t ref, parity_judgement *pJ,
                           judged_element *pEl)
 {
-    if (isfinite(pEl->rounded) && isfinite(pEl->c)) {
+    if (mpfr_number_p(ref) && isfinite(pEl->c)) {
         judge_finite(pCall, scratch, ref, pJ, pEl);
         return;
     }
     if (!isfinite(pEl->rounded))
-        judge_special_reference(pCall, pPlan, ref, pJ, pEl);
+        judge_special_reference(pCall, pPlan, scratch, ref, pJ, pEl);
     else
         judge_nonfinite_compiled(pCall, scratch, ref, pJ, pEl);
     /* Where the bound is vacuous and both sides left the exact value's special

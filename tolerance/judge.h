@@ -28,7 +28,7 @@ typedef struct {
     uint64_t nOverflowAccepted;    /* compiled values off the reference's special value, or
                                     * non-finite where it is finite, accepted because a legal
                                     * summation order overflows there (ops.h, judge.c's
-                                    * vacuous_special) */
+                                    * vacuous_nonfinite) */
     uint64_t nVacuous;             /* checked elements whose bound is infinite (n u >= 1, say):
                                     * nothing finite can fail there, which must be said */
     uint64_t nVacuousOverflow;     /* of those, the ones where a legal summation order

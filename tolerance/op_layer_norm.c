@@ -162,7 +162,7 @@ static int ln_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double
 
     /* a sum of squares (one-pass, Welford's delta^2) may overflow: n (v + mu^2); its
      * rsqrt is then 0, and the row's outputs finite (the bias) */
-    parity_note_overflow_any(pCall, n * (v + mu * mu));
+    parity_note_overflow(pCall, n * (v + mu * mu));
     /* y = (x - mu) r w + b at 128 bits. */
     mpfr_set_d(ref, x, MPFR_RNDN);
     mpfr_sub(ref, ref, pP->aMuRef[iRow], MPFR_RNDN);
@@ -173,8 +173,7 @@ static int ln_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double
         /* An infinite weight or bias times (x - mu) r, whose sign a correct kernel's
          * rounding may flip when x is close to the mean (or make 0 * Inf = NaN): any
          * non-finite result is as right as the reference's (ops.h, overflowPossible). */
-        if ((!isfinite(w) || !isfinite(b)) && !pCall->overflowPossible)
-            pCall->overflowPossible = PARITY_OVERFLOW_NONFINITE;
+        if (!isfinite(w) || !isfinite(b)) pCall->overflowPossible = 1;
         *pBound = 0.0;   /* non-finite: the reference decides by value */
         return 0;
     }

@@ -115,7 +115,7 @@ static int rms_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     double u = parity_unit_roundoff(pCall->accDtype), n = (double)nn, sub, ms, t, epsT, rho, y;
 
     /* the sum of squares may overflow; its rsqrt is then 0 */
-    parity_note_overflow_any(pCall, n * pP->aMs[iRow]);
+    parity_note_overflow(pCall, n * pP->aMs[iRow]);
     mpfr_set_d(ref, x, MPFR_RNDN);
     mpfr_mul(ref, ref, pP->aR[iRow], MPFR_RNDN);
     mpfr_mul_d(ref, ref, w, MPFR_RNDN);

@@ -235,12 +235,5 @@ const char *parity_shape_str(int rank, const uint64_t *aDim, char *zBuf, size_t 
 
 void parity_note_overflow(parity_op_call *pCall, double absSum)
 {
-    if (!(absSum < parity_dtype_max_finite(pCall->accDtype)) && !pCall->overflowPossible)
-        pCall->overflowPossible = PARITY_OVERFLOW_NONFINITE;
-}
-
-void parity_note_overflow_any(parity_op_call *pCall, double absSum)
-{
-    if (!(absSum < parity_dtype_max_finite(pCall->accDtype)))
-        pCall->overflowPossible = PARITY_OVERFLOW_ANY_VALUE;
+    if (!(absSum < parity_dtype_max_finite(pCall->accDtype))) pCall->overflowPossible = 1;
 }

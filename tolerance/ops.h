@@ -83,11 +83,6 @@ typedef struct {
 /* The output shape parity_op_begin_shape infers instead of checking. */
 #define PARITY_OUT_INFER (-1)
 
-/* What an overflowing legal summation order can make of a result (parity_op_call's
- * overflowPossible). */
-#define PARITY_OVERFLOW_NONFINITE 1   /* an infinity, or the NaN of Inf - Inf */
-#define PARITY_OVERFLOW_ANY_VALUE 2   /* that, or a finite value (an rsqrt of Inf is 0) */
-
 /* One application of an op: the operands, the output's dtype and shape, the promised
  * accumulation dtype, its geometry, and what the op's own code keeps between elements. */
 typedef struct {
@@ -117,14 +112,12 @@ typedef struct {
      * largest finite value of accDtype. The error bound (Higham 2002, eq. 3.5 and 4.3)
      * assumes no overflow, so there the bound is vacuous (infinite) and an infinity (or
      * the NaN of Inf - Inf) from a reassociated kernel is a legitimate result, not a
-     * divergence, while a NaN operand must still give NaN (judge.c, vacuous_special).
+     * divergence, while a NaN operand must still give NaN (judge.c, vacuous_nonfinite).
      * Also set where an infinite operand multiplies a quantity whose sign the bound leaves
      * open (layer_norm with an infinite weight): the sign of the infinity is then not
-     * determined. PARITY_OVERFLOW_ANY_VALUE where the overflowing sum feeds an rsqrt (a
-     * norm's variance or mean square): rsqrt(Inf) = 0 turns the overflow into a finite
-     * result, so there even a finite value is legitimate where the exact one rounds to an
-     * infinity. */
-    int overflowPossible;     /* 0, PARITY_OVERFLOW_NONFINITE or PARITY_OVERFLOW_ANY_VALUE */
+     * determined. The bound being infinite there, a finite value passes too: the rsqrt of
+     * an overflowed variance is 0 and a norm's row becomes its bias. */
+    int overflowPossible;
 } parity_op_call;
 
 struct parity_op_def {
@@ -219,9 +212,6 @@ int parity_param_ints(const parity_attr *aAttr, size_t nAttr, const char *zName,
 /* Sets pCall->overflowPossible when absSum (the exact sum of |terms| of an element's sum
  * or dot product) reaches the largest finite value of the accumulation dtype. */
 void parity_note_overflow(parity_op_call *pCall, double absSum);
-/* The same for a sum of squares that feeds an rsqrt (layer_norm, rms_norm): sets
- * PARITY_OVERFLOW_ANY_VALUE. */
-void parity_note_overflow_any(parity_op_call *pCall, double absSum);
 /* Normalises a possibly negative dim against rank; -1 when out of range. */
 int parity_wrap_dim(int64_t dim, int rank);
 /* Compares shapes; 1 when equal. */
