@@ -579,3 +579,26 @@ Test(reduce, keepdim_must_be_boolean)
     cr_expect(op_begin(&call, "sum", &in, 1, 1, dOut, aAttr, 2, zErr, sizeof zErr) == -1);
     cr_expect(strstr(zErr, "keepdim"), "%s", zErr);
 }
+
+/* The registry's one broadcasting rule (parity_broadcast_shape): a 1 gives way to any
+ * size, 0 included, as torch broadcasts; matmul's batch dims follow the same rule. */
+Test(binary, broadcasting_takes_zero_against_one)
+{
+    uint64_t d0[2] = { 0, 3 }, d1[2] = { 1, 3 }, aOut[2] = { 0, 3 }, aBad[2] = { 1, 3 };
+    uint64_t aA[3] = { 0, 2, 3 }, aB[3] = { 1, 3, 4 }, aMm[3] = { 0, 2, 4 };
+    double x[3] = { 1, 2, 3 };
+    parity_operand aIn[2] = { operand("x", 2, d0, x), operand("y", 2, d1, x) };
+    parity_operand aMat[2] = { operand("a", 3, aA, x), operand("b", 3, aB, x) };
+    parity_op_call call;
+    char zErr[512];
+    cr_assert_eq(op_begin(&call, "add", aIn, 2, 2, aOut, NULL, 0, zErr, sizeof zErr), 0, "%s", zErr);
+    cr_expect_eq(call.nOut, 0);
+    parity_op_end(&call);
+    cr_expect_eq(op_begin(&call, "add", aIn, 2, 2, aBad, NULL, 0, zErr, sizeof zErr), -1,
+                 "[0, 3] + [1, 3] is [0, 3], not [1, 3]");
+    parity_op_end(&call);
+    cr_assert_eq(op_begin(&call, "matmul", aMat, 2, 3, aMm, NULL, 0, zErr, sizeof zErr), 0, "%s",
+                 zErr);
+    cr_expect_eq(call.geom.dot.nMat, 0);
+    parity_op_end(&call);
+}

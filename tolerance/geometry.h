@@ -123,11 +123,20 @@ uint64_t parity_conv_taps(const parity_conv_geometry *pG, const double *x, const
 void parity_attention_row(const parity_attention_geometry *pG, uint64_t iRow, uint64_t *pQ,
                           uint64_t *pK, uint64_t *pV, uint64_t *pM, uint64_t *pStrMS);
 
+/* The broadcast shape of n operands, operand i being the nRank[i] dims at aapDim[i]
+ * (right-aligned; for the batched ops, their leading batch dims): each dim of the result
+ * is the operands' common size, a 1 giving way to any other. Returns the result's rank
+ * (the largest of the ranks) with its dims in aOut, or -1 when some dim has two sizes
+ * other than 1, whose index in the result is then *piBad. */
+int parity_broadcast_shape(int n, const int *anRank, const uint64_t *const *aapDim,
+                           uint64_t *aOut, int *piBad);
+
 /* Strides of an operand whose dims (nOwn, right-aligned) broadcast against nDim dims aDim,
  * each equal or 1: its trailing nInner elements form one block (1 for elementwise ops, a
  * matrix for the batched ones), and aStride[d] is the step of dim d, 0 where the operand
  * has no such dim or broadcasts a 1. Returns 0, or -1 when a dim neither matches nor is 1,
- * or the operand has more dims than aDim. The one broadcasting rule of the registry. */
+ * or the operand has more dims than aDim. With parity_broadcast_shape, the one
+ * broadcasting rule of the registry. */
 int parity_broadcast_strides(int nDim, const uint64_t *aDim, const uint64_t *aOwn, int nOwn,
                              uint64_t nInner, uint64_t *aStride);
 

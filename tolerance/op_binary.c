@@ -74,7 +74,7 @@ static int binary_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
     parity_elementwise_geometry *pG = &pCall->geom.elementwise;
     binary_params *pP;
     uint64_t aWant[PARITY_MAX_RANK];
-    int nWant = pX->rank > pY->rank ? pX->rank : pY->rank, d, found;
+    int nWant = pX->rank > pY->rank ? pX->rank : pY->rank, found;
     size_t i;
     double uAcc = parity_unit_roundoff(pCall->accDtype);
     char zA[256], zB[256], zC[256], zD[256];
@@ -97,17 +97,19 @@ static int binary_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
         return -1;
     }
 
-    for (d = 0; d < nWant; d++) {
-        int iX = pX->rank - (nWant - d), iY = pY->rank - (nWant - d);
-        uint64_t dimX = iX >= 0 ? pX->aDim[iX] : 1, dimY = iY >= 0 ? pY->aDim[iY] : 1;
-        if (dimX != dimY && dimX != 1 && dimY != 1) {
+    {
+        const int anRank[2] = { pX->rank, pY->rank };
+        const uint64_t *const aapDim[2] = { pX->aDim, pY->aDim };
+        int iBad;
+        if (parity_broadcast_shape(2, anRank, aapDim, aWant, &iBad) < 0) {
+            int iX = pX->rank - (nWant - iBad), iY = pY->rank - (nWant - iBad);
             snprintf(zErr, nErr, "%s: shapes %s and %s do not broadcast (dim %d: %llu vs %llu)",
                      zOp, parity_shape_str(pX->rank, pX->aDim, zA, sizeof zA),
-                     parity_shape_str(pY->rank, pY->aDim, zB, sizeof zB), d,
-                     (unsigned long long)dimX, (unsigned long long)dimY);
+                     parity_shape_str(pY->rank, pY->aDim, zB, sizeof zB), iBad,
+                     (unsigned long long)(iX >= 0 ? pX->aDim[iX] : 1),
+                     (unsigned long long)(iY >= 0 ? pY->aDim[iY] : 1));
             return -1;
         }
-        aWant[d] = dimX == 1 ? dimY : dimX;
     }
     if (!parity_op_take_out(pCall, nWant, aWant)) {
         snprintf(zErr, nErr, "%s: shapes %s and %s broadcast to %s, output has %s", zOp,

@@ -40,6 +40,7 @@ typedef struct {
     double *aIntegral;                    /* envelope: (N G) images of (H+1)(W+1) */
     double *aNormW;                       /* envelope: |w_o|_2 */
     double *aTotal;                       /* envelope: full sum per image */
+    int envFailed;                        /* out of memory for the envelope tables */
 } conv_params;
 
 static void conv_free(void *p)
@@ -321,7 +322,14 @@ static int conv_make_envelope(parity_op_call *pCall, conv_params *pP)
     pP->aIntegral = parity_calloc(pG->N * pG->G * nImg + 1, sizeof(double));
     pP->aTotal = parity_calloc(pG->N * pG->G + 1, sizeof(double));
     pP->aNormW = parity_calloc(pG->O + 1, sizeof(double));
-    if (!pP->aIntegral || !pP->aTotal || !pP->aNormW) return -1;
+    if (!pP->aIntegral || !pP->aTotal || !pP->aNormW) {
+        parity_free(pP->aIntegral);
+        parity_free(pP->aTotal);
+        parity_free(pP->aNormW);
+        pP->aIntegral = pP->aTotal = pP->aNormW = NULL;
+        pP->envFailed = 1;
+        return -1;
+    }
     for (img = 0; img < pG->N * pG->G; img++) {
         double *I = pP->aIntegral + img * nImg;
         uint64_t n = img / pG->G, g = img % pG->G;
@@ -354,7 +362,8 @@ static double conv_envelope(parity_op_call *pCall, uint64_t linear)
     uint64_t n, o, oy, ox, img, W1 = pG->W + 1;
     int64_t y0, y1, x0, x1;
     double *I, rect, s;
-    if (!pP->aIntegral && conv_make_envelope(pCall, pP) != 0) return 0.0;
+    /* without the tables, an envelope of 0 sends every element to the exact reference */
+    if (pP->envFailed || (!pP->aIntegral && conv_make_envelope(pCall, pP) != 0)) return 0.0;
     conv_locate(pG, linear, &n, &o, &oy, &ox);
     img = n * pG->G + o / pG->Og;
     I = pP->aIntegral + img * (pG->H + 1) * W1;

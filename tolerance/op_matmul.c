@@ -38,6 +38,7 @@ typedef struct {
     /* For the envelope (selective verification): the 2-norm of every K-vector of a and of
      * b, indexed by the vector's offset (see vector_key). */
     double *aNormA, *aNormB;
+    int envFailed;            /* out of memory for the norms: no envelope, every element checked */
     double envGamma, envSlack;            /* gamma_n and the underflow slack, once */
 } matmul_params;
 
@@ -68,8 +69,7 @@ static double operand_gamma(const parity_op_call *pCall, double gamma)
     return pCall->uOperand > 0.0 ? parity_gamma(2.0, pCall->uOperand) * (1.0 + gamma) : 0.0;
 }
 
-/* Offsets of the a row and b column that output element `linear` dots (b as the element
- * code reads it: pP's strides). */
+/* geometry.h: where matrix iMat of the batch starts in a and in b. */
 void parity_dot_matrix(const parity_dot_geometry *pG, uint64_t iMat, uint64_t *pOffA,
                        uint64_t *pOffB)
 {
@@ -85,6 +85,8 @@ void parity_dot_matrix(const parity_dot_geometry *pG, uint64_t iMat, uint64_t *p
     *pOffB = offB;
 }
 
+/* Offsets of the a row and b column that output element `linear` dots (b as the element
+ * code reads it: pP's strides), and its column j. */
 static void element_offsets(const parity_dot_geometry *pG, const matmul_params *pP,
                             uint64_t linear, uint64_t *pOffA, uint64_t *pOffB, uint64_t *pJ)
 {
@@ -128,7 +130,13 @@ static int make_norms(parity_op_call *pCall, matmul_params *pP)
     pP->envSlack = n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
     pP->aNormA = parity_calloc(nA + 1, sizeof(double));
     pP->aNormB = parity_calloc(nB + 1, sizeof(double));
-    if (!pP->aNormA || !pP->aNormB) return -1;
+    if (!pP->aNormA || !pP->aNormB) {
+        parity_free(pP->aNormA);
+        parity_free(pP->aNormB);
+        pP->aNormA = pP->aNormB = NULL;
+        pP->envFailed = 1;
+        return -1;
+    }
     for (v = 0; v < nA; v++) {
         uint64_t off = pG->strideAk == 1 ? v * pG->K : v / pG->N * pG->K * pG->N + v % pG->N;
         pP->aNormA[v] = norm2(pA->aValue + off, pG->strideAk, pG->K);
@@ -154,7 +162,9 @@ static double dot_envelope(parity_op_call *pCall, uint64_t linear)
     uint64_t offA, offB, j;
     double s;
     if (pG->K == 0) return 0.0;   /* nothing to bound: every element is checked */
-    if (!pP->aNormA && make_norms(pCall, pP) != 0) return 0.0;
+    /* without the norms, an envelope of 0 sends every element to the exact reference:
+     * slower, never wrong */
+    if (pP->envFailed || (!pP->aNormA && make_norms(pCall, pP) != 0)) return 0.0;
     element_offsets(pG, pP, linear, &offA, &offB, &j);
     s = pP->aNormA[vector_key(offA, pG->strideAk, pG->K, pG->N)] *
         pP->aNormB[vector_key(offB, pP->strideBk, pG->K, pG->N)];
@@ -241,18 +251,20 @@ static int matmul_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
         return -1;
     }
     pG->K = Ka;
-    pG->nBatch = nBatchA > nBatchB ? nBatchA : nBatchB;
-    pG->nMat = 1;
-    for (d = 0; d < pG->nBatch; d++) {
-        int iA = nBatchA - (pG->nBatch - d), iB = nBatchB - (pG->nBatch - d);
-        uint64_t dimA = iA >= 0 ? pA->aDim[iA] : 1, dimB = iB >= 0 ? pB->aDim[iB] : 1;
-        if (dimA != dimB && dimA != 1 && dimB != 1) {
+    {
+        const int anRank[2] = { nBatchA, nBatchB };
+        const uint64_t *const aapDim[2] = { pA->aDim, pB->aDim };
+        int iBad;
+        pG->nBatch = parity_broadcast_shape(2, anRank, aapDim, pG->aBatchDim, &iBad);
+        if (pG->nBatch < 0) {
             snprintf(zErr, nErr, "matmul: batch dimensions do not broadcast: %s @ %s",
                      parity_shape_str(pA->rank, pA->aDim, zA, sizeof zA),
                      parity_shape_str(pB->rank, pB->aDim, zB, sizeof zB));
             return -1;
         }
-        pG->aBatchDim[d] = dimA > dimB ? dimA : dimB;
+    }
+    pG->nMat = 1;
+    for (d = 0; d < pG->nBatch; d++) {
         pG->nMat *= pG->aBatchDim[d];
         aWant[nWant++] = pG->aBatchDim[d];
     }

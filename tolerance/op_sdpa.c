@@ -137,30 +137,21 @@ static int sdpa_shapes(parity_op_call *pCall, char *zErr, size_t nErr)
         return -1;
     }
     nQ = pQ->rank - 2; nK = pK->rank - 2; nV = pV->rank - 2;
-    pG->nBatch = nQ > nK ? nQ : nK;
-    if (nV > pG->nBatch) pG->nBatch = nV;
-    for (d = 0; d < pG->nBatch; d++) {
-        int iQ = nQ - (pG->nBatch - d), iK = nK - (pG->nBatch - d), iV = nV - (pG->nBatch - d);
-        uint64_t a[3], dim = 1;
-        int t;
-        a[0] = iQ >= 0 ? pQ->aDim[iQ] : 1;
-        a[1] = iK >= 0 ? pK->aDim[iK] : 1;
-        a[2] = iV >= 0 ? pV->aDim[iV] : 1;
-        for (t = 0; t < 3; t++) {
-            if (a[t] == 1) continue;
-            if (dim != 1 && a[t] != dim) {
-                snprintf(zErr, nErr, "scaled_dot_product_attention: batch dimensions of q %s, "
-                         "k %s, v %s do not broadcast",
-                         parity_shape_str(pQ->rank, pQ->aDim, zA, sizeof zA),
-                         parity_shape_str(pK->rank, pK->aDim, zB, sizeof zB),
-                         parity_shape_str(pV->rank, pV->aDim, zC, sizeof zC));
-                return -1;
-            }
-            dim = a[t];
+    {
+        const int anRank[3] = { nQ, nK, nV };
+        const uint64_t *const aapDim[3] = { pQ->aDim, pK->aDim, pV->aDim };
+        int iBad;
+        pG->nBatch = parity_broadcast_shape(3, anRank, aapDim, pG->aBatchDim, &iBad);
+        if (pG->nBatch < 0) {
+            snprintf(zErr, nErr, "scaled_dot_product_attention: batch dimensions of q %s, "
+                     "k %s, v %s do not broadcast",
+                     parity_shape_str(pQ->rank, pQ->aDim, zA, sizeof zA),
+                     parity_shape_str(pK->rank, pK->aDim, zB, sizeof zB),
+                     parity_shape_str(pV->rank, pV->aDim, zC, sizeof zC));
+            return -1;
         }
-        pG->aBatchDim[d] = dim;
-        aWant[nWant++] = dim;
     }
+    for (d = 0; d < pG->nBatch; d++) aWant[nWant++] = pG->aBatchDim[d];
     aWant[nWant++] = pG->L;
     aWant[nWant++] = pG->Ev;
     if (!parity_op_take_out(pCall, nWant, aWant)) {

@@ -129,6 +129,29 @@ double parity_op_cost(const parity_op_call *pCall)
     return pCall->pDef->xCost ? pCall->pDef->xCost(pCall) : 1.0;
 }
 
+int parity_broadcast_shape(int n, const int *anRank, const uint64_t *const *aapDim,
+                           uint64_t *aOut, int *piBad)
+{
+    int nOut = 0, i, d;
+    for (i = 0; i < n; i++)
+        if (anRank[i] > nOut) nOut = anRank[i];
+    for (d = 0; d < nOut; d++) {
+        uint64_t dim = 1;
+        for (i = 0; i < n; i++) {
+            int iOwn = anRank[i] - (nOut - d);
+            uint64_t own = iOwn >= 0 ? aapDim[i][iOwn] : 1;
+            if (own == 1) continue;
+            if (dim != 1 && own != dim) {
+                *piBad = d;
+                return -1;
+            }
+            dim = own;
+        }
+        aOut[d] = dim;
+    }
+    return nOut;
+}
+
 int parity_broadcast_strides(int nDim, const uint64_t *aDim, const uint64_t *aOwn, int nOwn,
                              uint64_t nInner, uint64_t *aStride)
 {

@@ -1,7 +1,7 @@
 /*
- * rows.h - rows of a tensor along some of its dims, for the op files that reduce or scan
- * along dims (op_log_softmax.c, op_var.c, op_cumsum.c, op_rms_norm.c; op_softmax.c could
- * use it too).
+ * rows.h - rows of a tensor along some of its dims, for the op files that reduce, scan or
+ * normalise along dims (op_reduce.c, op_softmax.c, op_log_softmax.c, op_var.c,
+ * op_cumsum.c, op_layer_norm.c, op_rms_norm.c) and the fuzzer's row kernels.
  *
  * A "row" is the set of elements that share their indices on the kept dims; its elements
  * are ordered row-major over the reduced dims. Rows are numbered row-major over the kept
