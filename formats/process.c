@@ -267,7 +267,7 @@ int parity_process_write(parity_process *p, const void *pBuf, size_t n)
     return p->pid > 0 && p->fdIn >= 0 ? write_all(p->fdIn, pBuf, n) : -1;
 }
 
-void parity_process_close_in(parity_process *p)
+static void close_in(parity_process *p)
 {
     if (p->pid > 0) close_fd(&p->fdIn);
 }
@@ -295,7 +295,8 @@ static void collect(parity_process *p, int i)
                 pT->nAlloc = nNew;
             }
         }
-        if (pT->n + (size_t)n + 1 <= pT->nAlloc) {
+        /* once a chunk did not fit, nothing more is kept: the capture stays a prefix */
+        if (!pT->truncated && pT->n + (size_t)n + 1 <= pT->nAlloc) {
             memcpy(pT->z + pT->n, aChunk, (size_t)n);
             pT->n += (size_t)n;
             pT->z[pT->n] = '\0';
@@ -404,7 +405,15 @@ int parity_process_read_line(parity_process *p, char *zLine, size_t nLine, doubl
     for (;;) {
         char *pNl = memchr(p->aBuf, '\n', p->nBuf);
         int rc;
-        if (pNl) {
+        if (p->skipLine) {            /* the tail of a line already returned, cut */
+            size_t nDrop = pNl ? (size_t)(pNl - p->aBuf) + 1 : p->nBuf;
+            memmove(p->aBuf, p->aBuf + nDrop, p->nBuf - nDrop);
+            p->nBuf -= nDrop;
+            if (pNl) {
+                p->skipLine = 0;
+                continue;
+            }
+        } else if (pNl) {
             size_t len = (size_t)(pNl - p->aBuf);
             size_t nCopy = len < nLine - 1 ? len : nLine - 1;
             memcpy(zLine, p->aBuf, nCopy);
@@ -414,7 +423,15 @@ int parity_process_read_line(parity_process *p, char *zLine, size_t nLine, doubl
             p->nBuf -= len + 1;
             return PARITY_PROCESS_OK;
         }
-        if (p->nBuf == sizeof p->aBuf) p->nBuf = 0;    /* an overlong line: drop it */
+        if (p->nBuf == sizeof p->aBuf) {
+            /* an overlong line: what fits now, its tail dropped as it arrives */
+            size_t nCopy = nLine - 1 < p->nBuf ? nLine - 1 : p->nBuf;
+            memcpy(zLine, p->aBuf, nCopy);
+            zLine[nCopy] = '\0';
+            p->nBuf = 0;
+            p->skipLine = 1;
+            return PARITY_PROCESS_OK;
+        }
         if ((rc = await_out(p, deadline)) != PARITY_PROCESS_OK) return rc;
         if (fill(p) == PARITY_PROCESS_EOF && !memchr(p->aBuf, '\n', p->nBuf))
             return PARITY_PROCESS_EOF;
@@ -472,7 +489,7 @@ static void collect_rest(parity_process *p)
         if (p->aFdCapture[i] >= 0) collect(p, i);
 }
 
-int parity_process_try_reap(parity_process *p)
+static int try_reap(parity_process *p)
 {
     int status;
     pid_t got;
@@ -518,7 +535,7 @@ parity_process_end parity_process_wait(parity_process *p, double stallSeconds,
         if (p->end == PARITY_PROCESS_RUNNING) reap_blocking(p);
         return p->end;
     }
-    while (!parity_process_try_reap(p)) {
+    while (!try_reap(p)) {
         double t = parity_process_now();
         uint64_t beats = parity_process_beats(p);
         if (beats != lastBeats) {
@@ -543,8 +560,8 @@ parity_process_end parity_process_stop(parity_process *p, double graceSeconds)
 {
     double t0 = parity_process_now();
     if (p->pid <= 0) return p->end;
-    parity_process_close_in(p);
-    while (!parity_process_try_reap(p)) {
+    close_in(p);
+    while (!try_reap(p)) {
         if (parity_process_now() - t0 >= graceSeconds) {
             parity_process_kill(p);
             break;

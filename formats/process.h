@@ -60,7 +60,9 @@ typedef struct {
     int (*xMain)(void *pArg, const parity_process_child *pSelf);  /* returns the exit status */
     void *pArg;
     const char *const *azArgv;    /* azArgv[0] is the path; NULL-terminated */
-    char *const *azEnv;           /* the program's environment; NULL: this process's */
+    char *const *azEnv;           /* the program's environment, used as given; NULL: this
+                                   * process's, plus LIBC_FATAL_STDERR_=1 where stderr is
+                                   * captured (glibc's fatal messages then reach it) */
     /* its streams */
     parity_process_stream in;     /* INHERIT, NULL or PIPE */
     parity_process_stream out;    /* INHERIT, NULL, PIPE or CAPTURE (a function: no CAPTURE,
@@ -109,6 +111,7 @@ typedef struct {
     double tStart;
     char aBuf[PARITY_PROCESS_LINE_MAX];
     size_t nBuf;
+    int skipLine;             /* the rest of an overlong line is still to be discarded */
 } parity_process;
 
 /* CLOCK_MONOTONIC in seconds: the clock of every deadline here. */
@@ -126,8 +129,6 @@ uint64_t parity_process_beats(const parity_process *p);
 
 /* Writes all n bytes to the child's stdin. 0, or -1 when it is gone (EPIPE). */
 int parity_process_write(parity_process *p, const void *pBuf, size_t n);
-/* Closes the child's stdin (end of file to it). */
-void parity_process_close_in(parity_process *p);
 
 /* Results of the reads. */
 #define PARITY_PROCESS_OK        0
@@ -138,7 +139,8 @@ void parity_process_close_in(parity_process *p);
  * seconds; 0: none). OK, EOF (also a partial read: it died mid-write) or TIMEOUT. */
 int parity_process_read(parity_process *p, void *pBuf, size_t n, double deadline);
 /* Reads one line (without its newline, or "\r\n") into zLine (cut to nLine - 1 bytes); a
- * line longer than PARITY_PROCESS_LINE_MAX is dropped. OK, EOF or TIMEOUT. */
+ * line longer than PARITY_PROCESS_LINE_MAX is cut to what fits and the rest of it, up to
+ * its newline, discarded. OK, EOF or TIMEOUT. */
 int parity_process_read_line(parity_process *p, char *zLine, size_t nLine, double deadline);
 
 /* Waits up to timeoutMs (-1: no limit) until one of the n children has something to read
@@ -150,8 +152,6 @@ int parity_process_poll(parity_process *const *apProc, size_t n, int timeoutMs);
  * (0: none): killed that long after its start (TIMED_OUT). Returns p->end. */
 parity_process_end parity_process_wait(parity_process *p, double stallSeconds,
                                        double timeoutSeconds);
-/* Reaps the child if it has ended, without waiting. 1 when it has ended, else 0. */
-int parity_process_try_reap(parity_process *p);
 /* Closes its stdin, gives it graceSeconds to exit, then kills it. Returns p->end. */
 parity_process_end parity_process_stop(parity_process *p, double graceSeconds);
 /* SIGKILL to the child (and its group, with ownGroup), then reaps it. */

@@ -223,6 +223,21 @@ Test(process, a_program_speaks_in_lines_and_its_group_is_killed)
     cr_assert_str_eq(p.capture[2].z, "banner\n");
     parity_process_close(&p);
 
+    /* a line longer than the reader's buffer (9000 bytes): its head comes back cut, its
+     * tail is discarded up to its newline, and the next line is whole */
+    start_shell(&p, "head -c 9000 /dev/zero | tr '\\0' x; echo; echo next", 1);
+    cr_assert_eq(parity_process_read_line(&p, zLine, sizeof zLine, parity_process_now() + 30),
+                 PARITY_PROCESS_OK);
+    cr_assert_eq(strlen(zLine), sizeof zLine - 1);
+    cr_assert_eq(strspn(zLine, "x"), sizeof zLine - 1, "%s", zLine);
+    cr_assert_eq(parity_process_read_line(&p, zLine, sizeof zLine, parity_process_now() + 30),
+                 PARITY_PROCESS_OK);
+    cr_assert_str_eq(zLine, "next", "the tail of the long line came back as a line: %s", zLine);
+    cr_assert_eq(parity_process_read_line(&p, zLine, sizeof zLine, parity_process_now() + 30),
+                 PARITY_PROCESS_EOF);
+    parity_process_wait(&p, 0, 0);
+    parity_process_close(&p);
+
     /* a shell whose child holds the pipe: the group kill reaches the child, so the pipe
      * closes and nothing is left running */
     start_shell(&p, "sleep 100; echo never", 1);
