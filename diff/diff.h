@@ -156,12 +156,6 @@ typedef struct {
     void *pProgressCtx;
 } parity_diff_options;
 
-/* Calls pOpt's progress callback, if any (the engine's one way to report progress). */
-static inline void parity_diff_progress(const parity_diff_options *pOpt, const char *zFile)
-{
-    if (pOpt->xProgress) pOpt->xProgress(pOpt->pProgressCtx, zFile);
-}
-
 void parity_diff_options_init(parity_diff_options *pOpt);
 
 /* Compares the two captures. Returns 0 with *pResult filled (any verdict), or -1 when a

@@ -235,7 +235,9 @@ static int judge_eager_tensors(diff_run *pD)
             parity_result_push(&pRes->oom, &pRes->azInputDiffers, &pRes->nInputDiffers,
                                pR->zName);
         }
-        if (parity_result_oom(pRes)) return -1;   /* before the next tensor reads these */
+        /* before the next tensor reads these; only this tensor's and the run's flags can
+         * have been set since the last check (parity_result_oom would walk them all) */
+        if (pR->oom || pRes->oom) return -1;
     }
     return 0;
 }

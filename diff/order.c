@@ -12,14 +12,17 @@
 #include "diff/order_internal.h"
 #include "formats/alloc.h"
 
-static void append_warning(char **pzWarn, const char *zText)
+/* Appends a warning to the tensor's; -1 when out of memory (the run then fails with that:
+ * a result never lacks a warning silently). */
+static int append_warning(char **pzWarn, const char *zText)
 {
     size_t nOld = *pzWarn ? strlen(*pzWarn) : 0, nNew = strlen(zText);
     char *z = parity_realloc(*pzWarn, nOld + nNew + 3);
-    if (!z) return;   /* a lost warning is better than a lost verdict */
+    if (!z) return -1;
     if (nOld) { memcpy(z + nOld, "; ", 2); nOld += 2; }
     memcpy(z + nOld, zText, nNew + 1);
     *pzWarn = z;
+    return 0;
 }
 
 typedef struct { size_t *a; size_t n; } min_heap;
@@ -51,14 +54,15 @@ static size_t heap_pop(min_heap *h)
     return top;
 }
 
-static const parity_capture *g_pSortCap;   /* qsort has no context argument */
+/* A tensor with "order", sorted by it, ties by index (name order); qsort has no context
+ * argument, so the key travels with the index instead of through a global. */
+typedef struct { int64_t iOrder; size_t i; } order_key;
 
 static int by_order_then_name(const void *a, const void *b)
 {
-    const parity_tensor_info *pA = parity_capture_tensor(g_pSortCap, *(const size_t *)a);
-    const parity_tensor_info *pB = parity_capture_tensor(g_pSortCap, *(const size_t *)b);
+    const order_key *pA = a, *pB = b;
     if (pA->iOrder != pB->iOrder) return pA->iOrder < pB->iOrder ? -1 : 1;
-    return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
+    return (pA->i > pB->i) - (pA->i < pB->i);
 }
 
 int parity_order_compute(const parity_capture *pCap, int warnDangling, size_t *aOrder,
@@ -75,11 +79,22 @@ int parity_order_compute(const parity_capture *pCap, int warnDangling, size_t *a
     if (!aIndegree || !aEdgeStart || !aPlaced || !heap.a) goto cleanup;
 
     /* 1. Tensors with "order". */
-    for (i = 0; i < n; i++)
-        if (parity_capture_tensor(pCap, i)->hasOrder) aOrder[nPlaced++] = i;
-    g_pSortCap = pCap;
-    qsort(aOrder, nPlaced, sizeof(size_t), by_order_then_name);
-    for (k = 0; k < nPlaced; k++) aPlaced[aOrder[k]] = 1;
+    {
+        order_key *aKey = parity_malloc((n ? n : 1) * sizeof *aKey);
+        if (!aKey) goto cleanup;
+        for (i = 0; i < n; i++) {
+            const parity_tensor_info *pT = parity_capture_tensor(pCap, i);
+            if (!pT->hasOrder) continue;
+            aKey[nPlaced].iOrder = pT->iOrder;
+            aKey[nPlaced++].i = i;
+        }
+        qsort(aKey, nPlaced, sizeof *aKey, by_order_then_name);
+        for (k = 0; k < nPlaced; k++) {
+            aOrder[k] = aKey[k].i;
+            aPlaced[aKey[k].i] = 1;
+        }
+        free(aKey);
+    }
 
     /* 2. Edges producer -> consumer among the unplaced, in CSR form. */
     for (i = 0; i < n; i++) {
@@ -91,12 +106,13 @@ int parity_order_compute(const parity_capture *pCap, int warnDangling, size_t *a
                     char zMsg[600];
                     snprintf(zMsg, sizeof zMsg, "inputs names '%.500s', which is not in the capture",
                              pT->azInput[k]);
-                    append_warning(&azWarn[i], zMsg);
+                    if (append_warning(&azWarn[i], zMsg) != 0) goto cleanup;
                 }
                 continue;
             }
             if ((size_t)iSrc == i) {
-                append_warning(&azWarn[i], "inputs names the tensor itself (a cycle)");
+                if (append_warning(&azWarn[i], "inputs names the tensor itself (a cycle)") != 0)
+                    goto cleanup;
                 continue;
             }
             if (aPlaced[iSrc] || aPlaced[i]) continue;
@@ -136,7 +152,9 @@ int parity_order_compute(const parity_capture *pCap, int warnDangling, size_t *a
     /* 4. What is left is on or behind a cycle. */
     for (i = 0; i < n; i++) {
         if (aPlaced[i]) continue;
-        append_warning(&azWarn[i], "its 'inputs' form a cycle or depend on one; ordered by name");
+        if (append_warning(&azWarn[i],
+                           "its 'inputs' form a cycle or depend on one; ordered by name") != 0)
+            goto cleanup;
         aOrder[nPlaced++] = i;
     }
     rc = 0;

@@ -6,7 +6,7 @@
  * sets *pOom and does nothing else, so the code building a result goes on without a check
  * at every call, and parity_diff_run, which looks at the flags once at the end, fails the
  * whole run with "out of memory" rather than hand out a result with a string, a warning or
- * an input name silently missing.
+ * an input name silently missing. Also the progress call both make while they read.
  */
 #ifndef PARITY_DIFF_RESULT_INTERNAL_H
 #define PARITY_DIFF_RESULT_INTERNAL_H
@@ -25,5 +25,11 @@ void parity_result_copy_attrs(int *pOom, const parity_attr *aSrc, size_t n,
                               parity_attr **paDst);
 /* 1 when any part of the result ran out of memory. */
 int parity_result_oom(const parity_diff_result *pRes);
+
+/* Calls pOpt's progress callback, if any (the engine's one way to report progress). */
+static inline void parity_diff_progress(const parity_diff_options *pOpt, const char *zFile)
+{
+    if (pOpt->xProgress) pOpt->xProgress(pOpt->pProgressCtx, zFile);
+}
 
 #endif
