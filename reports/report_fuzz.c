@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include "reports/report.h"
 #include "reports/report_fuzz.h"
+#include "reports/report_internal.h"
 
 static json_t *finding_json(const parity_finding *pF)
 {
@@ -33,10 +34,22 @@ int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPat
         snprintf(zErr, nErr, "out of memory building the JSON summary");
         return -1;
     }
-    for (i = 0; i < pRes->nFinding; i++) json_array_append_new(pFindings, finding_json(&pRes->aFinding[i]));
-    for (i = 0; i < pRes->nDefect; i++) json_array_append_new(pDefects, json_string(pRes->azDefect[i]));
+    /* every entry or none: a finding lost to out of memory must not leave a summary that
+     * reads whole */
+    rc = 0;
+    for (i = 0; i < pRes->nFinding; i++)
+        rc |= parity_report_append(pFindings, finding_json(&pRes->aFinding[i]));
+    for (i = 0; i < pRes->nDefect; i++)
+        rc |= parity_report_append(pDefects, json_string(pRes->azDefect[i]));
     for (i = 0; i < pRes->nOp; i++)
-        json_object_set_new(pOps, pRes->azOp[i], json_integer((json_int_t)pRes->anOpExecs[i]));
+        rc |= parity_report_set(pOps, pRes->azOp[i], json_integer((json_int_t)pRes->anOpExecs[i]));
+    if (rc != 0) {
+        json_decref(pFindings);
+        json_decref(pDefects);
+        json_decref(pOps);
+        snprintf(zErr, nErr, "out of memory building the JSON summary");
+        return -1;
+    }
     pDoc = json_pack("{s:s, s:i, s:s, s:o, s:s, s:I, s:I, s:I, s:f, s:f, s:o, s:I, s:I, s:I, "
                      "s:o, s:o, s:o, s:i}",
                      "tool", "parityfuzz", "schema_version", 1, "target", pRes->zTarget,

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "reports/report.h"
+#include "reports/report_internal.h"
 #include "formats/alloc.h"
 
 #define REPORT_JSON_VERSION 1
@@ -28,23 +29,20 @@
 
 /* ---- value constructors that never return NULL for a representable input ---------- */
 
-/* Sets pObj[zKey] = pVal and returns 0, or -1 when pVal is NULL (a constructor ran out of
- * memory) or pObj is (its own constructor did). json_object_set_new consumes pVal in every
- * case, so builders just accumulate the result and hand it to report_finish. */
-static int report_set(json_t *pObj, const char *zKey, json_t *pVal)
+/* The checked insertions (report_internal.h). */
+int parity_report_set(json_t *pObj, const char *zKey, json_t *pVal)
 {
     if (pVal == NULL) return -1;
     return json_object_set_new(pObj, zKey, pVal);
 }
 
-static int report_append(json_t *pArr, json_t *pVal)
+int parity_report_append(json_t *pArr, json_t *pVal)
 {
     if (pVal == NULL) return -1;
     return json_array_append_new(pArr, pVal);
 }
 
-/* A builder's result: the container when every insertion worked, else NULL (freed). */
-static json_t *report_finish(json_t *pContainer, int rc)
+json_t *parity_report_finish(json_t *pContainer, int rc)
 {
     if (rc == 0 && pContainer != NULL) return pContainer;
     json_decref(pContainer);
@@ -122,8 +120,8 @@ static json_t *report_string_array(char *const *azStr, size_t n)
     size_t i;
     int rc = 0;
 
-    for (i = 0; i < n; i++) rc |= report_append(pArr, report_string(azStr[i]));
-    return report_finish(pArr, rc);
+    for (i = 0; i < n; i++) rc |= parity_report_append(pArr, report_string(azStr[i]));
+    return parity_report_finish(pArr, rc);
 }
 
 static json_t *report_uint_array(int rank, const uint64_t *aValue)
@@ -131,8 +129,8 @@ static json_t *report_uint_array(int rank, const uint64_t *aValue)
     json_t *pArr = json_array();
     int i, rc = 0;
 
-    for (i = 0; i < rank; i++) rc |= report_append(pArr, report_uint(aValue[i]));
-    return report_finish(pArr, rc);
+    for (i = 0; i < rank; i++) rc |= parity_report_append(pArr, report_uint(aValue[i]));
+    return parity_report_finish(pArr, rc);
 }
 
 /* ---- attributes ----------------------------------------------------------------- */
@@ -157,8 +155,8 @@ static json_t *report_attr_value(const parity_attr *pAttr)
     if (pAttr->kind == PARITY_ATTR_OTHER) return json_null();
     if (!pAttr->isArray) return pAttr->n >= 1 ? report_attr_item(pAttr, 0) : json_null();
     pArr = json_array();
-    for (i = 0; i < pAttr->n; i++) rc |= report_append(pArr, report_attr_item(pAttr, i));
-    return report_finish(pArr, rc);
+    for (i = 0; i < pAttr->n; i++) rc |= parity_report_append(pArr, report_attr_item(pAttr, i));
+    return parity_report_finish(pArr, rc);
 }
 
 /* {name: value} of the root attributes that are telemetry (wantTelemetry 1) or are not
@@ -177,10 +175,10 @@ static json_t *report_attrs(const parity_attr *aAttr, size_t nAttr, int wantTele
         /* Keys must be UTF-8 too: reuse the repair of report_string. */
         pKey = report_string(zName);
         if (pKey == NULL) { rc = -1; break; }
-        rc |= report_set(pObj, json_string_value(pKey), report_attr_value(&aAttr[i]));
+        rc |= parity_report_set(pObj, json_string_value(pKey), report_attr_value(&aAttr[i]));
         json_decref(pKey);
     }
-    return report_finish(pObj, rc);
+    return parity_report_finish(pObj, rc);
 }
 
 /* The "identity" object (wantTelemetry 0: non-telemetry attributes of each side and the
@@ -190,14 +188,14 @@ static json_t *report_root_attrs(const parity_diff_result *pRes, int wantTelemet
     json_t *pObj = json_object();
     int rc = 0;
 
-    rc |= report_set(pObj, "eager",
+    rc |= parity_report_set(pObj, "eager",
                      report_attrs(pRes->aEagerRoot, pRes->nEagerRoot, wantTelemetry));
-    rc |= report_set(pObj, "compiled",
+    rc |= parity_report_set(pObj, "compiled",
                      report_attrs(pRes->aCompiledRoot, pRes->nCompiledRoot, wantTelemetry));
     if (!wantTelemetry)
-        rc |= report_set(pObj, "differs",
+        rc |= parity_report_set(pObj, "differs",
                          report_string_array(pRes->azIdentityDiffers, pRes->nIdentityDiffers));
-    return report_finish(pObj, rc);
+    return parity_report_finish(pObj, rc);
 }
 
 /* ---- tensors -------------------------------------------------------------------- */
@@ -207,12 +205,12 @@ static json_t *report_tolerance(const parity_tolerance *pTol)
     json_t *pObj = json_object();
     int rc = 0;
 
-    rc |= report_set(pObj, "atol", report_real(pTol->atol));
-    rc |= report_set(pObj, "rtol", report_real(pTol->rtol));
-    rc |= report_set(pObj, "max_ulp", pTol->useUlp ? report_uint(pTol->maxUlp) : json_null());
-    rc |= report_set(pObj, "exact", json_boolean(pTol->exact));
-    rc |= report_set(pObj, "signed_zeros", json_boolean(pTol->signedZeros));
-    return report_finish(pObj, rc);
+    rc |= parity_report_set(pObj, "atol", report_real(pTol->atol));
+    rc |= parity_report_set(pObj, "rtol", report_real(pTol->rtol));
+    rc |= parity_report_set(pObj, "max_ulp", pTol->useUlp ? report_uint(pTol->maxUlp) : json_null());
+    rc |= parity_report_set(pObj, "exact", json_boolean(pTol->exact));
+    rc |= parity_report_set(pObj, "signed_zeros", json_boolean(pTol->signedZeros));
+    return parity_report_finish(pObj, rc);
 }
 
 static json_t *report_dtype(parity_dtype dt)
@@ -232,9 +230,9 @@ static json_t *report_slice(const parity_tensor_result *pT)
     pArr = json_array();
     for (i = 0; i < rank; i++) {
         const uint64_t aBox[2] = { pT->stats.aSliceLo[i], pT->stats.aSliceHi[i] };
-        rc |= report_append(pArr, report_uint_array(2, aBox));
+        rc |= parity_report_append(pArr, report_uint_array(2, aBox));
     }
-    return report_finish(pArr, rc);
+    return parity_report_finish(pArr, rc);
 }
 
 static json_t *report_ulp_bucket(uint64_t lo, uint64_t hi, uint64_t count)
@@ -242,10 +240,10 @@ static json_t *report_ulp_bucket(uint64_t lo, uint64_t hi, uint64_t count)
     json_t *pObj = json_object();
     int rc = 0;
 
-    rc |= report_set(pObj, "min", report_uint(lo));
-    rc |= report_set(pObj, "max", report_uint(hi));
-    rc |= report_set(pObj, "count", report_uint(count));
-    return report_finish(pObj, rc);
+    rc |= parity_report_set(pObj, "min", report_uint(lo));
+    rc |= parity_report_set(pObj, "max", report_uint(hi));
+    rc |= parity_report_set(pObj, "count", report_uint(count));
+    return parity_report_finish(pObj, rc);
 }
 
 /* Non-empty ULP buckets as {"min", "max", "count"}: bucket 0 holds distance 0, bucket k
@@ -259,9 +257,9 @@ static json_t *report_ulp_histogram(const parity_tensor_stats *pS)
         uint64_t lo = k == 0 ? 0 : (uint64_t)1 << (k - 1);
         uint64_t hi = k == 0 ? 0 : lo * 2 - 1;
         if (pS->aUlpHist[k] > 0)
-            rc |= report_append(pArr, report_ulp_bucket(lo, hi, pS->aUlpHist[k]));
+            rc |= parity_report_append(pArr, report_ulp_bucket(lo, hi, pS->aUlpHist[k]));
     }
-    return report_finish(pArr, rc);
+    return parity_report_finish(pArr, rc);
 }
 
 /* The statistics fields; all present and null when the tensor has no stats, so every
@@ -277,21 +275,21 @@ static int report_tensor_stats(json_t *pObj, const parity_tensor_result *pT)
 /* Only the chosen branch is evaluated, so nothing is built just to be thrown away. */
 #define REPORT_STAT(xValue) (pT->hasStats ? (xValue) : json_null())
     parity_report_shape(pT, &rank, &aDim);
-    rc |= report_set(pObj, "mismatches", REPORT_STAT(report_uint(pS->nMismatch)));
-    rc |= report_set(pObj, "nan_mismatches", REPORT_STAT(report_uint(pS->nNanMismatch)));
-    rc |= report_set(pObj, "signed_zero_mismatches",
+    rc |= parity_report_set(pObj, "mismatches", REPORT_STAT(report_uint(pS->nMismatch)));
+    rc |= parity_report_set(pObj, "nan_mismatches", REPORT_STAT(report_uint(pS->nNanMismatch)));
+    rc |= parity_report_set(pObj, "signed_zero_mismatches",
                      REPORT_STAT(report_uint(pS->nSignedZeroMismatch)));
-    rc |= report_set(pObj, "bit_differences", REPORT_STAT(report_uint(pS->nBitDiff)));
-    rc |= report_set(pObj, "max_abs_err", REPORT_STAT(report_real(pS->maxAbsErr)));
-    rc |= report_set(pObj, "max_rel_err", REPORT_STAT(report_real(pS->maxRelErr)));
-    rc |= report_set(pObj, "max_ulp", REPORT_STAT(report_uint(pS->maxUlp)));
-    rc |= report_set(pObj, "rel_l2", REPORT_STAT(report_real(parity_stats_rel_l2(pS))));
+    rc |= parity_report_set(pObj, "bit_differences", REPORT_STAT(report_uint(pS->nBitDiff)));
+    rc |= parity_report_set(pObj, "max_abs_err", REPORT_STAT(report_real(pS->maxAbsErr)));
+    rc |= parity_report_set(pObj, "max_rel_err", REPORT_STAT(report_real(pS->maxRelErr)));
+    rc |= parity_report_set(pObj, "max_ulp", REPORT_STAT(report_uint(pS->maxUlp)));
+    rc |= parity_report_set(pObj, "rel_l2", REPORT_STAT(report_real(parity_stats_rel_l2(pS))));
     /* hasWorst implies hasStats; without elements there is no worst element. */
-    rc |= report_set(pObj, "worst_index",
+    rc |= parity_report_set(pObj, "worst_index",
                      hasWorst ? report_uint_array(rank, aIndex) : json_null());
-    rc |= report_set(pObj, "worst_score", hasWorst ? report_real(pS->worstScore) : json_null());
-    rc |= report_set(pObj, "affected_slice", report_slice(pT));
-    rc |= report_set(pObj, "ulp_histogram", REPORT_STAT(report_ulp_histogram(pS)));
+    rc |= parity_report_set(pObj, "worst_score", hasWorst ? report_real(pS->worstScore) : json_null());
+    rc |= parity_report_set(pObj, "affected_slice", report_slice(pT));
+    rc |= parity_report_set(pObj, "ulp_histogram", REPORT_STAT(report_ulp_histogram(pS)));
 #undef REPORT_STAT
     return rc;
 }
@@ -307,34 +305,34 @@ static json_t *report_judgement(const parity_tensor_result *pT)
     if (!pT->hasJudgement) return json_null();
     pObj = json_object();
     pClasses = json_object();
-    rc |= report_set(pClasses, "within", report_uint(pJ->nWithin));
-    rc |= report_set(pClasses, "compiled_worse", report_uint(pJ->nCompiledWorse));
-    rc |= report_set(pClasses, "eager_worse", report_uint(pJ->nEagerWorse));
-    rc |= report_set(pClasses, "both_beyond", report_uint(pJ->nBothBeyond));
-    rc |= report_set(pClasses, "nonfinite_divergence", report_uint(pJ->nNonFinite));
-    rc |= report_set(pClasses, "suspicious", report_uint(pJ->nSuspicious));
-    rc |= report_set(pClasses, "vacuous_bound", report_uint(pJ->nVacuous));
-    rc |= report_set(pObj, "model", report_string(pT->zModelOp));
-    rc |= report_set(pObj, "model_description", report_string(pT->zModel));
-    rc |= report_set(pObj, "acc_dtype", report_dtype(pT->accDtype));
-    rc |= report_set(pObj, "reference", json_string(pJ->sampled ? "sampled" : "all"));
-    rc |= report_set(pObj, "checked", report_uint(pJ->nChecked));
-    rc |= report_set(pObj, "flagged", pJ->sampled ? report_uint(pJ->nFlagged) : json_null());
-    rc |= report_set(pObj, "sampled", pJ->sampled ? report_uint(pJ->nSampled) : json_null());
-    rc |= report_set(pObj, "max_bound", report_real(pJ->maxBound));
-    rc |= report_set(pObj, "bound", json_string(pJ->probabilisticDecides ? "probabilistic"
+    rc |= parity_report_set(pClasses, "within", report_uint(pJ->nWithin));
+    rc |= parity_report_set(pClasses, "compiled_worse", report_uint(pJ->nCompiledWorse));
+    rc |= parity_report_set(pClasses, "eager_worse", report_uint(pJ->nEagerWorse));
+    rc |= parity_report_set(pClasses, "both_beyond", report_uint(pJ->nBothBeyond));
+    rc |= parity_report_set(pClasses, "nonfinite_divergence", report_uint(pJ->nNonFinite));
+    rc |= parity_report_set(pClasses, "suspicious", report_uint(pJ->nSuspicious));
+    rc |= parity_report_set(pClasses, "vacuous_bound", report_uint(pJ->nVacuous));
+    rc |= parity_report_set(pObj, "model", report_string(pT->zModelOp));
+    rc |= parity_report_set(pObj, "model_description", report_string(pT->zModel));
+    rc |= parity_report_set(pObj, "acc_dtype", report_dtype(pT->accDtype));
+    rc |= parity_report_set(pObj, "reference", json_string(pJ->sampled ? "sampled" : "all"));
+    rc |= parity_report_set(pObj, "checked", report_uint(pJ->nChecked));
+    rc |= parity_report_set(pObj, "flagged", pJ->sampled ? report_uint(pJ->nFlagged) : json_null());
+    rc |= parity_report_set(pObj, "sampled", pJ->sampled ? report_uint(pJ->nSampled) : json_null());
+    rc |= parity_report_set(pObj, "max_bound", report_real(pJ->maxBound));
+    rc |= parity_report_set(pObj, "bound", json_string(pJ->probabilisticDecides ? "probabilistic"
                                                                         : "deterministic"));
-    rc |= report_set(pObj, "lambda", pJ->hasProbabilistic ? report_real(pJ->lambda) : json_null());
-    rc |= report_set(pObj, "suspicious", json_boolean(pJ->nSuspicious > 0));
-    rc |= report_set(pObj, "compiled_max_abs_err", report_real(pJ->maxErrCompiled));
-    rc |= report_set(pObj, "eager_max_abs_err", report_real(pJ->maxErrEager));
-    rc |= report_set(pObj, "compiled_max_ulp", report_real(pJ->maxUlpCompiled));
-    rc |= report_set(pObj, "eager_max_ulp", report_real(pJ->maxUlpEager));
-    rc |= report_set(pObj, "classes", pClasses);
-    rc |= report_set(pObj, "local_check", pT->hasLocalCheck ? json_true() : json_false());
-    rc |= report_set(pObj, "local_failures",
+    rc |= parity_report_set(pObj, "lambda", pJ->hasProbabilistic ? report_real(pJ->lambda) : json_null());
+    rc |= parity_report_set(pObj, "suspicious", json_boolean(pJ->nSuspicious > 0));
+    rc |= parity_report_set(pObj, "compiled_max_abs_err", report_real(pJ->maxErrCompiled));
+    rc |= parity_report_set(pObj, "eager_max_abs_err", report_real(pJ->maxErrEager));
+    rc |= parity_report_set(pObj, "compiled_max_ulp", report_real(pJ->maxUlpCompiled));
+    rc |= parity_report_set(pObj, "eager_max_ulp", report_real(pJ->maxUlpEager));
+    rc |= parity_report_set(pObj, "classes", pClasses);
+    rc |= parity_report_set(pObj, "local_check", pT->hasLocalCheck ? json_true() : json_false());
+    rc |= parity_report_set(pObj, "local_failures",
                      pT->hasLocalCheck ? report_uint(pT->nLocalFail) : json_null());
-    return report_finish(pObj, rc);
+    return parity_report_finish(pObj, rc);
 }
 
 static json_t *report_tensor(const parity_tensor_result *pT, size_t iPosition)
@@ -345,28 +343,28 @@ static json_t *report_tensor(const parity_tensor_result *pT, size_t iPosition)
     int hasCompiled = parity_report_has_compiled(pT);
 
     parity_report_shape(pT, &rank, &aDim);
-    rc |= report_set(pObj, "name", report_string(pT->zName));
-    rc |= report_set(pObj, "op", report_string(pT->zOp));
-    rc |= report_set(pObj, "order", pT->hasOrder ? json_integer(pT->iOrder) : json_null());
-    rc |= report_set(pObj, "position", report_uint(iPosition));
-    rc |= report_set(pObj, "dtype", report_dtype(pT->dtype));
-    rc |= report_set(pObj, "compiled_dtype",
+    rc |= parity_report_set(pObj, "name", report_string(pT->zName));
+    rc |= parity_report_set(pObj, "op", report_string(pT->zOp));
+    rc |= parity_report_set(pObj, "order", pT->hasOrder ? json_integer(pT->iOrder) : json_null());
+    rc |= parity_report_set(pObj, "position", report_uint(iPosition));
+    rc |= parity_report_set(pObj, "dtype", report_dtype(pT->dtype));
+    rc |= parity_report_set(pObj, "compiled_dtype",
                      hasCompiled ? report_dtype(pT->dtypeCompiled) : json_null());
-    rc |= report_set(pObj, "shape", report_uint_array(rank, aDim));
+    rc |= parity_report_set(pObj, "shape", report_uint_array(rank, aDim));
     parity_report_compiled_shape(pT, &rank, &aDim);
-    rc |= report_set(pObj, "compiled_shape",
+    rc |= parity_report_set(pObj, "compiled_shape",
                      hasCompiled ? report_uint_array(rank, aDim) : json_null());
-    rc |= report_set(pObj, "status", json_string(parity_status_name(pT->status)));
-    rc |= report_set(pObj, "cause", report_string(parity_cause_name(pT->cause)));
-    rc |= report_set(pObj, "message", report_string(pT->zMessage));
-    rc |= report_set(pObj, "is_input", json_boolean(pT->isInput));
-    rc |= report_set(pObj, "warnings", report_string_array(pT->azWarning, pT->nWarning));
-    rc |= report_set(pObj, "tolerance", report_tolerance(&pT->tol));
-    rc |= report_set(pObj, "elements", report_uint(parity_report_elements(pT)));
+    rc |= parity_report_set(pObj, "status", json_string(parity_status_name(pT->status)));
+    rc |= parity_report_set(pObj, "cause", report_string(parity_cause_name(pT->cause)));
+    rc |= parity_report_set(pObj, "message", report_string(pT->zMessage));
+    rc |= parity_report_set(pObj, "is_input", json_boolean(pT->isInput));
+    rc |= parity_report_set(pObj, "warnings", report_string_array(pT->azWarning, pT->nWarning));
+    rc |= parity_report_set(pObj, "tolerance", report_tolerance(&pT->tol));
+    rc |= parity_report_set(pObj, "elements", report_uint(parity_report_elements(pT)));
     rc |= report_tensor_stats(pObj, pT);
-    rc |= report_set(pObj, "judgement", report_judgement(pT));
-    rc |= report_set(pObj, "model_note", report_string(pT->zModelNote));
-    return report_finish(pObj, rc);
+    rc |= parity_report_set(pObj, "judgement", report_judgement(pT));
+    rc |= parity_report_set(pObj, "model_note", report_string(pT->zModelNote));
+    return parity_report_finish(pObj, rc);
 }
 
 /* ---- the document --------------------------------------------------------------- */
@@ -379,9 +377,9 @@ static json_t *report_summary(const parity_diff_result *pRes)
 
     parity_report_count_statuses(pRes, aCount);
     for (st = 0; st < PARITY_REPORT_NSTATUS; st++)
-        rc |= report_set(pObj, parity_status_name((parity_status)st), report_uint(aCount[st]));
-    rc |= report_set(pObj, "tensors", report_uint(pRes->nTensor));
-    return report_finish(pObj, rc);
+        rc |= parity_report_set(pObj, parity_status_name((parity_status)st), report_uint(aCount[st]));
+    rc |= parity_report_set(pObj, "tensors", report_uint(pRes->nTensor));
+    return parity_report_finish(pObj, rc);
 }
 
 static json_t *report_options(const parity_diff_result *pRes)
@@ -389,9 +387,9 @@ static json_t *report_options(const parity_diff_result *pRes)
     json_t *pObj = json_object();
     int rc = 0;
 
-    rc |= report_set(pObj, "strict", json_boolean(pRes->strict));
-    rc |= report_set(pObj, "signed_zeros", json_boolean(pRes->signedZeros));
-    return report_finish(pObj, rc);
+    rc |= parity_report_set(pObj, "strict", json_boolean(pRes->strict));
+    rc |= parity_report_set(pObj, "signed_zeros", json_boolean(pRes->signedZeros));
+    return parity_report_finish(pObj, rc);
 }
 
 void parity_report_use_allocator(void)
@@ -409,25 +407,25 @@ json_t *parity_report_json_build(const parity_diff_result *pRes)
     parity_report_use_allocator();
     pDoc = json_object();
     pTensors = json_array();
-    rc |= report_set(pDoc, "parity_report_version", json_integer(REPORT_JSON_VERSION));
-    rc |= report_set(pDoc, "tool", json_string("paritydiff"));
-    rc |= report_set(pDoc, "eager", report_string(pRes->zEagerFile));
-    rc |= report_set(pDoc, "compiled", report_string(pRes->zCompiledFile));
-    rc |= report_set(pDoc, "verdict", json_string(parity_verdict_name(pRes->verdict)));
-    rc |= report_set(pDoc, "first_divergence", report_string(pRes->zFirstDivergence));
-    rc |= report_set(pDoc, "inputs_match", json_boolean(pRes->inputsMatch));
-    rc |= report_set(pDoc, "inputs_differ",
+    rc |= parity_report_set(pDoc, "parity_report_version", json_integer(REPORT_JSON_VERSION));
+    rc |= parity_report_set(pDoc, "tool", json_string("paritydiff"));
+    rc |= parity_report_set(pDoc, "eager", report_string(pRes->zEagerFile));
+    rc |= parity_report_set(pDoc, "compiled", report_string(pRes->zCompiledFile));
+    rc |= parity_report_set(pDoc, "verdict", json_string(parity_verdict_name(pRes->verdict)));
+    rc |= parity_report_set(pDoc, "first_divergence", report_string(pRes->zFirstDivergence));
+    rc |= parity_report_set(pDoc, "inputs_match", json_boolean(pRes->inputsMatch));
+    rc |= parity_report_set(pDoc, "inputs_differ",
                      report_string_array(pRes->azInputDiffers, pRes->nInputDiffers));
-    rc |= report_set(pDoc, "options", report_options(pRes));
-    rc |= report_set(pDoc, "identity", report_root_attrs(pRes, 0));
-    rc |= report_set(pDoc, "telemetry", report_root_attrs(pRes, 1));
-    rc |= report_set(pDoc, "warnings", report_string_array(pRes->azWarning, pRes->nWarning));
-    rc |= report_set(pDoc, "summary", report_summary(pRes));
+    rc |= parity_report_set(pDoc, "options", report_options(pRes));
+    rc |= parity_report_set(pDoc, "identity", report_root_attrs(pRes, 0));
+    rc |= parity_report_set(pDoc, "telemetry", report_root_attrs(pRes, 1));
+    rc |= parity_report_set(pDoc, "warnings", report_string_array(pRes->azWarning, pRes->nWarning));
+    rc |= parity_report_set(pDoc, "summary", report_summary(pRes));
     for (i = 0; i < pRes->nTensor && rc == 0; i++)
-        rc |= report_append(pTensors, report_tensor(&pRes->aTensor[i], i));
+        rc |= parity_report_append(pTensors, report_tensor(&pRes->aTensor[i], i));
     /* Last, so the overview stays at the top of the file. Consumes pTensors. */
-    rc |= report_set(pDoc, "tensors", pTensors);
-    return report_finish(pDoc, rc);
+    rc |= parity_report_set(pDoc, "tensors", pTensors);
+    return parity_report_finish(pDoc, rc);
 }
 
 /* ---- writing -------------------------------------------------------------------- */
@@ -437,21 +435,17 @@ json_t *parity_report_json_build(const parity_diff_result *pRes)
 static void report_sync_dir(const char *zPath)
 {
     const char *zSlash = strrchr(zPath, '/');
-    char *zDir;
-    int fd;
+    char zDir[4096];
+    int fd, nDir = zSlash == NULL ? 0 : zSlash == zPath ? 1 : (int)(zSlash - zPath);
 
-    if (zSlash == NULL) {
-        zDir = parity_strdup(".");
-    } else {
-        zDir = strndup(zPath, zSlash == zPath ? 1 : (size_t)(zSlash - zPath));
-    }
-    if (zDir == NULL) return;
+    if (zSlash == NULL) snprintf(zDir, sizeof zDir, ".");
+    else if ((size_t)nDir < sizeof zDir) snprintf(zDir, sizeof zDir, "%.*s", nDir, zPath);
+    else return;   /* a folder name that long: no sync, as on a file system without one */
     fd = open(zDir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {
         (void)fsync(fd);
         close(fd);
     }
-    free(zDir);
 }
 
 /* json_dumpf fails alike when jansson's buffer cannot be had and when the file cannot be
