@@ -1,8 +1,9 @@
 /*
  * alloc.c - the library's allocator with its fault-injection countdown (alloc.h).
  *
- * One atomic counter per allocation is all it costs when no fault is armed: the wrappers
- * are not on any per-element path (buffers are allocated per tensor or per slab).
+ * One atomic counter per allocation is all it costs when no fault is armed. Buffers are
+ * allocated per tensor or per slab; the one per-element caller is the exact MPFR sum of
+ * tolerance/mpref.c (three blocks for an element's terms), whose O(n) MPFR work dwarfs it.
  */
 #include <stdlib.h>
 #include <string.h>

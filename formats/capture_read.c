@@ -63,19 +63,11 @@ static void beat(void)
     if (g_xHeartbeat) g_xHeartbeat();
 }
 
-static char *dup_string(const char *z)
-{
-    size_t n = strlen(z) + 1;
-    char *zCopy = parity_malloc(n);
-    if (zCopy) memcpy(zCopy, z, n);
-    return zCopy;
-}
-
 static char *dup_printf(const char *zFmt, const char *zArg)
 {
     char zBuf[PARITY_ERR_LEN];
     snprintf(zBuf, sizeof zBuf, zFmt, zArg);
-    return dup_string(zBuf);
+    return parity_strdup(zBuf);
 }
 
 /* External links are refused wherever HDF5 would traverse one. */
@@ -167,7 +159,7 @@ static int read_vlen_strings(hid_t hAttr, hid_t hType, const char *zName, size_t
 
     if (rc == 0) {
         for (i = 0; i < n; i++) {
-            pAttr->azStr[i] = dup_string(azRaw[i] ? azRaw[i] : "");
+            pAttr->azStr[i] = parity_strdup(azRaw[i] ? azRaw[i] : "");
             free(azRaw[i]);   /* HDF5 allocates vlen strings with the C allocator */
         }
         for (i = 0; i < n && rc == 0; i++)
@@ -195,7 +187,7 @@ static int read_fixed_strings(hid_t hAttr, hid_t hType, const char *zName, size_
     for (i = 0; i < n && rc == 0; i++) {
         char *zItem = zRaw + i * (nChar + 1);
         zItem[nChar] = 0;
-        pAttr->azStr[i] = dup_string(zItem);
+        pAttr->azStr[i] = parity_strdup(zItem);
         if (!pAttr->azStr[i]) rc = attr_oom(zName, zErr, nErr);
     }
     free(zRaw);
@@ -279,7 +271,7 @@ static int read_attr(hid_t hAttr, const char *zName, parity_attr *pAttr, char *z
     int rc = -1;
 
     memset(pAttr, 0, sizeof *pAttr);
-    pAttr->zName = dup_string(zName);
+    pAttr->zName = parity_strdup(zName);
     if (!pAttr->zName) {
         rc = attr_oom(zName, zErr, nErr);
         goto cleanup;
@@ -487,7 +479,7 @@ static parity_dtype dataset_dtype(hid_t hType, const parity_attr *pDtypeAttr, ch
     if (cls == H5T_FLOAT) {
         dt = float_dtype(hType);
         if (dt == PARITY_DT_INVALID) {
-            *pzError = dup_string("unsupported floating-point layout");
+            *pzError = parity_strdup("unsupported floating-point layout");
             return dt;
         }
     } else if (cls == H5T_INTEGER) {
@@ -505,7 +497,7 @@ static parity_dtype dataset_dtype(hid_t hType, const parity_attr *pDtypeAttr, ch
     if (pDtypeAttr) {
         parity_dtype marked;
         if (pDtypeAttr->kind != PARITY_ATTR_STRING || pDtypeAttr->n != 1 || pDtypeAttr->isArray) {
-            *pzError = dup_string("attribute 'dtype' must be a string");
+            *pzError = parity_strdup("attribute 'dtype' must be a string");
             return PARITY_DT_INVALID;
         }
         marked = parity_dtype_from_name(pDtypeAttr->azStr[0]);
@@ -525,7 +517,7 @@ static parity_dtype dataset_dtype(hid_t hType, const parity_attr *pDtypeAttr, ch
             char zBuf[PARITY_ERR_LEN];
             snprintf(zBuf, sizeof zBuf, "dtype attribute '%s' does not fit %s storage",
                      pDtypeAttr->azStr[0], parity_dtype_name(dt));
-            *pzError = dup_string(zBuf);
+            *pzError = parity_strdup(zBuf);
         }
         return PARITY_DT_INVALID;
     }
@@ -551,7 +543,7 @@ static void tensor_clear(parity_tensor_info *pT)
 static int tensor_error(parity_tensor_info *pT, const char *zMsg)
 {
     if (pT->zError) return 0;
-    pT->zError = dup_string(zMsg);
+    pT->zError = parity_strdup(zMsg);
     return pT->zError ? 0 : -1;
 }
 
@@ -568,7 +560,7 @@ static int interpret_tensor_attrs(parity_tensor_info *pT)
     if (pOp) {
         if (pOp->kind != PARITY_ATTR_STRING || pOp->n != 1) {
             if (tensor_error(pT, "attribute 'op' must be one string") != 0) return -1;
-        } else if (!(pT->zOp = dup_string(pOp->azStr[0]))) {
+        } else if (!(pT->zOp = parity_strdup(pOp->azStr[0]))) {
             return -1;
         }
     }
@@ -640,7 +632,7 @@ static int describe_dataset(hid_t hFile, const char *zPath, parity_tensor_info *
     int rank, i, rc = 0;
 
     memset(pT, 0, sizeof *pT);
-    pT->zPath = dup_string(zPath);
+    pT->zPath = parity_strdup(zPath);
     if (!pT->zPath) return -1;
     hDapl = make_access_plist(H5P_DATASET_ACCESS);
     hDset = H5Dopen2(hFile, zPath, hDapl);
@@ -775,7 +767,7 @@ int parity_capture_open(const char *zFile, parity_capture **ppCap, char *zErr, s
     pCap = parity_calloc(1, sizeof *pCap);
     if (!pCap) goto oom;
     pCap->hFile = -1;
-    pCap->zFile = dup_string(zFile);
+    pCap->zFile = parity_strdup(zFile);
     if (!pCap->zFile) goto oom;
     hFapl = make_access_plist(H5P_FILE_ACCESS);
     if (hFapl >= 0) H5Pset_fclose_degree(hFapl, H5F_CLOSE_STRONG);

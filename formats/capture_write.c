@@ -232,9 +232,9 @@ static hid_t file_type(parity_dtype dt, const char **pzMark)
         H5Tset_ebias(h, (size_t)pF->bias);
         return h;
     }
-    case PARITY_DT_BF16: *pzMark = "bfloat16"; return H5Tcopy(H5T_STD_U16LE);
-    case PARITY_DT_F8E4M3FN: *pzMark = "float8_e4m3fn"; return H5Tcopy(H5T_STD_U8LE);
-    case PARITY_DT_F8E5M2: *pzMark = "float8_e5m2"; return H5Tcopy(H5T_STD_U8LE);
+    case PARITY_DT_BF16: *pzMark = parity_dtype_name(dt); return H5Tcopy(H5T_STD_U16LE);
+    case PARITY_DT_F8E4M3FN:
+    case PARITY_DT_F8E5M2: *pzMark = parity_dtype_name(dt); return H5Tcopy(H5T_STD_U8LE);
     case PARITY_DT_I8: return H5Tcopy(H5T_STD_I8LE);
     case PARITY_DT_I16: return H5Tcopy(H5T_STD_I16LE);
     case PARITY_DT_I32: return H5Tcopy(H5T_STD_I32LE);
