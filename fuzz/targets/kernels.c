@@ -15,32 +15,41 @@
 
 /* ---- dispatch and rounding ------------------------------------------------------------ */
 
-/* The ops whose math is the same on both sides. */
-static const kern_entry aElementwise[] = {
-    { &parity_op_relu, parity_kern_unary }, { &parity_op_gelu, parity_kern_unary },
-    { &parity_op_silu, parity_kern_unary }, { &parity_op_sigmoid, parity_kern_unary },
-    { &parity_op_tanh, parity_kern_unary }, { &parity_op_exp, parity_kern_unary },
-    { &parity_op_log, parity_kern_unary }, { &parity_op_sqrt, parity_kern_unary },
-    { &parity_op_rsqrt, parity_kern_unary }, { &parity_op_reciprocal, parity_kern_unary },
-    { &parity_op_erf, parity_kern_unary }, { &parity_op_neg, parity_kern_unary },
-    { &parity_op_abs, parity_kern_unary }, { &parity_op_softplus, parity_kern_unary },
-    { &parity_op_elu, parity_kern_unary }, { &parity_op_mish, parity_kern_unary },
-    { &parity_op_add, parity_kern_binary }, { &parity_op_sub, parity_kern_binary },
-    { &parity_op_mul, parity_kern_binary }, { &parity_op_div, parity_kern_binary },
-    { &parity_op_maximum, parity_kern_binary }, { &parity_op_minimum, parity_kern_binary },
-    { &parity_op_transpose, parity_kern_layout }, { &parity_op_permute, parity_kern_layout },
-    { &parity_op_reshape, parity_kern_layout }, { &parity_op_cast, parity_kern_cast },
-    { NULL, NULL }
-};
+/* The ops whose math is the same on both sides, found by their registry family: a unary
+ * or binary op by its row in the kind tables below (its formula), a layout op or cast by
+ * the family alone. */
+typedef struct { const parity_op_def *pDef; int kind; } kind_row;
 
-static const kern_entry *kern_find(const kern_entry *aTable, const parity_op_def *pDef)
+/* 1 with *pKind when pDef has a row among the n of aRow. */
+static int kind_of(const kind_row *aRow, size_t n, const parity_op_def *pDef, int *pKind)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (aRow[i].pDef == pDef) {
+            *pKind = aRow[i].kind;
+            return 1;
+        }
+    return 0;
+}
+
+static int unary_kind_of(const parity_op_def *pDef, int *pKind);
+static int binary_kind_of(const parity_op_def *pDef, int *pKind);
+
+static kern_fn kern_find(const kern_entry *aTable, const parity_op_def *pDef)
 {
     const kern_entry *p;
+    int kind;
     for (p = aTable; p->pDef; p++)
-        if (p->pDef == pDef) return p;
-    for (p = aElementwise; p->pDef; p++)
-        if (p->pDef == pDef) return p;
-    return NULL;
+        if (p->pDef == pDef) return p->xRun;
+    switch (pDef->family) {
+    case PARITY_FAMILY_UNARY: return unary_kind_of(pDef, &kind) ? parity_kern_unary : NULL;
+    case PARITY_FAMILY_BINARY: return binary_kind_of(pDef, &kind) ? parity_kern_binary : NULL;
+    case PARITY_FAMILY_TRANSPOSE:
+    case PARITY_FAMILY_PERMUTE:
+    case PARITY_FAMILY_RESHAPE: return parity_kern_layout;
+    case PARITY_FAMILY_CAST: return parity_kern_cast;
+    default: return NULL;
+    }
 }
 
 int parity_kern_has(const kern_entry *aTable, const parity_op_def *pDef)
@@ -51,13 +60,13 @@ int parity_kern_has(const kern_entry *aTable, const parity_op_def *pDef)
 int parity_kern_dispatch(const kern_entry *aTable, const parity_case *pCase, uint32_t defects,
                          double *aOut, char *zErr, size_t nErr)
 {
-    const kern_entry *pE = kern_find(aTable, pCase->pDef);
+    kern_fn xRun = kern_find(aTable, pCase->pDef);
     parity_op_call call;
     kern_ctx k;
     size_t i;
     int rc;
 
-    if (!pE) {
+    if (!xRun) {
         snprintf(zErr, nErr, "builtin: op '%s' is not implemented", pCase->spec.zOp);
         return -1;
     }
@@ -71,7 +80,7 @@ int parity_kern_dispatch(const kern_entry *aTable, const parity_case *pCase, uin
     k.f32 = pCase->outDtype != PARITY_DT_F64;
     k.out = pCase->outDtype;
     k.pCall = &call;
-    rc = pE->xRun(pCase, &k, defects, aOut, zErr, nErr);
+    rc = xRun(pCase, &k, defects, aOut, zErr, nErr);
     parity_op_end(&call);
     return rc;
 }
@@ -125,7 +134,7 @@ typedef enum {
     U_RECIPROCAL, U_ERF, U_NEG, U_ABS, U_SOFTPLUS, U_ELU, U_MISH
 } unary_kind;
 
-static const struct { const parity_op_def *pDef; unary_kind kind; } aUnaryKind[] = {
+static const kind_row aUnaryKind[] = {
     { &parity_op_relu, U_RELU }, { &parity_op_gelu, U_GELU }, { &parity_op_silu, U_SILU },
     { &parity_op_sigmoid, U_SIGMOID }, { &parity_op_tanh, U_TANH }, { &parity_op_exp, U_EXP },
     { &parity_op_log, U_LOG }, { &parity_op_sqrt, U_SQRT }, { &parity_op_rsqrt, U_RSQRT },
@@ -133,6 +142,11 @@ static const struct { const parity_op_def *pDef; unary_kind kind; } aUnaryKind[]
     { &parity_op_neg, U_NEG }, { &parity_op_abs, U_ABS }, { &parity_op_softplus, U_SOFTPLUS },
     { &parity_op_elu, U_ELU }, { &parity_op_mish, U_MISH },
 };
+
+static int unary_kind_of(const parity_op_def *pDef, int *pKind)
+{
+    return kind_of(aUnaryKind, sizeof aUnaryKind / sizeof aUnaryKind[0], pDef, pKind);
+}
 
 /* The attributes of softplus (beta, threshold) and elu (alpha), rounded to the compute
  * precision as torch casts them (at::native's softplus_kernel, elu_kernel). */
@@ -195,18 +209,16 @@ int parity_kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t def
     const parity_operand *pX = &pCase->aIn[0];
     const parity_elementwise_geometry *pG = &pK->pCall->geom.elementwise;
     int fastNan = (defects & PARITY_DEFECT_FASTMATH_NAN) != 0;
-    unary_kind kind = U_RELU;
+    unary_kind kind;
     unary_attrs attrs;
-    size_t i;
     uint64_t k;
-    int found = 0;
+    int iKind;
 
-    for (i = 0; i < sizeof aUnaryKind / sizeof aUnaryKind[0]; i++)
-        if (aUnaryKind[i].pDef == pCase->pDef) { kind = aUnaryKind[i].kind; found = 1; }
-    if (!found) {
+    if (!unary_kind_of(pCase->pDef, &iKind)) {
         snprintf(zErr, nErr, "builtin %s: not a unary op", pCase->spec.zOp);
         return -1;
     }
+    kind = (unary_kind)iKind;
     if (kind == U_GELU && pG->approximateTanh) kind = U_GELU_TANH;
     /* the registry's values (its defaults where the case has none), rounded to the compute
      * precision as torch casts them */
@@ -224,10 +236,15 @@ int parity_kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t def
 
 typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN } binary_kind;
 
-static const struct { const parity_op_def *pDef; binary_kind kind; } aBinaryKind[] = {
+static const kind_row aBinaryKind[] = {
     { &parity_op_add, B_ADD }, { &parity_op_sub, B_SUB }, { &parity_op_mul, B_MUL },
     { &parity_op_div, B_DIV }, { &parity_op_maximum, B_MAX }, { &parity_op_minimum, B_MIN },
 };
+
+static int binary_kind_of(const parity_op_def *pDef, int *pKind)
+{
+    return kind_of(aBinaryKind, sizeof aBinaryKind / sizeof aBinaryKind[0], pDef, pKind);
+}
 
 int parity_kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                        double *aOut, char *zErr, size_t nErr)
@@ -235,18 +252,17 @@ int parity_kern_binary(const parity_case *pCase, const kern_ctx *pK, uint32_t de
     const parity_operand *pX = &pCase->aIn[0], *pY = &pCase->aIn[1];
     const parity_elementwise_geometry *pG = &pK->pCall->geom.elementwise;
     uint64_t aIdx[PARITY_MAX_RANK] = { 0 }, offX = 0, offY = 0, i;
-    int rank = pCase->outRank, d, found = 0;
+    int rank = pCase->outRank, d;
     int fastNan = (defects & PARITY_DEFECT_FASTMATH_NAN) != 0;
-    binary_kind kind = B_ADD;
+    binary_kind kind;
     double alpha;
-    size_t j;
+    int iKind;
 
-    for (j = 0; j < sizeof aBinaryKind / sizeof aBinaryKind[0]; j++)
-        if (aBinaryKind[j].pDef == pCase->pDef) { kind = aBinaryKind[j].kind; found = 1; }
-    if (!found) {
+    if (!binary_kind_of(pCase->pDef, &iKind)) {
         snprintf(zErr, nErr, "builtin %s: not a binary op", pCase->spec.zOp);
         return -1;
     }
+    kind = (binary_kind)iKind;
     alpha = kern_acc(pK, pG->alpha);   /* torch casts the scalar to the opmath type */
     for (i = 0; i < pCase->nOut; i++) {
         double x = kern_acc(pK, pX->aValue[offX]), y = kern_acc(pK, pY->aValue[offY]), r;
