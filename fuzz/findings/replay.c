@@ -109,6 +109,7 @@ void parity_replay_one(parity_target *pT, const char *zRepro, parity_replay_resu
 
     memset(pRes, 0, sizeof *pRes);
     pRes->outcome = PARITY_REPLAY_ERROR;
+    parity_alloc_reset_failed();          /* the oracle's out-of-memory test is this one's */
     if (parity_repro_signature(zRepro, pRes->zStored, sizeof pRes->zStored, pRes->zDetail,
                                sizeof pRes->zDetail) != 0)
         return;

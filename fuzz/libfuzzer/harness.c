@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "harness.h"
+#include "formats/alloc.h"
 #include "fuzz/findings/findings.h"
 
 int harness_count_findings = 0;
@@ -85,6 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *aData, size_t nData)
     if (parity_case_expand(&spec, &c, zErr, sizeof zErr) != 0) return 0;
     aE = malloc((c.nOut ? c.nOut : 1) * sizeof *aE);
     aC = malloc((c.nOut ? c.nOut : 1) * sizeof *aC);
+    parity_alloc_reset_failed();
     if (aE && aC && parity_oracle_run(pTarget, &c, aE, aC, &r) == 0 &&
         r.cls != PARITY_FINDING_NONE && r.cls != PARITY_FINDING_SKIPPED) {
         fprintf(stderr, "parity finding: %s\n  case: %s\n  %s\n", parity_signature(&c, &r, zSig, sizeof zSig),

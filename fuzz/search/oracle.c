@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "formats/alloc.h"
 #include "fuzz/search/search.h"
 
 const char *parity_finding_class_name(parity_finding_class cls)
@@ -40,15 +41,32 @@ static int bit_identical(const double *a, const double *b, uint64_t n)
     return 1;
 }
 
+static int oracle_judge(parity_target *pT, const parity_case *pCase, double *aEager,
+                        double *aCompiled, parity_oracle_result *pR);
+
 int parity_oracle_run(parity_target *pT, const parity_case *pCase, double *aEager,
                       double *aCompiled, parity_oracle_result *pR)
+{
+    int rc;
+    memset(pR, 0, sizeof *pR);
+    rc = oracle_judge(pT, pCase, aEager, aCompiled, pR);
+    /* a side or the judge that failed for want of our memory (an in-process kernel, the
+     * cmd target's buffers) is no error, crash or skip of the target's */
+    if (parity_alloc_failed()) {
+        snprintf(pR->zDetail, sizeof pR->zDetail, "out of memory");
+        return -1;
+    }
+    return rc;
+}
+
+static int oracle_judge(parity_target *pT, const parity_case *pCase, double *aEager,
+                        double *aCompiled, parity_oracle_result *pR)
 {
     parity_op_call call;
     parity_judge_plan plan;
     char zErr[PARITY_ERR_LEN];
     const parity_judgement *pJ = &pR->judgement;
 
-    memset(pR, 0, sizeof *pR);
     pR->eagerStatus = pT->xRun(pT, PARITY_SIDE_EAGER, pCase, aEager, pR->zDetail,
                                sizeof pR->zDetail);
     if (pR->eagerStatus != PARITY_RUN_OK) {

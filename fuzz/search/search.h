@@ -40,7 +40,9 @@ typedef struct {
 
 /* Runs both sides of pCase on pT and judges. The outputs are left in aEager/aCompiled
  * (pCase->nOut each, caller-allocated) for the repro writer. Returns 0, or -1 when the
- * judge itself failed (zDetail says why; a bug of ours, not the target's). */
+ * judge itself failed or this process ran out of memory on the way (in a kernel, the
+ * judge: parity_alloc_failed, which the caller resets when its unit of work begins;
+ * zDetail says "out of memory"): a failure of ours, never a finding of the target's. */
 int parity_oracle_run(parity_target *pT, const parity_case *pCase, double *aEager,
                       double *aCompiled, parity_oracle_result *pR);
 
@@ -96,7 +98,7 @@ int parity_reproduces(parity_target *pT, const parity_case *pCase,
  */
 
 typedef struct {
-    const char *zTarget;          /* "builtin" or "cmd:COMMAND" */
+    const char *zTarget;          /* "builtin", "onednn[:ISA]" or "cmd:COMMAND" */
     uint32_t defects;
     double caseTimeout;           /* per request of a cmd: target, seconds */
     const char *const *azOps;     /* ops to fuzz; NULL: every op with a layout the target runs */

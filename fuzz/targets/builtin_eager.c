@@ -70,7 +70,7 @@ static double eager_reduce_row(const kern_ctx *pK, double *x, uint64_t n, void *
     const reduce_kind *pKind = pArg;
     double v;
     uint64_t k;
-    if (pKind->isMax || pKind->isMin) {    /* n >= 1: an empty amax is refused at open */
+    if (pKind->isMax || pKind->isMin) {    /* n >= 1: the registry refuses an empty amax */
         v = x[0];
         for (k = 1; k < n; k++) v = pKind->isMax ? kern_max(v, x[k]) : kern_min(v, x[k]);
         return v;
@@ -307,9 +307,9 @@ static const kern_entry aEager[] = {
     { NULL, NULL }
 };
 
-int parity_builtin_supports(const char *zOp)
+int parity_builtin_supports(const parity_op_def *pDef)
 {
-    return parity_kern_has(aEager, parity_op_find(zOp));
+    return parity_kern_has(aEager, pDef);
 }
 
 int parity_builtin_eager(const parity_case *pCase, double *aOut, char *zErr, size_t nErr)

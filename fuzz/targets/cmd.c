@@ -220,7 +220,7 @@ static int list_has(const char *zList, const char *z)
 
 static int offered_op(const parity_op_def *pDef)
 {
-    return parity_layout_find(pDef->zName) != NULL;
+    return parity_layout_of(pDef) != NULL;
 }
 
 static int offered_dtype(int dt)

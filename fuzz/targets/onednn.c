@@ -568,7 +568,7 @@ static parity_run_status onednn_run(parity_target *pT, parity_side side,
     parity_run_status rs = PARITY_RUN_OK;
     int i, iOut = -1;
 
-    if (!onednn_runs(pCase->pDef) || !parity_builtin_supports(pCase->spec.zOp)) {
+    if (!onednn_runs(pCase->pDef) || !parity_builtin_supports(pCase->pDef)) {
         snprintf(zErr, nErr, "onednn: no primitive for %s", pCase->spec.zOp);
         return PARITY_RUN_SKIP;
     }
@@ -624,8 +624,9 @@ done:
 
 static int onednn_supports(parity_target *pT, const char *zOp)
 {
+    const parity_op_def *pDef = parity_op_find(zOp);
     (void)pT;
-    return onednn_runs(parity_op_find(zOp)) && parity_builtin_supports(zOp);
+    return onednn_runs(pDef) && parity_builtin_supports(pDef);
 }
 
 static int onednn_identity(parity_target *pT, const parity_case *pCase,

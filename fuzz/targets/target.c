@@ -12,7 +12,7 @@ static parity_run_status builtin_run(parity_target *pT, parity_side side,
                                      size_t nErr)
 {
     int rc;
-    if (!parity_builtin_supports(pCase->spec.zOp)) {
+    if (!parity_builtin_supports(pCase->pDef)) {
         snprintf(zErr, nErr, "builtin: no kernel for %s", pCase->spec.zOp);
         return PARITY_RUN_SKIP;
     }
@@ -24,7 +24,7 @@ static parity_run_status builtin_run(parity_target *pT, parity_side side,
 static int builtin_supports(parity_target *pT, const char *zOp)
 {
     (void)pT;
-    return parity_builtin_supports(zOp);
+    return parity_builtin_supports(parity_op_find(zOp));
 }
 
 static void builtin_close(parity_target *pT) { free(pT); }

@@ -49,7 +49,8 @@ struct parity_target {
     const char *zNotice;
 };
 
-/* Opens a target by name ("builtin" or "cmd:COMMAND"); defects only for builtin.
+/* Opens a target by name ("builtin", "onednn[:ISA]" or "cmd:COMMAND"); defects only for
+ * builtin.
  * Returns NULL with zErr set. */
 parity_target *parity_target_open(const char *zSpec, uint32_t defects, double caseTimeout,
                                    char *zErr, size_t nErr);
@@ -77,8 +78,8 @@ int parity_target_runs_dtype(const parity_target *pT, parity_dtype dt);
 
 /* ---- the builtin kernels (builtin_eager.c, builtin_compiled.c) ---------------------- */
 
-/* 1 when the builtin kernels implement zOp. */
-int parity_builtin_supports(const char *zOp);
+/* 1 when the builtin kernels implement the registry op pDef (NULL: 0). */
+int parity_builtin_supports(const parity_op_def *pDef);
 /* Eager: straightforward kernels, sequential accumulation in float32 (float64 for float64
  * cases), one rounding to the output dtype per op. Returns 0, or -1 with zErr. */
 int parity_builtin_eager(const parity_case *pCase, double *aOut, char *zErr, size_t nErr);
