@@ -258,6 +258,12 @@ static void judge_element(const parity_op_call *pCall, const parity_judge_plan *
     if (!pEl->cOut && !pEl->eOut) pJ->nWithin++;
 }
 
+/* Same value and sign, or both NaN (payloads aside). */
+static int bit_identical(double a, double b)
+{
+    return a == b ? signbit(a) == signbit(b) : (a != a && b != b);
+}
+
 int parity_judge_planned(parity_op_call *pCall, const double *aEager, const double *aCompiled,
                          const double *aApprox, const parity_judge_plan *pPlan,
                          parity_judgement *pJ, char *zErr, size_t nErr)
@@ -277,8 +283,7 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
         judged_element el;
         double c = aCompiled[i], e = aEager ? aEager[i] : 0.0;
 
-        if (pPlan && pPlan->skipIdentical && aEager && (c == e ? signbit(c) == signbit(e)
-                                                         : (c != c && e != e))) {
+        if (pPlan && pPlan->skipIdentical && aEager && bit_identical(c, e)) {
             pJ->sampled = 1;
             continue;
         }
@@ -290,6 +295,11 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
         el.c = c;
         el.e = e;
         el.hasEager = aEager != NULL;
+        if (!aEager && pPlan && pPlan->identicalIsEager && aApprox &&
+            bit_identical(c, aApprox[i])) {
+            el.e = c;
+            el.hasEager = 1;
+        }
         pCall->probBound = NAN;
         pCall->overflowPossible = 0;
         if (pCall->pDef->xElement(pCall, i, ref, &el.bound) != 0) {

@@ -75,6 +75,12 @@ typedef struct {
      * are bit-identical cannot be, so with this set it is not checked (and counts as
      * unchecked, pJ->sampled set). Needs aEager. */
     int skipIdentical;
+    /* Judging the compiled side alone (aEager NULL) against a reference from its own
+     * inputs: an element bit-identical to aApprox (eager's output) is judged as if eager
+     * were given, so where both break the bound it is both_beyond, never a failure. A
+     * compiled value that equals eager's cannot diverge from it; the bound broken is the
+     * model's or both kernels' (README, "Judgement"). */
+    int identicalIsEager;
 } parity_judge_plan;
 
 /* The plan paritydiff uses unless the tolerance file says otherwise. */
