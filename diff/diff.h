@@ -11,7 +11,9 @@
  *   and the verdict fail.
  * - statuses: pass, fail, error, missing_in_compiled, missing_in_eager, shape_mismatch,
  *   dtype_mismatch. verdict: any error -> error; else any fail, shape/dtype mismatch or
- *   differing input -> fail; else pass. missing_* fail only with strict.
+ *   differing input -> fail; else pass. missing_* fail only with strict. A run that would
+ *   pass having compared no tensor (no name in common) is an error (zError): never a
+ *   silent pass.
  */
 #ifndef PARITY_DIFF_H
 #define PARITY_DIFF_H
@@ -116,6 +118,8 @@ typedef struct {
 
 typedef struct {
     parity_verdict verdict;
+    char *zError;              /* why the run as a whole is an error (nothing was
+                                * compared), or NULL; a tensor's error is its own */
     char *zEagerFile;
     char *zCompiledFile;
     char *zFirstDivergence;    /* name, or NULL */
@@ -139,6 +143,8 @@ typedef struct {
     int oom;                   /* as parity_tensor_result.oom, for the rest */
 } parity_diff_result;
 
+#define PARITY_DIFF_MAX_MAPS 16
+
 typedef struct {
     int strict;               /* missing_in_* fail */
     int signedZeros;          /* -0 vs +0 fails */
@@ -154,6 +160,11 @@ typedef struct {
      * libhdf5 happened in (paritydiff.c wires it to its reading process's heartbeat). */
     void (*xProgress)(void *pCtx, const char *zFile);
     void *pProgressCtx;
+    /* --map-prefix: tensors (and "inputs" entries) of both captures whose path starts with
+     * azMapOld[i] are renamed to start with azMapNew[i] before matching, in this order
+     * (formats/capture.h, parity_capture_map_prefix). */
+    const char *azMapOld[PARITY_DIFF_MAX_MAPS], *azMapNew[PARITY_DIFF_MAX_MAPS];
+    size_t nMap;
 } parity_diff_options;
 
 void parity_diff_options_init(parity_diff_options *pOpt);

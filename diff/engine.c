@@ -340,6 +340,60 @@ static void decide(parity_diff_result *pRes, const int *aMissingFails, int anyFa
                   : anyFail ? PARITY_VERDICT_FAIL : PARITY_VERDICT_PASS;
 }
 
+/* --map-prefix, on both captures, in the order given. 0, or -1 with zErr. */
+static int map_prefixes(diff_run *pD, char *zErr, size_t nErr)
+{
+    size_t i;
+    for (i = 0; i < pD->pOpt->nMap; i++) {
+        if (parity_capture_map_prefix(pD->pEagerCap, pD->pOpt->azMapOld[i],
+                                      pD->pOpt->azMapNew[i], zErr, nErr) < 0 ||
+            parity_capture_map_prefix(pD->pCompCap, pD->pOpt->azMapOld[i],
+                                      pD->pOpt->azMapNew[i], zErr, nErr) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* A root "side" that contradicts the argument order is a warning: with the files swapped
+ * every verdict about "compiled" is about eager (a bug in compiled reads as eager_worse). */
+static void check_sides(parity_diff_result *pRes)
+{
+    const parity_attr *pE = parity_attr_find(pRes->aEagerRoot, pRes->nEagerRoot, "side");
+    const parity_attr *pC = parity_attr_find(pRes->aCompiledRoot, pRes->nCompiledRoot, "side");
+    int eagerSaysCompiled = pE && pE->kind == PARITY_ATTR_STRING && pE->n == 1 &&
+                            strcmp(pE->azStr[0], "compiled") == 0;
+    int compiledSaysEager = pC && pC->kind == PARITY_ATTR_STRING && pC->n == 1 &&
+                            strcmp(pC->azStr[0], "eager") == 0;
+    char zLine[PARITY_ERR_LEN * 2];
+    if (!eagerSaysCompiled && !compiledSaysEager) return;
+    snprintf(zLine, sizeof zLine, "%s%s%s: the arguments look swapped (paritydiff EAGER "
+             "COMPILED); every judgement below takes the first file as eager",
+             eagerSaysCompiled ? "the first file says side = \"compiled\"" : "",
+             eagerSaysCompiled && compiledSaysEager ? " and " : "",
+             compiledSaysEager ? "the second file says side = \"eager\"" : "");
+    parity_result_push(&pRes->oom, &pRes->azWarning, &pRes->nWarning, zLine);
+}
+
+/* A pass that compared no tensor is no pass: the run is an error with the reason. A
+ * zero-size pair was compared (shape and dtype agree): it passes with its own warning. */
+static void check_compared(parity_diff_result *pRes, size_t nE, size_t nC)
+{
+    size_t k;
+    char zMsg[PARITY_ERR_LEN];
+    if (pRes->verdict != PARITY_VERDICT_PASS) return;
+    for (k = 0; k < pRes->nTensor; k++)
+        if (pRes->aTensor[k].status == PARITY_ST_PASS) return;
+    if (nE == 0 && nC == 0)
+        snprintf(zMsg, sizeof zMsg, "nothing compared: neither capture holds a tensor");
+    else
+        snprintf(zMsg, sizeof zMsg, "nothing compared: none of the %zu eager tensor(s) has a "
+                 "counterpart among the %zu compiled one(s)%s", nE, nC,
+                 nC > 0 && nE > 0 ? " (names differ; for a wrapper's prefix such as "
+                                    "torch.compile's, --map-prefix /_orig_mod=/)" : "");
+    pRes->zError = parity_result_dup(&pRes->oom, zMsg);
+    pRes->verdict = PARITY_VERDICT_ERROR;
+}
+
 /* Opens both captures and copies their root attributes. 0, or -1 with zErr. */
 static int open_pair(diff_run *pD, const char *zEager, const char *zCompiled, char *zErr,
                      size_t nErr)
@@ -363,7 +417,7 @@ static int open_pair(diff_run *pD, const char *zEager, const char *zCompiled, ch
     }
     pD->nE = parity_capture_count(pD->pEagerCap);
     pD->nC = parity_capture_count(pD->pCompCap);
-    return 0;
+    return map_prefixes(pD, zErr, nErr);
 }
 
 int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
@@ -398,6 +452,8 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     collect_warnings(pRes);
     if (read_run_failures(&d, aMissingFails, &anyFail, zErr, nErr) != 0) goto cleanup;
     decide(pRes, aMissingFails, anyFail);
+    check_compared(pRes, d.nE, d.nC);
+    check_sides(pRes);
     if (parity_result_oom(pRes)) goto oom;
     rc = 0;
     goto cleanup;

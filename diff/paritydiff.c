@@ -66,6 +66,8 @@ static void usage(FILE *pOut)
 "      --strict            tensors missing on one side fail the diff\n"
 "      --tolerance FILE    overrides of the op models per op and tensor (YAML;\n"
 "                          see tolerance/TOLERANCE.md)\n"
+"      --map-prefix OLD=NEW  rename tensors under path OLD to NEW in both captures\n"
+"                          before matching (repeatable; /_orig_mod=/ for torch.compile)\n"
 "\n"
 "Output:\n"
 "      --json FILE         write the JSON report to FILE ('-': stdout, and no text report)\n"
@@ -134,7 +136,9 @@ static int run_diff(void *pArg)
     }
     code = res.verdict == PARITY_VERDICT_PASS ? 0 : res.verdict == PARITY_VERDICT_FAIL ? 1 : 2;
     for (i = 0; i < res.nWarning; i++) fprintf(stderr, "%s: warning: %s\n", g_zProgram, res.azWarning[i]);
-    if (res.verdict == PARITY_VERDICT_ERROR) {
+    if (res.zError) {
+        fprintf(stderr, "%s: %s: %s\n", g_zProgram, pArgs->zCompiled, res.zError);
+    } else if (res.verdict == PARITY_VERDICT_ERROR) {
         /* One line naming the first unusable tensor; the reports carry the rest. */
         for (i = 0; i < res.nTensor; i++) {
             if (res.aTensor[i].status == PARITY_ST_ERROR) {
@@ -261,7 +265,7 @@ int main(int argc, char **argv)
 {
     enum { OPT_RTOL = 256, OPT_ATOL, OPT_MAX_ULP, OPT_SIGNED_ZEROS, OPT_STRICT, OPT_JSON,
            OPT_TOLERANCE,
-           OPT_THREADS, OPT_TIMEOUT, OPT_STALL, OPT_MAX_MEMORY, OPT_SLAB };
+           OPT_THREADS, OPT_TIMEOUT, OPT_STALL, OPT_MAX_MEMORY, OPT_SLAB, OPT_MAP_PREFIX };
     static const struct option aLong[] = {
         { "rtol", required_argument, NULL, OPT_RTOL },
         { "atol", required_argument, NULL, OPT_ATOL },
@@ -277,6 +281,7 @@ int main(int argc, char **argv)
         { "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
         { "slab-bytes", required_argument, NULL, OPT_SLAB },   /* for tests and benchmarks */
         { "help", no_argument, NULL, 'h' },
+        { "map-prefix", required_argument, NULL, OPT_MAP_PREFIX },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 }
     };
@@ -328,6 +333,17 @@ int main(int argc, char **argv)
             if (!parse_uint(optarg, 1ULL << 34, &u) || u == 0) return usage_error("invalid --slab-bytes '%s'", optarg);
             args.diff.nSlabBytes = u;
             break;
+        case OPT_MAP_PREFIX: {
+            char *zEq = strchr(optarg, '=');
+            if (!zEq || zEq == optarg)
+                return usage_error("invalid --map-prefix '%s' (OLD=NEW, OLD not empty)", optarg);
+            if (args.diff.nMap == PARITY_DIFF_MAX_MAPS)
+                return usage_error("%s", "too many --map-prefix (16 at most)");
+            *zEq = 0;
+            args.diff.azMapOld[args.diff.nMap] = optarg;
+            args.diff.azMapNew[args.diff.nMap++] = zEq + 1;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         case 'V': printf("paritydiff %s\n", PARITY_VERSION); return 0;
         default:

@@ -119,6 +119,7 @@ void parity_diff_result_free(parity_diff_result *pRes)
     free(pRes->zEagerFile);
     free(pRes->zCompiledFile);
     free(pRes->zFirstDivergence);
+    free(pRes->zError);
     free_strings(pRes->azInputDiffers, pRes->nInputDiffers);
     free_attrs(pRes->aEagerRoot, pRes->nEagerRoot);
     free_attrs(pRes->aCompiledRoot, pRes->nCompiledRoot);

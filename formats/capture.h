@@ -55,7 +55,9 @@ char *parity_attr_format(const parity_attr *pAttr, char *zBuf, size_t nBuf);
 /* ---- tensors --------------------------------------------------------------------- */
 
 typedef struct {
-    char *zPath;             /* full path with leading "/" */
+    char *zPath;             /* full path with leading "/": the name tensors match by */
+    char *zStored;           /* its HDF5 path when parity_capture_map_prefix renamed it,
+                              * else NULL (zPath is the HDF5 path) */
     parity_dtype dtype;      /* PARITY_DT_INVALID when zError is set */
     int rank;
     uint64_t aDim[PARITY_MAX_RANK];
@@ -85,6 +87,15 @@ const parity_tensor_info *parity_capture_tensor(const parity_capture *pCap, size
 /* Index of the tensor at zPath (with or without the leading "/"), or -1. */
 long parity_capture_find(const parity_capture *pCap, const char *zPath);
 const parity_attr *parity_capture_root_attrs(const parity_capture *pCap, size_t *pnAttr);
+
+/* Renames every tensor whose path starts with the path prefix zOld (whole components:
+ * "/_orig_mod" matches "/_orig_mod/fc1/out", not "/_orig_modx") to start with zNew instead
+ * ("" or "/" for the root), and every "inputs" entry the same way, so that captures whose
+ * names differ by a wrapper's prefix (torch.compile's _orig_mod) line up. Both prefixes
+ * are normalised to a leading "/" and no trailing one. Returns the number of tensors
+ * renamed, or -1 with zErr when two tensors would end up with one name. */
+long parity_capture_map_prefix(parity_capture *pCap, const char *zOld, const char *zNew,
+                               char *zErr, size_t nErr);
 
 /* ---- slabs ----------------------------------------------------------------------- */
 

@@ -530,6 +530,7 @@ static void tensor_clear(parity_tensor_info *pT)
 {
     size_t i;
     free(pT->zPath);
+    free(pT->zStored);
     free(pT->zError);
     free(pT->zOp);
     for (i = 0; i < pT->nInput; i++) free(pT->azInput[i]);
@@ -863,6 +864,82 @@ const parity_attr *parity_capture_root_attrs(const parity_capture *pCap, size_t 
     return pCap->aRoot;
 }
 
+/* ---- renaming --------------------------------------------------------------------- */
+
+/* zPrefix without its trailing "/" and with a leading one, into zBuf ("" for the root). */
+static const char *normal_prefix(const char *zPrefix, char *zBuf, size_t nBuf)
+{
+    size_t n;
+    snprintf(zBuf, nBuf, "%s%s", zPrefix[0] == '/' ? "" : "/", zPrefix);
+    n = strlen(zBuf);
+    while (n > 0 && zBuf[n - 1] == '/') zBuf[--n] = 0;
+    return zBuf;
+}
+
+/* zPath with prefix zOld replaced by zNew (both normal), or NULL when zPath is not under
+ * zOld; *pOom on allocation failure. */
+static char *renamed(const char *zPath, const char *zOld, const char *zNew, int *pOom)
+{
+    size_t nOld = strlen(zOld);
+    const char *zRest;
+    char *z;
+    char zFull[4096];
+    if (zPath[0] != '/') {
+        snprintf(zFull, sizeof zFull, "/%s", zPath);
+        zPath = zFull;
+    }
+    if (strncmp(zPath, zOld, nOld) != 0 || (zPath[nOld] != '/' && zPath[nOld] != 0))
+        return NULL;
+    zRest = zPath + nOld;
+    if (!zNew[0] && !zRest[0]) return NULL;   /* the prefix itself onto the root: no name */
+    z = parity_malloc(strlen(zNew) + strlen(zRest) + 1);
+    if (!z) { *pOom = 1; return NULL; }
+    strcpy(z, zNew);
+    strcat(z, zRest);
+    return z;
+}
+
+long parity_capture_map_prefix(parity_capture *pCap, const char *zOld, const char *zNew,
+                               char *zErr, size_t nErr)
+{
+    char zO[2048], zN[2048];
+    size_t i, k;
+    long nRenamed = 0;
+    int oom = 0;
+    normal_prefix(zOld, zO, sizeof zO);
+    normal_prefix(zNew, zN, sizeof zN);
+    for (i = 0; i < pCap->nTensor; i++) {
+        parity_tensor_info *pT = &pCap->aTensor[i];
+        char *z = renamed(pT->zPath, zO, zN, &oom);
+        if (z) {
+            if (!pT->zStored) pT->zStored = pT->zPath;
+            else free(pT->zPath);
+            pT->zPath = z;
+            nRenamed++;
+        }
+        for (k = 0; k < pT->nInput; k++) {
+            char *zIn = renamed(pT->azInput[k], zO, zN, &oom);
+            if (zIn) {
+                free(pT->azInput[k]);
+                pT->azInput[k] = zIn;
+            }
+        }
+        if (oom) {
+            snprintf(zErr, nErr, "%s: out of memory", pCap->zFile);
+            return -1;
+        }
+    }
+    qsort(pCap->aTensor, pCap->nTensor, sizeof(parity_tensor_info), compare_tensor_path);
+    for (i = 1; i < pCap->nTensor; i++) {
+        if (strcmp(pCap->aTensor[i - 1].zPath, pCap->aTensor[i].zPath) == 0) {
+            snprintf(zErr, nErr, "%s: --map-prefix %s=%s gives two tensors the name %s",
+                     pCap->zFile, zOld, zNew, pCap->aTensor[i].zPath);
+            return -1;
+        }
+    }
+    return nRenamed;
+}
+
 /* ---- reading ----------------------------------------------------------------------- */
 
 /* Decides whether the raw bytes may be read straight from the file. Everything that could
@@ -925,7 +1002,7 @@ int parity_tensor_reader_open(parity_capture *pCap, size_t i, parity_tensor_read
     pRd->dtype = pT->dtype;
     pRd->rank = pT->rank;
     hDapl = make_access_plist(H5P_DATASET_ACCESS);
-    pRd->hDset = H5Dopen2(pCap->hFile, pT->zPath, hDapl);
+    pRd->hDset = H5Dopen2(pCap->hFile, pT->zStored ? pT->zStored : pT->zPath, hDapl);
     beat();
     if (pRd->hDset < 0) goto fail;
     hDcpl = H5Dget_create_plist(pRd->hDset);
@@ -943,7 +1020,7 @@ int parity_tensor_reader_open(parity_capture *pCap, size_t i, parity_tensor_read
             if (nChunkBytes * 4 > nCache && nChunkBytes * 4 <= (256u << 20)) nCache = nChunkBytes * 4;
             H5Dclose(pRd->hDset);
             H5Pset_chunk_cache(hDapl, 12421, nCache, 1.0);
-            pRd->hDset = H5Dopen2(pCap->hFile, pT->zPath, hDapl);
+            pRd->hDset = H5Dopen2(pCap->hFile, pT->zStored ? pT->zStored : pT->zPath, hDapl);
             if (pRd->hDset < 0) goto fail;
         }
     }

@@ -412,6 +412,7 @@ json_t *parity_report_json_build(const parity_diff_result *pRes)
     rc |= parity_report_set(pDoc, "eager", report_string(pRes->zEagerFile));
     rc |= parity_report_set(pDoc, "compiled", report_string(pRes->zCompiledFile));
     rc |= parity_report_set(pDoc, "verdict", json_string(parity_verdict_name(pRes->verdict)));
+    rc |= parity_report_set(pDoc, "error", report_string(pRes->zError));
     rc |= parity_report_set(pDoc, "first_divergence", report_string(pRes->zFirstDivergence));
     rc |= parity_report_set(pDoc, "inputs_match", json_boolean(pRes->inputsMatch));
     rc |= parity_report_set(pDoc, "inputs_differ",

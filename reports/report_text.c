@@ -324,6 +324,7 @@ int parity_report_text(const parity_diff_result *pRes, FILE *pOut)
         if (aCount[st] > 0)
             fprintf(pOut, ", %" PRIu64 " %s", aCount[st], parity_status_name((parity_status)st));
     fputs(")\n", pOut);
+    if (pRes->zError) fprintf(pOut, "error: %s\n", pRes->zError);
 
     if (pRes->zFirstDivergence) {
         const parity_tensor_result *pFirst = report_find_tensor(pRes, pRes->zFirstDivergence);

@@ -1095,3 +1095,152 @@ Test(cli, identity_and_telemetry)
     cr_expect_str_eq(jstr(pDoc, "verdict"), "pass");
     json_decref(pDoc);
 }
+
+/* ---- nothing compared, prefixes, sides ------------------------------------------------ */
+
+/* One line on stderr, naming the compiled file, exit 2, and the reason in the report. */
+static void expect_nothing_compared(json_t *pDoc, const char *zC)
+{
+    char zFirst[512];
+    cr_expect_str_eq(jstr(pDoc, "verdict"), "error");
+    cr_assert_not_null(jstr(pDoc, "error"));
+    cr_expect(strncmp(jstr(pDoc, "error"), "nothing compared: ", 18) == 0, "%s", jstr(pDoc, "error"));
+    cr_expect_eq(count_lines(g_last.zErr, 0, zFirst, sizeof zFirst), 1, "stderr:\n%s", g_last.zErr);
+    cr_expect(strstr(zFirst, zC) && strstr(zFirst, "nothing compared"), "%s", zFirst);
+    cr_expect(strstr(g_last.zOut, "\nerror: nothing compared: "), "text report:\n%s", g_last.zOut);
+}
+
+Test(cli, nothing_compared_is_an_error_not_a_pass)
+{
+    static const char *const azE[] = { "/fc1/out", "/fc2/out" };
+    static const char *const azC[] = { "/_orig_mod/fc1/out", "/_orig_mod/fc2/out" };
+    const char *zE = tmp_path("e.h5"), *zC = tmp_path("c.h5"), *zEmpty = tmp_path("empty.h5");
+    json_t *pDoc;
+    parity_writer *pW;
+
+    write_named(zE, azE, 2);
+    write_named(zC, azC, 2);
+    pW = wopen(zEmpty);
+    wclose(pW);
+    /* an empty compiled capture: every tensor missing, nothing compared */
+    pDoc = diff_json(2, zE, zEmpty, NULL);
+    expect_nothing_compared(pDoc, zEmpty);
+    cr_expect_eq(jint(json_object_get(pDoc, "summary"), "missing_in_compiled"), 2);
+    json_decref(pDoc);
+    /* the same with --strict is a divergence, as before: the missing tensors fail */
+    pDoc = diff_json(1, zE, zEmpty, "--strict", NULL);
+    cr_expect_str_eq(jstr(pDoc, "verdict"), "fail");
+    cr_expect_null(jstr(pDoc, "error"));
+    json_decref(pDoc);
+    /* two empty captures */
+    pDoc = diff_json(2, zEmpty, zEmpty, NULL);
+    expect_nothing_compared(pDoc, zEmpty);
+    json_decref(pDoc);
+    /* torch.compile's _orig_mod/ prefix: no name in common, and the message says how */
+    pDoc = diff_json(2, zE, zC, NULL);
+    expect_nothing_compared(pDoc, zC);
+    cr_expect(strstr(jstr(pDoc, "error"), "--map-prefix"), "%s", jstr(pDoc, "error"));
+    json_decref(pDoc);
+    /* mapped, every tensor lines up and passes */
+    pDoc = diff_json(0, zE, zC, "--map-prefix", "/_orig_mod=/", NULL);
+    cr_expect_str_eq(jstr(pDoc, "verdict"), "pass");
+    cr_expect_null(jstr(pDoc, "error"));
+    cr_expect_eq(jint(json_object_get(pDoc, "summary"), "pass"), 2);
+    cr_expect_str_eq(tensor_order(pDoc), "/fc1/out /fc2/out");
+    json_decref(pDoc);
+    /* without the leading slash, and mapping onto another prefix on both sides */
+    pDoc = diff_json(0, zE, zC, "--map-prefix", "_orig_mod=", NULL);
+    cr_expect_eq(jint(json_object_get(pDoc, "summary"), "pass"), 2);
+    json_decref(pDoc);
+    pDoc = diff_json(0, zE, zC, "--map-prefix", "/_orig_mod=/m", "--map-prefix", "/fc1=/m/fc1",
+                     "--map-prefix", "/fc2=/m/fc2", NULL);
+    cr_expect_str_eq(tensor_order(pDoc), "/m/fc1/out /m/fc2/out");
+    json_decref(pDoc);
+    /* whole components only: /_orig is not a prefix of /_orig_mod */
+    pDoc = diff_json(2, zE, zC, "--map-prefix", "/_orig=/", NULL);
+    expect_nothing_compared(pDoc, zC);
+    json_decref(pDoc);
+}
+
+Test(cli, map_prefix_bad_arguments_and_collisions)
+{
+    static const char *const azE[] = { "/a/x", "/x" };
+    const char *zE = tmp_path("e.h5");
+    const char *azBad[] = { "noequals", "=/x" };
+    size_t i;
+    char zFirst[512];
+    write_named(zE, azE, 2);
+    for (i = 0; i < 2; i++) {
+        const char *azArgv[] = { PARITYDIFF_BIN, "--map-prefix", azBad[i], zE, zE, NULL };
+        run_free(&g_last);
+        run_argv(azArgv, 60.0, &g_last);
+        cr_expect_eq(g_last.code, 2, "--map-prefix %s: exit %d", azBad[i], g_last.code);
+        cr_expect(strstr(g_last.zErr, "invalid --map-prefix"), "%s", g_last.zErr);
+    }
+    /* /a/x renamed onto /x, which exists: two tensors, one name */
+    {
+        const char *azArgv[] = { PARITYDIFF_BIN, "--map-prefix", "/a=/", zE, zE, NULL };
+        run_free(&g_last);
+        run_argv(azArgv, 60.0, &g_last);
+        cr_expect_eq(g_last.code, 2);
+        cr_expect_eq(count_lines(g_last.zErr, 0, zFirst, sizeof zFirst), 1, "%s", g_last.zErr);
+        cr_expect(strstr(zFirst, "two tensors the name /x"), "%s", zFirst);
+    }
+}
+
+/* Writes /x (graph input) and /y = relu(x), y[2] off by yDelta, root side = zSide. */
+static void write_sided(const char *zFile, const char *zSide, float yDelta)
+{
+    static const float aX[4] = { -1.0f, 0.5f, 2.0f, 3.0f };
+    static const char *const azIn[] = { "/x" };
+    float aY[4];
+    int i;
+    parity_writer *pW = wopen(zFile);
+    for (i = 0; i < 4; i++) aY[i] = (aX[i] > 0 ? aX[i] : 0.0f) + (i == 2 ? yDelta : 0.0f);
+    wcheck(pW, parity_writer_attr_string(pW, NULL, "side", zSide));
+    w_f32(pW, "/x", aX, 4);
+    w_f32(pW, "/y", aY, 4);
+    w_op(pW, "/y", "relu", azIn, 1);
+    wclose(pW);
+}
+
+Test(cli, swapped_sides_are_a_warning)
+{
+    const char *zE = tmp_path("e.h5"), *zC = tmp_path("c.h5");
+    json_t *pDoc, *aWarn;
+    const char *azArgv[] = { PARITYDIFF_BIN, "--json", tmp_path("sw.json"), zC, zE, NULL };
+    json_error_t err;
+    char zFirst[1024];
+
+    write_sided(zE, "eager", 0.0f);
+    write_sided(zC, "compiled", 0.25f);   /* relu output wrong on the compiled side */
+    /* the right order: a failure, no warning */
+    pDoc = diff_json(1, zE, zC, NULL);
+    cr_expect_eq(json_array_size(json_object_get(pDoc, "warnings")), 0);
+    json_decref(pDoc);
+    /* swapped: the compiled bug reads as eager_worse and passes, so it must be said */
+    run_free(&g_last);
+    run_argv(azArgv, 60.0, &g_last);
+    cr_expect_eq(g_last.code, 0, "exit %d: %s", g_last.code, g_last.zErr);
+    cr_expect_eq(count_lines(g_last.zErr, 1, zFirst, sizeof zFirst), 1, "%s", g_last.zErr);
+    cr_expect(strstr(zFirst, "swapped") && strstr(zFirst, "first file says side = \"compiled\"") &&
+              strstr(zFirst, "second file says side = \"eager\""), "%s", zFirst);
+    pDoc = json_load_file(tmp_path("sw.json"), 0, &err);
+    cr_assert_not_null(pDoc);
+    aWarn = json_object_get(pDoc, "warnings");
+    cr_expect_eq(json_array_size(aWarn), 1);
+    cr_expect(strstr(json_string_value(json_array_get(aWarn, 0)), "swapped"));
+    cr_expect(strstr(g_last.zOut, "swapped"), "text report:\n%s", g_last.zOut);
+    json_decref(pDoc);
+    /* one file without a side, the other contradicting: still said */
+    write_sided(zE, "compiled", 0.0f);
+    {
+        const char *azArgv2[] = { PARITYDIFF_BIN, zE, zC, NULL };
+        run_free(&g_last);
+        run_argv(azArgv2, 60.0, &g_last);
+        cr_expect_eq(g_last.code, 1);
+        cr_expect_eq(count_lines(g_last.zErr, 1, zFirst, sizeof zFirst), 1, "%s", g_last.zErr);
+        cr_expect(strstr(zFirst, "first file says side") && !strstr(zFirst, "second file"),
+                  "%s", zFirst);
+    }
+}

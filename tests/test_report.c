@@ -298,7 +298,7 @@ Test(report_json, passing_result)
 Test(report_json, top_level_keys_in_documented_order)
 {
     static const char *const azKey[] = {
-        "parity_report_version", "tool", "eager", "compiled", "verdict", "first_divergence",
+        "parity_report_version", "tool", "eager", "compiled", "verdict", "error", "first_divergence",
         "inputs_match", "inputs_differ", "options", "identity", "telemetry", "warnings",
         "summary", "tensors", NULL
     };
