@@ -96,6 +96,8 @@ typedef struct {
     parity_cause cause;        /* PARITY_CAUSE_NONE when passing */
     char *zMessage;            /* why status is error, or NULL */
     int isInput;               /* named by an eager "inputs" attribute */
+    int metadataSuspect;       /* failing, and eager breaks the bound about as often: the
+                                * capture's metadata likely misdescribes what ran */
     int hasStats;              /* stats filled (status pass or fail) */
     parity_tensor_stats stats;
     parity_tolerance tol;      /* the per-dtype tolerance (decides when no model does) */

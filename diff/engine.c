@@ -223,8 +223,13 @@ static int judge_eager_tensors(diff_run *pD)
                            upstream_failed(pRes, pE), pR);
         if (pR->status == PARITY_ST_FAIL && pR->cause == PARITY_CAUSE_NONE && !pE->zOp) {
             /* No op above it in the graph: a differing input or plain tensor is its own
-             * cause. */
+             * cause. An input that differs may be an op output written without its "op"
+             * (a residual add, a functional relu): then it is no input at all. */
             pR->cause = PARITY_CAUSE_LOCAL;
+            if (pR->isInput)
+                parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning,
+                                   "no op: treated as an input and compared bit for bit; if it "
+                                   "is computed, give it its 'op' (and 'inputs')");
         }
         if (pR->status == PARITY_ST_PASS && pR->stats.nElem == 0 && pE->nElem == 0)
             parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning,
@@ -374,6 +379,22 @@ static void check_sides(parity_diff_result *pRes)
     parity_result_push(&pRes->oom, &pRes->azWarning, &pRes->nWarning, zLine);
 }
 
+/* A failing run whose eager capture says nothing about execution (no "order", no
+ * "inputs"): the first divergence is only the first failing name, which must be said. */
+static void check_order_known(diff_run *pD)
+{
+    size_t i;
+    if (pD->pRes->verdict != PARITY_VERDICT_FAIL || pD->nE < 2) return;
+    for (i = 0; i < pD->nE; i++) {
+        const parity_tensor_info *pT = parity_capture_tensor(pD->pEagerCap, i);
+        if (pT->hasOrder || pT->nInput > 0) return;
+    }
+    parity_result_push(&pD->pRes->oom, &pD->pRes->azWarning, &pD->pRes->nWarning,
+                       "the eager capture has no 'order' or 'inputs' attribute: execution order "
+                       "is unknown, tensors are taken by name, and the first divergence is only "
+                       "the first failing name");
+}
+
 /* A pass that compared no tensor is no pass: the run is an error with the reason. A
  * zero-size pair was compared (shape and dtype agree): it passes with its own warning. */
 static void check_compared(parity_diff_result *pRes, size_t nE, size_t nC)
@@ -454,6 +475,7 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     decide(pRes, aMissingFails, anyFail);
     check_compared(pRes, d.nE, d.nC);
     check_sides(pRes);
+    check_order_known(&d);
     if (parity_result_oom(pRes)) goto oom;
     rc = 0;
     goto cleanup;

@@ -269,6 +269,39 @@ static void warn_vacuous(parity_tensor_result *pR)
     }
 }
 
+/* A failing tensor where eager breaks the bound at three quarters or more of the elements
+ * where compiled does: both kernels being wrong alike is far less likely
+ * than metadata that misdescribes what ran (a bias missing from "inputs", a tanh GELU
+ * without "approximate", a reduced-precision contract not declared). Said as a warning
+ * naming what to check, and the text report does not call it the kernel's fault. */
+static void check_metadata(parity_tensor_result *pR, const parity_op_def *pDef)
+{
+    const parity_judgement *pJ = &pR->judgement;
+    uint64_t nCompiledBeyond = pJ->nFail + pJ->nBothBeyond;
+    uint64_t nEagerAlso = pJ->nFailEagerBeyond + pJ->nBothBeyond;
+    char zMsg[700], zAttrs[300] = "";
+    size_t k;
+    if (pR->status != PARITY_ST_FAIL || pR->cause != PARITY_CAUSE_LOCAL || nCompiledBeyond == 0 ||
+        nEagerAlso * 4 < nCompiledBeyond * 3)
+        return;
+    pR->metadataSuspect = 1;
+    for (k = 0; k < pDef->nCaseAttr; k++) {
+        size_t n = strlen(zAttrs);
+        snprintf(zAttrs + n, sizeof zAttrs - n, ", '%s'", pDef->aCaseAttr[k].zName);
+    }
+    if (pDef->family == PARITY_FAMILY_MATMUL || pDef->family == PARITY_FAMILY_LINEAR ||
+        pDef->family == PARITY_FAMILY_BMM || pDef->family == PARITY_FAMILY_CONV2D ||
+        pDef->family == PARITY_FAMILY_ATTENTION || pDef->family == PARITY_FAMILY_NORM) {
+        size_t n = strlen(zAttrs);
+        snprintf(zAttrs + n, sizeof zAttrs - n, ", 'compute_dtype', 'acc_dtype'");
+    }
+    snprintf(zMsg, sizeof zMsg, "eager breaks the error bound too, at %llu of the %llu element(s) "
+             "where compiled does: the capture's metadata probably does not describe what ran "
+             "(check 'inputs'%s against the call), rather than both kernels being wrong",
+             (unsigned long long)nEagerAlso, (unsigned long long)nCompiledBeyond, zAttrs);
+    push_warning(pR, zMsg);
+}
+
 /* Status and cause from the two judgements: pLocal (the compiled kernel against the
  * reference from its own inputs, when they were captured) and pR->judgement (both sides
  * against the reference from the eager inputs). */
@@ -371,6 +404,7 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
                                   outE.aValue, &ov, &local, NULL, pR) != 0)
         goto done;
     decide_cause(pR, haveInC ? &local : NULL, upstreamFailed, &outE, &outC);
+    check_metadata(pR, pDef);
 done:
     if (haveIn) free_inputs(aIn, pE->nInput);
     if (haveInC) free_inputs(aInC, pE->nInput);

@@ -330,7 +330,15 @@ int parity_report_text(const parity_diff_result *pRes, FILE *pOut)
         const parity_tensor_result *pFirst = report_find_tensor(pRes, pRes->zFirstDivergence);
         fprintf(pOut, "first divergence: %s", pRes->zFirstDivergence);
         if (pFirst && pFirst->zOp) fprintf(pOut, " (%s)", pFirst->zOp);
-        if (pFirst && pFirst->cause == PARITY_CAUSE_LOCAL)
+        if (pFirst && pFirst->cause == PARITY_CAUSE_LOCAL && !pFirst->zOp)
+            fputs(pFirst->isInput
+                      ? ", no op: treated as an input (if it is computed, give it its op)"
+                      : ", no op: compared by tolerance (if it is computed, give it its op)",
+                  pOut);
+        else if (pFirst && pFirst->cause == PARITY_CAUSE_LOCAL && pFirst->metadataSuspect)
+            fputs(", root cause: eager breaks the error bound as often, so the capture's "
+                  "metadata probably does not describe what ran (see its warning)", pOut);
+        else if (pFirst && pFirst->cause == PARITY_CAUSE_LOCAL)
             fputs(", root cause: its own kernel breaks the error bound", pOut);
         fputc('\n', pOut);
     } else {

@@ -239,13 +239,15 @@ Test(order, order_attr_then_topological_then_cycles, .init = setup_dir, .fini = 
     const char *in_c1[] = { "/c2" }, *in_c2[] = { "/c1" }, *in_missing[] = { "/nowhere" };
     size_t aOrder[16], i;
     char *azWarn[16] = { 0 };
-    /* z has an order; then Kahn with ties by name: dangle and x are ready first. */
-    const char *azExpect[] = { "/z", "/dangle", "/x", "/b", "/a", "/c1", "/c2" };
+    /* One topological order: x (which z, ordered 0, consumes) before z; then the tensors
+     * without an ordered consumer, ties by name (b before a, which needs it); the cycle
+     * last. */
+    const char *azExpect[] = { "/x", "/z", "/b", "/a", "/dangle", "/c1", "/c2" };
 
     snprintf(zFile, sizeof zFile, "%s/g.h5", g_zDir);
     cr_assert_eq(parity_writer_open(zFile, &pW, zErr, sizeof zErr), 0, "%s", zErr);
     add(pW, "/x", NULL, NULL, 0, -1);
-    add(pW, "/z", "relu", in_x, 1, 0);        /* has order: first despite its name */
+    add(pW, "/z", "relu", in_x, 1, 0);        /* has order: right after its input */
     add(pW, "/b", "relu", in_x, 1, -1);       /* topological: b before a (a needs b) */
     add(pW, "/a", "relu", in_b, 1, -1);
     add(pW, "/c1", "relu", in_c1, 1, -1);     /* cycle c1 <-> c2 */
@@ -266,6 +268,42 @@ Test(order, order_attr_then_topological_then_cycles, .init = setup_dir, .fini = 
             cr_assert(azWarn[i] && strstr(azWarn[i], "/nowhere"));
         else
             cr_assert_null(azWarn[i], "%s has no warning", zPath);
+        free(azWarn[i]);
+    }
+    parity_capture_close(pCap);
+}
+
+/* Orders that contradict the inputs: the inputs decide and the consumer is warned about;
+ * tensors without "order" sit just before their earliest ordered consumer. */
+Test(order, contradicting_orders_warn_and_inputs_decide, .init = setup_dir, .fini = teardown_dir)
+{
+    char zFile[400], zErr[PARITY_ERR_LEN];
+    parity_writer *pW;
+    parity_capture *pCap;
+    const char *in_x[] = { "/x" }, *in_p[] = { "/p" }, *in_q[] = { "/q" }, *in_r[] = { "/r" };
+    size_t aOrder[8], i;
+    char *azWarn[8] = { 0 };
+    const char *azExpect[] = { "/x", "/p", "/q", "/r", "/s" };
+
+    snprintf(zFile, sizeof zFile, "%s/k.h5", g_zDir);
+    cr_assert_eq(parity_writer_open(zFile, &pW, zErr, sizeof zErr), 0, "%s", zErr);
+    add(pW, "/x", NULL, NULL, 0, -1);
+    add(pW, "/p", "relu", in_x, 1, 5);        /* ordered 5 ... */
+    add(pW, "/q", "relu", in_p, 1, 2);        /* ... but its consumer says 2: contradiction */
+    add(pW, "/r", "relu", in_q, 1, -1);       /* no order, consumed by /s */
+    add(pW, "/s", "relu", in_r, 1, 9);
+    cr_assert_eq(parity_writer_close(pW, zErr, sizeof zErr), 0, "%s", zErr);
+    cr_assert_eq(parity_capture_open(zFile, &pCap, zErr, sizeof zErr), 0, "%s", zErr);
+    cr_assert_eq(parity_order_compute(pCap, 1, aOrder, azWarn), 0);
+    for (i = 0; i < 5; i++)
+        cr_assert_str_eq(parity_capture_tensor(pCap, aOrder[i])->zPath, azExpect[i], "position %zu", i);
+    for (i = 0; i < 5; i++) {
+        const char *zPath = parity_capture_tensor(pCap, i)->zPath;
+        if (strcmp(zPath, "/q") == 0)
+            cr_assert(azWarn[i] && strstr(azWarn[i], "contradict") && strstr(azWarn[i], "/p"),
+                      "%s: %s", zPath, azWarn[i] ? azWarn[i] : "(none)");
+        else
+            cr_assert_null(azWarn[i], "%s: %s", zPath, azWarn[i]);
         free(azWarn[i]);
     }
     parity_capture_close(pCap);

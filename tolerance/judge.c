@@ -321,7 +321,10 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
             pJ->worstRatio = el.ratio;
             pJ->worstLinear = i;
         }
-        if (el.cOut) mark_fail(pCall, i, pJ);
+        if (el.cOut) {
+            mark_fail(pCall, i, pJ);
+            if (el.eOut) pJ->nFailEagerBeyond++;
+        }
     }
     mpfr_clears(ref, scratch, (mpfr_ptr)0);
     return rc;

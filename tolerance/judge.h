@@ -39,6 +39,10 @@ typedef struct {
     int probabilisticDecides;      /* the tolerance file made it the failing bound */
     double lambda;
     uint64_t nFail;                /* nCompiledWorse + nNonFinite */
+    uint64_t nFailEagerBeyond;     /* of those, the ones where eager is beyond the bound too
+                                    * (with nBothBeyond: how often eager breaks it where
+                                    * compiled does; a capture whose metadata misdescribes
+                                    * the op makes both sides break it alike) */
     double maxErrCompiled, maxErrEager;   /* absolute, against the reference (finite) */
     double maxUlpCompiled, maxUlpEager;   /* in ulps of the output dtype at the reference */
     double maxBound;
