@@ -669,3 +669,29 @@ Test(cast, to_attribute_errors)
     j = judge_end(&call, aX);
     cr_expect_eq(j.nFail, 0);
 }
+
+/* aten spellings name registry ops (the capture helper writes them as they dispatch). */
+Test(registry, aten_names_find_registry_ops)
+{
+    static const struct { const char *zName, *zOp; } aCase[] = {
+        { "aten::linear", "linear" },         { "aten.linear.default", "linear" },
+        { "aten.relu_.default", "relu" },     { "aten.add.Tensor", "add" },
+        { "aten.add_.Tensor", "add" },        { "aten._softmax.default", "softmax" },
+        { "aten._log_softmax.default", "log_softmax" },
+        { "aten::mm", "matmul" },             { "aten.native_layer_norm.default", "layer_norm" },
+        { "aten.gelu.default", "gelu" },      { "aten.sum.dim_IntList", "sum" },
+        { "layer_norm", "layer_norm" },
+    };
+    static const char *const azNone[] = {
+        "aten.addmm.default", "aten::", "aten.", "torch.relu", "relu_", "aten._.default",
+        "aten.conv2dx.default", "aten.relux.default", "", "aten::_",
+    };
+    size_t i;
+    for (i = 0; i < sizeof aCase / sizeof aCase[0]; i++) {
+        const parity_op_def *pDef = parity_op_find(aCase[i].zName);
+        cr_assert_not_null(pDef, "%s", aCase[i].zName);
+        cr_assert_str_eq(pDef->zName, aCase[i].zOp, "%s", aCase[i].zName);
+    }
+    for (i = 0; i < sizeof azNone / sizeof azNone[0]; i++)
+        cr_assert_null(parity_op_find(azNone[i]), "%s", azNone[i]);
+}

@@ -24,13 +24,46 @@ const char *parity_op_family_name(parity_op_family family)
     return (unsigned)family < PARITY_FAMILY_COUNT ? azName[family] : "unknown";
 }
 
-const parity_op_def *parity_op_find(const char *zName)
+/* aten ops that are registry ops under another name, with the same operands in the same
+ * order and the registry's parameter names (FORMAT.md: the capture helper writes aten
+ * schema argument names): _softmax(self, dim, half_to_float), native_layer_norm(input,
+ * normalized_shape, weight, bias, eps), mm(self, mat2). */
+static const struct { const char *zAten, *zOp; } aAtenAlias[] = {
+    { "_softmax", "softmax" },
+    { "_log_softmax", "log_softmax" },
+    { "mm", "matmul" },
+    { "native_layer_norm", "layer_norm" },
+};
+
+static const parity_op_def *find_exact(const char *zName, size_t n)
 {
     int i;
-    if (!zName) return NULL;
     for (i = 0; parity_op_registry[i]; i++)
-        if (strcmp(parity_op_registry[i]->zName, zName) == 0) return parity_op_registry[i];
+        if (strlen(parity_op_registry[i]->zName) == n &&
+            strncmp(parity_op_registry[i]->zName, zName, n) == 0)
+            return parity_op_registry[i];
     return NULL;
+}
+
+/* A registry name, or an aten spelling of one: "aten::linear", "aten.addmm.default",
+ * "aten.relu_.default" (in-place: the data it produced), "aten.add.Tensor". */
+const parity_op_def *parity_op_find(const char *zName)
+{
+    const parity_op_def *pDef;
+    const char *zBase, *zDot;
+    size_t n, i;
+    if (!zName) return NULL;
+    if ((pDef = find_exact(zName, strlen(zName))) != NULL) return pDef;
+    if (strncmp(zName, "aten::", 6) == 0) zBase = zName + 6;
+    else if (strncmp(zName, "aten.", 5) == 0) zBase = zName + 5;
+    else return NULL;
+    zDot = strchr(zBase, '.');
+    n = zDot ? (size_t)(zDot - zBase) : strlen(zBase);
+    if (n > 1 && zBase[n - 1] == '_' && zBase[0] != '_') n--;   /* relu_ -> relu */
+    for (i = 0; i < sizeof aAtenAlias / sizeof aAtenAlias[0]; i++)
+        if (strlen(aAtenAlias[i].zAten) == n && strncmp(aAtenAlias[i].zAten, zBase, n) == 0)
+            return find_exact(aAtenAlias[i].zOp, strlen(aAtenAlias[i].zOp));
+    return find_exact(zBase, n);
 }
 
 /* Counts, output dtype, fields; then xPrepare (which infers the output shape when asked). */

@@ -164,7 +164,8 @@ enum {
     PARITY_OP_COUNT
 };
 
-/* The op named zName, or NULL. */
+/* The op named zName (its registry name, or an aten spelling of it: "aten::linear",
+ * "aten.relu_.default", "aten._softmax.default"; ops.c), or NULL. */
 const parity_op_def *parity_op_find(const char *zName);
 /* Every registered op, NULL-terminated, in op_list.h's order. */
 extern const parity_op_def *const parity_op_registry[PARITY_OP_COUNT + 1];
