@@ -370,7 +370,12 @@ static void check_sides(parity_diff_result *pRes)
     int compiledSaysEager = pC && pC->kind == PARITY_ATTR_STRING && pC->n == 1 &&
                             strcmp(pC->azStr[0], "eager") == 0;
     char zLine[PARITY_ERR_LEN * 2];
+    /* both files saying the same (a capture against a copy of itself, two compiled runs)
+     * is no swap */
     if (!eagerSaysCompiled && !compiledSaysEager) return;
+    if (pE && pC && pE->kind == PARITY_ATTR_STRING && pC->kind == PARITY_ATTR_STRING &&
+        pE->n == 1 && pC->n == 1 && strcmp(pE->azStr[0], pC->azStr[0]) == 0)
+        return;
     snprintf(zLine, sizeof zLine, "%s%s%s: the arguments look swapped (paritydiff EAGER "
              "COMPILED); every judgement below takes the first file as eager",
              eagerSaysCompiled ? "the first file says side = \"compiled\"" : "",

@@ -12,6 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup-deps.sh
+# current torch from PyPI beside Debian's 1.13 (cached outside the clone; prints its python)
+PARITY_VENV_PYTHON=$(bash scripts/setup-venv.sh)
+export PARITY_VENV_PYTHON
 
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWERROR=ON >/dev/null

@@ -14,6 +14,7 @@ packages=(
   clang-14 libclang-rt-14-dev     # libFuzzer harnesses and sanitizer runtime
   python3 python3-h5py python3-numpy   # tests and the example only, never the tools
   python3-torch                   # the example PyTorch worker of parityfuzz (tests only)
+  python3-venv                    # scripts/setup-venv.sh: current torch from PyPI beside it
   libdnnl-dev                     # oneDNN 2.6: the onednn target of parityfuzz
   glibc-source                    # libm-test-ulps for tests/bench/validate_libm.sh (25 MB)
 )

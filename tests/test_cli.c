@@ -1198,7 +1198,8 @@ Test(cli, map_prefix_bad_arguments_and_collisions)
     }
 }
 
-/* Writes /x (graph input) and /y = relu(x), y[2] off by yDelta, root side = zSide. */
+/* Writes /x (graph input) and /y = relu(x), y[2] off by yDelta, root side = zSide (NULL:
+ * none). */
 static void write_sided(const char *zFile, const char *zSide, float yDelta)
 {
     static const float aX[4] = { -1.0f, 0.5f, 2.0f, 3.0f };
@@ -1207,7 +1208,7 @@ static void write_sided(const char *zFile, const char *zSide, float yDelta)
     int i;
     parity_writer *pW = wopen(zFile);
     for (i = 0; i < 4; i++) aY[i] = (aX[i] > 0 ? aX[i] : 0.0f) + (i == 2 ? yDelta : 0.0f);
-    wcheck(pW, parity_writer_attr_string(pW, NULL, "side", zSide));
+    if (zSide) wcheck(pW, parity_writer_attr_string(pW, NULL, "side", zSide));
     w_f32(pW, "/x", aX, 4);
     w_f32(pW, "/y", aY, 4);
     w_op(pW, "/y", "relu", azIn, 1);
@@ -1242,8 +1243,13 @@ Test(cli, swapped_sides_are_a_warning)
     cr_expect(strstr(json_string_value(json_array_get(aWarn, 0)), "swapped"));
     cr_expect(strstr(g_last.zOut, "swapped"), "text report:\n%s", g_last.zOut);
     json_decref(pDoc);
+    /* a capture against itself (both say eager) is no swap */
+    pDoc = diff_json(0, zE, zE, NULL);
+    cr_expect_eq(json_array_size(json_object_get(pDoc, "warnings")), 0);
+    json_decref(pDoc);
     /* one file without a side, the other contradicting: still said */
     write_sided(zE, "compiled", 0.0f);
+    write_sided(zC, NULL, 0.25f);
     {
         const char *azArgv2[] = { PARITYDIFF_BIN, zE, zC, NULL };
         run_free(&g_last);

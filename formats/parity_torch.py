@@ -1,0 +1,448 @@
+"""parity_torch - write parity captures (formats/FORMAT.md) of PyTorch models.
+
+Importable without installing (sys.path.insert(0, "formats")); needs torch and h5py, and
+works with Debian's torch 1.13 and current torch alike.
+
+    import parity_torch as pt
+    pt.capture_eager(model, (x,), "eager.h5", model_name="mlp")
+    pt.capture_compiled(model, (x,), "compiled.h5", compile_leaf=pt.torchscript_freeze)
+    # then: paritydiff eager.h5 compiled.h5
+
+Eager side: a TorchDispatchMode records every aten op that runs (functional calls and
+residual adds included; in-place ops with the data they produced at that moment), each
+output with `op` (the aten overload name, which paritydiff's registry maps to its own op),
+`inputs` (graph inputs as /input/K and parameters as /<module path>/<name>, recorded once,
+by identity), `order`, and the op's non-tensor arguments under their aten schema names.
+A tensor is named by the module that ran the op and an op index (/fc1/0.t), except the
+output of a module, which is /<module path>/out (/out for the model's own output); when one
+tensor is the output of nested modules, the outermost names it, and a module that returns
+one of its inputs unchanged (dropout in eval) names nothing.
+
+Compiled side: the model with each leaf module replaced by compile_leaf(leaf, example
+inputs) (per module: each leaf's output survives) or, with whole_model=True, the model as a
+whole (only /out survives), recorded at module boundaries under the same names, with the
+graph inputs and parameters, so pairs line up. A compiled tensor gets an eager name only
+because it computes the same module's output.
+
+Multi-output ops keep output 0 under the op's name; further tensor outputs (a norm's mean
+and rstd, max_pool's indices) are written as /<name>#K with `output_of` and no `op`, so no
+model judges them as if they were output 0.
+"""
+import datetime
+import itertools
+
+import h5py
+import numpy
+import torch
+
+try:
+    from torch.utils._python_dispatch import TorchDispatchMode
+except ImportError:  # pragma: no cover - torch < 1.13
+    TorchDispatchMode = None
+
+PARITY_FORMAT = 1
+
+# Factory ops whose output holds no defined data (batch_norm's eval-mode save_mean in
+# torch 1.13): recorded, they would differ at random between runs.
+_UNDEFINED = {"empty", "empty_strided", "new_empty", "new_empty_strided", "empty_like"}
+
+# View and alias ops return a tensor sharing its input's storage; recorded like any other op.
+_FLOAT_STORED = {torch.float64: None, torch.float32: None, torch.float16: None}
+
+
+def _to_numpy(t):
+    """(array, dtype attribute or None) for a tensor, as FORMAT.md stores it."""
+    t = t.detach()
+    if t.is_mkldnn:
+        t = t.to_dense()
+    t = t.cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(numpy.uint16), "bfloat16"
+    if t.dtype in _FLOAT_STORED or t.dtype in (torch.int8, torch.int16, torch.int32,
+                                               torch.int64, torch.uint8, torch.bool):
+        return t.numpy(), None
+    raise TypeError("parity_torch: dtype %s has no capture form" % t.dtype)
+
+
+def _attr_value(v):
+    """An aten argument as an HDF5 attribute value, or None when it has none."""
+    if isinstance(v, bool):
+        return numpy.int64(int(v))
+    if isinstance(v, int):
+        return numpy.int64(v)
+    if isinstance(v, float):
+        return numpy.float64(v)
+    if isinstance(v, str):
+        return v
+    if isinstance(v, torch.dtype):
+        return str(v).replace("torch.", "")
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, bool) for x in v):
+        return numpy.array([int(x) for x in v], dtype=numpy.int64)
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, int) for x in v):
+        return numpy.array(v, dtype=numpy.int64)
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, (int, float)) for x in v):
+        return numpy.array(v, dtype=numpy.float64)
+    return None
+
+
+class _Record:
+    __slots__ = ("name", "data", "op", "inputs", "order", "attrs", "output_of")
+
+    def __init__(self, name, data, op=None, inputs=None, order=None, attrs=None, output_of=None):
+        self.name, self.data, self.op, self.inputs = name, data, op, inputs
+        self.order, self.attrs, self.output_of = order, attrs or {}, output_of
+
+
+class _Recorder:
+    """Names tensors by identity and keeps what a capture file will hold."""
+
+    def __init__(self, model):
+        self.records = []             # in execution order
+        self.by_id = {}               # id(tensor) -> record (the latest that produced it)
+        self.alive = []               # keeps recorded tensors alive, so ids stay unique
+        self.stack = []               # module paths being run
+        self.op_index = {}            # module path -> ops run in it so far
+        self.calls = {}               # module path -> times its forward ran
+        self.order = itertools.count()
+        self.params = {}
+        for mpath, mod in model.named_modules():
+            for pname, p in itertools.chain(mod.named_parameters(recurse=False),
+                                            mod.named_buffers(recurse=False)):
+                if p is not None and id(p) not in self.params:
+                    self.params[id(p)] = (self._join(mpath, pname), p)
+        self.names = set()
+        self.paused = 0               # > 0 while a compiled leaf runs: its insides are fused
+
+    def snapshot(self, t):
+        """_to_numpy with recording paused: the copy is ours, not the model's op."""
+        self.paused += 1
+        try:
+            return _to_numpy(t)
+        finally:
+            self.paused -= 1
+
+    def add_params(self):
+        """Every parameter and buffer, once, under its module path (both sides hold them,
+        so compiled inputs line up and the local check can run)."""
+        for name, p in self.params.values():
+            data, dt = self.snapshot(p)
+            self.add(_Record(name, data, attrs={"dtype": dt} if dt else {}), p)
+
+    @staticmethod
+    def _join(mpath, leaf):
+        return "/" + "/".join([s for s in mpath.split(".") if s] + [leaf])
+
+    def unique(self, name):
+        base, k = name, 1
+        while name in self.names:
+            name = "%s.%d" % (base, k)
+            k += 1
+        self.names.add(name)
+        return name
+
+    def add(self, rec, tensor=None):
+        rec.name = self.unique(rec.name)
+        self.records.append(rec)
+        if tensor is not None:
+            self.by_id[id(tensor)] = rec
+            self.alive.append(tensor)
+        return rec
+
+    def name_of(self, t):
+        """The name of a tensor an op consumes: recorded, a parameter, else a constant."""
+        rec = self.by_id.get(id(t))
+        if rec is not None:
+            return rec.name
+        if id(t) in self.params:
+            name, p = self.params[id(t)]
+            data, dt = self.snapshot(p)
+            rec = self.add(_Record(name, data, attrs={"dtype": dt} if dt else {}), p)
+            return rec.name
+        mpath = self.stack[-1] if self.stack else ""
+        data, dt = self.snapshot(t)
+        rec = self.add(_Record(self._join(mpath, "const"), data,
+                               attrs={"dtype": dt} if dt else {}), t)
+        return rec.name
+
+    def add_input(self, k, t):
+        data, dt = self.snapshot(t)
+        self.add(_Record("/input/%d" % k, data, attrs={"dtype": dt} if dt else {}), t)
+
+    def module_output(self, mpath, inputs, output):
+        """Names the record behind a module's output /<path>/out (outermost wins)."""
+        if not isinstance(output, torch.Tensor):
+            return
+        if any(output is x for x in inputs if isinstance(x, torch.Tensor)):
+            return    # the module passed an input through (dropout in eval)
+        rec = self.by_id.get(id(output))
+        if rec is None:
+            return
+        n = self.calls.get(mpath, 0)
+        want = self._join(mpath, "out") + ("" if n <= 1 else ".%d" % (n - 1))
+        if rec.name == want:
+            return
+        self.names.discard(rec.name)
+        rec.name = self.unique(want)
+
+    def hooks(self, model, on_compiled_output=None):
+        """Pre and post hooks on every module: the module stack, call counts, output names.
+        A compiled leaf (_Compiled) pauses recording while it runs; its output is named by
+        on_compiled_output(module, args, out, path)."""
+        handles = []
+        for mpath, mod in model.named_modules():
+            compiled = isinstance(mod, _Compiled)
+
+            def pre(m, args, mpath=mpath, compiled=compiled):
+                self.calls[mpath] = self.calls.get(mpath, 0) + 1
+                self.stack.append(mpath)
+                if compiled:
+                    self.paused += 1
+
+            def post(m, args, out, mpath=mpath, compiled=compiled):
+                self.stack.pop()
+                if compiled:
+                    self.paused -= 1
+                    on_compiled_output(m, args, out, mpath)
+                else:
+                    self.module_output(mpath, args, out)
+            handles.append(mod.register_forward_pre_hook(pre))
+            handles.append(mod.register_forward_hook(post))
+        return handles
+
+
+def _op_attrs(func, args, kwargs):
+    """Non-tensor arguments under their schema names; tensors in argument order."""
+    attrs, tensors = {}, []
+    schema = getattr(func, "_schema", None)
+    names = [a.name for a in schema.arguments] if schema is not None else []
+    values = list(args) + [None] * max(0, len(names) - len(args))
+    for i, name in enumerate(names):
+        v = kwargs.get(name, values[i] if i < len(values) else None)
+        if isinstance(v, torch.Tensor):
+            tensors.append(v)
+        elif isinstance(v, (list, tuple)) and v and all(isinstance(x, torch.Tensor) for x in v):
+            tensors.extend(v)
+        elif v is not None:
+            a = _attr_value(v)
+            if a is not None:
+                attrs[name] = a
+    if schema is None:
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    return attrs, tensors
+
+
+def _op_name(func):
+    """The capture's op: the aten overload name (aten.addmm.default), which the registry
+    maps to its own ops; a 2-D, non-transposed convolution is conv2d."""
+    return "aten.%s" % str(func).split("aten.", 1)[-1] if "aten" in str(func) else str(func)
+
+
+if TorchDispatchMode is not None:
+    class _EagerMode(TorchDispatchMode):
+        def __init__(self, rec):
+            super().__init__()
+            self.rec = rec
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if self.rec.paused or str(func).split(".")[1 if "aten." in str(func) else 0] in _UNDEFINED:
+                return func(*args, **kwargs)
+            attrs, tensors = _op_attrs(func, args, kwargs)
+            inputs = [self.rec.name_of(t) for t in tensors]
+            out = func(*args, **kwargs)
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            mpath = self.rec.stack[-1] if self.rec.stack else ""
+            k = self.rec.op_index.get(mpath, 0)
+            self.rec.op_index[mpath] = k + 1
+            opname = _op_name(func)
+            if opname == "aten.convolution.default" and not attrs.get("transposed", 1) and \
+                    tensors[0].dim() == 4:
+                opname = "conv2d"
+            short = opname.split(".")[1] if opname.startswith("aten.") else opname
+            first = None
+            for j, o in enumerate(outs):
+                if not isinstance(o, torch.Tensor) or (j > 0 and o.numel() == 0):
+                    continue    # an auxiliary output with nothing in it (eval-mode stats)
+                data, dt = _to_numpy(o)
+                a = dict(attrs)
+                if dt:
+                    a["dtype"] = dt
+                if first is None:
+                    first = self.rec.add(_Record(self.rec._join(mpath, "%d.%s" % (k, short)),
+                                                 data, opname, inputs, next(self.rec.order), a), o)
+                else:
+                    a = {"dtype": dt} if dt else {}
+                    self.rec.add(_Record(first.name + "#%d" % j, data, attrs=a,
+                                         output_of=first.name), o)
+            return out
+
+
+def _write(path, rec, side, identity):
+    tmp = path + ".tmp"
+    with h5py.File(tmp, "w") as f:
+        f.attrs["parity_format"] = PARITY_FORMAT
+        f.attrs["side"] = side
+        for key, value in identity.items():
+            if value is not None:
+                f.attrs[key] = value if isinstance(value, (int, float)) else str(value)
+        for r in rec.records:
+            d = f.create_dataset(r.name, data=r.data)
+            if r.op:
+                d.attrs["op"] = r.op
+            if r.inputs is not None:
+                d.attrs["inputs"] = numpy.array(r.inputs, dtype=h5py.string_dtype())
+            if r.order is not None:
+                d.attrs["order"] = numpy.int64(r.order)
+            if r.output_of:
+                d.attrs["output_of"] = r.output_of
+            for key, value in r.attrs.items():
+                d.attrs[key] = value
+    import os
+    os.replace(tmp, path)
+
+
+def _identity(model, side, compiler, extra):
+    ident = {
+        "framework": "pytorch",
+        "framework_version": str(torch.__version__),
+        "device": "cpu",
+        "model": type(model).__name__,
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "compiler": compiler if side == "compiled" else "eager",
+    }
+    ident.update({k: v for k, v in extra.items() if v is not None})
+    return ident
+
+
+def capture_eager(module, inputs, path, **identity):
+    """Runs module(*inputs) eagerly under no_grad and writes every aten op to path.
+    identity: root attributes (model, workload, shape_bucket, commit, ...)."""
+    model = module
+    if TorchDispatchMode is None:
+        raise RuntimeError("parity_torch needs torch >= 1.13 (TorchDispatchMode)")
+    model.eval()
+    rec = _Recorder(model)
+    for k, t in enumerate(inputs):
+        rec.add_input(k, t)
+    rec.add_params()
+    handles = rec.hooks(model)
+    try:
+        with torch.no_grad(), _EagerMode(rec):
+            out = model(*inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    if isinstance(out, torch.Tensor) and id(out) in rec.by_id:
+        r = rec.by_id[id(out)]
+        if r.name != "/out":
+            rec.names.discard(r.name)
+            r.name = rec.unique("/out")
+    _write(path, rec, "eager", _identity(model, "eager", None, identity))
+    return out
+
+
+class _Compiled(torch.nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        object.__setattr__(self, "fn", fn)   # not a submodule: its insides are fused
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def _leaves(model):
+    return [(p, m) for p, m in model.named_modules() if p and not list(m.children())]
+
+
+def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, compiler=None,
+                     run_module=None, **identity):
+    """Runs the compiled module and writes its module outputs under eager's names.
+
+    compile_leaf(leaf, example_args) -> callable compiles each leaf module on its own;
+    whole_model(module, example_args) -> callable compiles the module as one (only /out).
+    run_module: what is compiled and run, when it is not module itself (a copy with an
+    injected bug, in tests); the capture's parameters are module's, the data it was given.
+    """
+    import copy
+    model = module
+    model.eval()
+    work = copy.deepcopy(run_module if run_module is not None else model)
+    leaf_args = {}
+    if compile_leaf is not None:
+        handles = []
+        def keep(mod, args, out, p):
+            leaf_args.setdefault(p, args)   # returns nothing: a hook's value replaces out
+        for p, m in _leaves(work):
+            handles.append(m.register_forward_hook(
+                lambda mod, args, out, p=p: keep(mod, args, out, p)))
+        with torch.no_grad():
+            work(*inputs)
+        for h in handles:
+            h.remove()
+        for p, m in _leaves(work):
+            if p not in leaf_args:
+                continue
+            parent = work.get_submodule(".".join(p.split(".")[:-1])) if "." in p else work
+            with torch.no_grad():
+                fn = compile_leaf(m, leaf_args[p])
+            setattr(parent, p.split(".")[-1], _Compiled(fn))
+    rec = _Recorder(model)
+    for k, t in enumerate(inputs):
+        rec.add_input(k, t)
+    rec.add_params()   # as eager names them: the data the compiled side was given
+    # the compiled copy's own parameters are the same data under the same names
+    for (n, p), (_, q) in zip(itertools.chain(work.named_parameters(), work.named_buffers()),
+                              itertools.chain(model.named_parameters(), model.named_buffers())):
+        if id(q) in rec.by_id:
+            rec.by_id[id(p)] = rec.by_id[id(q)]
+    with torch.no_grad():
+        if whole_model is not None:
+            out = whole_model(work, inputs)(*inputs)
+        else:
+            def post(m, args, o, mpath):
+                """A compiled leaf's output: recorded under the leaf's name."""
+                if not isinstance(o, torch.Tensor) or \
+                        any(o is x for x in args if isinstance(x, torch.Tensor)):
+                    return
+                data, dt = rec.snapshot(o)
+                rec.add(_Record("/0.compiled", data, attrs={"dtype": dt} if dt else {}), o)
+                rec.module_output(mpath, args, o)
+            handles = rec.hooks(work, post)
+            try:
+                with _EagerMode(rec):   # ops outside the compiled leaves run eagerly here too
+                    out = work(*inputs)
+            finally:
+                for h in handles:
+                    h.remove()
+    if isinstance(out, torch.Tensor):
+        r = rec.by_id.get(id(out))
+        if r is None:
+            data, dt = rec.snapshot(out)
+            rec.add(_Record("/out", data, attrs={"dtype": dt} if dt else {}), out)
+        elif r.name != "/out":
+            rec.names.discard(r.name)
+            r.name = rec.unique("/out")
+    _write(path, rec, "compiled", _identity(model, "compiled", compiler, identity))
+    return out
+
+
+# ---- compilers for capture_compiled ----------------------------------------------------
+
+def torchscript_freeze(module, args):
+    """TorchScript trace, freeze and optimize_for_inference: what torch 1.13 deploys."""
+    traced = torch.jit.trace(module.eval(), args, check_trace=False)
+    return torch.jit.optimize_for_inference(torch.jit.freeze(traced))
+
+
+def torchscript_trace(module, args):
+    return torch.jit.trace(module.eval(), args, check_trace=False)
+
+
+def torch_compile(module, args):
+    """torch.compile (Inductor), torch >= 2."""
+    return torch.compile(module)
+
+
+def whole(compile_fn):
+    """compile_fn over the whole model, for capture_compiled(whole_model=...)."""
+    return lambda model, args: compile_fn(model, args)

@@ -1,0 +1,170 @@
+"""Real PyTorch models through formats/parity_torch.py and paritydiff (issue 12).
+
+Run by ctest with Debian's torch 1.13 (/usr/bin/python3) and with the pinned current torch
+of scripts/setup-venv.sh; PARITYDIFF names the binary. Each check diffs real captures:
+a capture against a byte copy of itself, eager against TorchScript (each leaf compiled on
+its own), eager against torch.compile where torch >= 2, and an injected bug (a weight
+slice scaled by 1e-3) that must be the first divergence, at the right tensor and slice,
+with cause local.
+"""
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "formats"))
+
+import torch  # noqa: E402
+import parity_torch as pt  # noqa: E402
+
+PARITYDIFF = os.environ.get("PARITYDIFF", "paritydiff")
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(64, 128)
+        self.act = torch.nn.GELU()
+        self.norm = torch.nn.LayerNorm(128)
+        self.fc2 = torch.nn.Linear(128, 64)
+        self.act2 = torch.nn.GELU(approximate="tanh")
+        self.soft = torch.nn.Softmax(dim=-1)
+
+    def forward(self, x):
+        return self.soft(self.act2(self.fc2(self.norm(self.act(self.fc1(x))))))
+
+
+class CNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = torch.nn.BatchNorm2d(8)
+        self.relu = torch.nn.ReLU()
+        self.pool = torch.nn.MaxPool2d(2)
+        self.conv2 = torch.nn.Conv2d(8, 16, 3, padding=1)
+        self.flat = torch.nn.Flatten()
+        self.drop = torch.nn.Dropout(0.1)
+        self.fc = torch.nn.Linear(16 * 8 * 8, 10)
+
+    def forward(self, x):
+        x = self.pool(self.relu(self.bn1(self.conv1(x))))
+        x = torch.relu(self.conv2(x))          # a functional call: captured too
+        return self.fc(self.drop(self.flat(x)))
+
+
+def make(kind):
+    torch.manual_seed(0)
+    if kind == "mlp":
+        return MLP().eval(), (torch.randn(32, 64),)
+    model = CNN().eval()
+    with torch.no_grad():   # non-trivial running statistics
+        model.bn1.running_mean.uniform_(-0.5, 0.5)
+        model.bn1.running_var.uniform_(0.5, 1.5)
+    return model, (torch.randn(2, 3, 16, 16),)
+
+
+class RealModels(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="parity_torch_")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def diff(self, eager, compiled, *opts):
+        report = self.path("r.json")
+        if os.path.exists(report):
+            os.remove(report)
+        p = subprocess.run([PARITYDIFF, *opts, "--json", report, eager, compiled],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=600)
+        self.assertIn(p.returncode, (0, 1), p.stderr + p.stdout)
+        with open(report) as f:
+            doc = json.load(f)
+        doc["_text"], doc["_stderr"], doc["_code"] = p.stdout, p.stderr, p.returncode
+        return doc
+
+    def tensor(self, doc, name):
+        for t in doc["tensors"]:
+            if t["name"] == name:
+                return t
+        self.fail("no tensor %s in the report" % name)
+
+    def assert_pass(self, doc):
+        self.assertEqual(doc["_code"], 0, doc["_text"])
+        self.assertEqual(doc["verdict"], "pass", doc["_text"])
+        self.assertGreater(doc["summary"]["pass"], 0)
+
+    def eager(self, kind):
+        model, args = make(kind)
+        path = self.path("%s_eager.h5" % kind)
+        pt.capture_eager(model, args, path, model=kind, workload="test")
+        return model, args, path
+
+    def test_copy_of_itself_passes(self):
+        for kind in ("mlp", "cnn"):
+            with self.subTest(kind=kind):
+                _, _, path = self.eager(kind)
+                copy_path = self.path("%s_copy.h5" % kind)
+                shutil.copyfile(path, copy_path)
+                doc = self.diff(path, copy_path)
+                self.assert_pass(doc)
+                self.assertEqual(doc["warnings"], [], doc["_text"])
+                # the registry's models judge what they know, by the model
+                judged = {t["judgement"]["model"] for t in doc["tensors"] if t["judgement"]}
+                want = {"gelu", "layer_norm", "softmax"} if kind == "mlp" else {"conv2d", "relu"}
+                self.assertTrue(want <= judged, "judged by a model: %s" % sorted(judged))
+
+    def check_compiled(self, kind, compile_leaf, compiler):
+        model, args, eager = self.eager(kind)
+        compiled = self.path("%s_%s.h5" % (kind, compiler))
+        pt.capture_compiled(model, args, compiled, compile_leaf=compile_leaf, compiler=compiler,
+                            model=kind, workload="test")
+        doc = self.diff(eager, compiled)
+        self.assert_pass(doc)
+        # module outputs line up by name: every one is compared, none only in compiled
+        self.assertEqual(doc["summary"]["missing_in_eager"], 0, doc["_text"])
+        self.assertEqual(self.tensor(doc, "/out")["status"], "pass")
+        return doc
+
+    def test_torchscript_freeze_per_module_passes(self):
+        for kind in ("mlp", "cnn"):
+            with self.subTest(kind=kind):
+                self.check_compiled(kind, pt.torchscript_freeze, "torchscript")
+
+    def test_torchscript_trace_per_module_passes(self):
+        self.check_compiled("cnn", pt.torchscript_trace, "torchscript-trace")
+
+    @unittest.skipUnless(TORCH2, "torch.compile needs torch >= 2")
+    def test_torch_compile_per_module_passes(self):
+        self.check_compiled("mlp", pt.torch_compile, "inductor")
+
+    def test_injected_weight_bug_is_first_divergence_local(self):
+        model, args, eager = self.eager("cnn")
+        buggy = copy.deepcopy(model)
+        with torch.no_grad():
+            buggy.conv2.weight[4:6] *= 1e-3      # output channels 4 and 5 of conv2
+        compiled = self.path("cnn_bug.h5")
+        pt.capture_compiled(model, args, compiled, compile_leaf=pt.torchscript_freeze,
+                            run_module=buggy, compiler="buggy")
+        doc = self.diff(eager, compiled)
+        self.assertEqual(doc["_code"], 1, doc["_text"])
+        first = doc["first_divergence"]
+        self.assertEqual(first, "/conv2/out", doc["_text"])
+        t = self.tensor(doc, first)
+        self.assertEqual(t["status"], "fail")
+        self.assertEqual(t["cause"], "local", doc["_text"])
+        self.assertEqual(t["affected_slice"][1], [4, 6], t["affected_slice"])
+        self.assertEqual(self.tensor(doc, "/conv1/out")["status"], "pass")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
