@@ -24,6 +24,9 @@ whole (only /out survives), recorded at module boundaries under the same names, 
 graph inputs and parameters, so pairs line up. A compiled tensor gets an eager name only
 because it computes the same module's output.
 
+torch's decomposition of linear, addmm(b, x, t(W)) or mm(x, t(W)), is written as op
+"linear" over x, W and b (the t stays in the capture as its own tensor).
+
 Multi-output ops keep output 0 under the op's name; further tensor outputs (a norm's mean
 and rstd, max_pool's indices) are written as /<name>#K with `output_of` and no `op`, so no
 model judges them as if they were output 0.
@@ -258,6 +261,7 @@ if TorchDispatchMode is not None:
             if opname == "aten.convolution.default" and not attrs.get("transposed", 1) and \
                     tensors[0].dim() == 4:
                 opname = "conv2d"
+            opname, inputs, attrs = self.as_linear(opname, tensors, inputs, attrs)
             short = opname.split(".")[1] if opname.startswith("aten.") else opname
             first = None
             for j, o in enumerate(outs):
@@ -275,6 +279,23 @@ if TorchDispatchMode is not None:
                     self.rec.add(_Record(first.name + "#%d" % j, data, attrs=a,
                                          output_of=first.name), o)
             return out
+
+        def as_linear(self, opname, tensors, inputs, attrs):
+            """torch decomposes linear(x, W, b) into addmm(b, x, t(W)) (mm without a bias):
+            that call is written as the linear it is, over x, W and b, so the compiled side,
+            which holds W but never t(W), can be judged against its own inputs."""
+            if opname not in ("aten.addmm.default", "aten.mm.default"):
+                return opname, inputs, attrs
+            mat2 = tensors[-1]
+            t_rec = self.rec.by_id.get(id(mat2))
+            if t_rec is None or t_rec.op != "aten.t.default" or len(t_rec.inputs) != 1:
+                return opname, inputs, attrs
+            if opname == "aten.addmm.default":
+                if attrs.get("beta", 1) != 1 or attrs.get("alpha", 1) != 1 or \
+                        tensors[0].dim() != 1:
+                    return opname, inputs, attrs
+                return "linear", [inputs[1], t_rec.inputs[0], inputs[0]], {}
+            return "linear", [inputs[0], t_rec.inputs[0]], {}
 
 
 def _write(path, rec, side, identity):

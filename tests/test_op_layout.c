@@ -680,7 +680,9 @@ Test(registry, aten_names_find_registry_ops)
         { "aten._log_softmax.default", "log_softmax" },
         { "aten::mm", "matmul" },             { "aten.native_layer_norm.default", "layer_norm" },
         { "aten.gelu.default", "gelu" },      { "aten.sum.dim_IntList", "sum" },
-        { "layer_norm", "layer_norm" },
+        { "layer_norm", "layer_norm" },        { "aten.t.default", "transpose" },
+        { "aten.view.default", "reshape" },    { "aten._unsafe_view.default", "reshape" },
+        { "aten.squeeze.dim", "reshape" },     { "aten.clone.default", "reshape" },
     };
     static const char *const azNone[] = {
         "aten.addmm.default", "aten::", "aten.", "torch.relu", "relu_", "aten._.default",
@@ -694,4 +696,38 @@ Test(registry, aten_names_find_registry_ops)
     }
     for (i = 0; i < sizeof azNone / sizeof azNone[0]; i++)
         cr_assert_null(parity_op_find(azNone[i]), "%s", azNone[i]);
+}
+
+/* aten::t: transpose without dims, for a matrix; a vector stays itself. */
+Test(layout, aten_t_transposes_a_matrix)
+{
+    static const uint64_t aIn[2] = {3, 4}, aOut[2] = {4, 3}, aVec[1] = {5};
+    double aX[12], aT[12], aBad[12];
+    parity_operand x;
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[PARITY_ERR_LEN];
+    int r, c;
+    for (r = 0; r < 3; r++)
+        for (c = 0; c < 4; c++) {
+            aX[r * 4 + c] = r * 10.0 + c + 0.5;
+            aT[c * 3 + r] = aX[r * 4 + c];
+        }
+    memcpy(aBad, aX, sizeof aX);   /* the untransposed data */
+    x = operand(PARITY_DT_F32, 2, aIn, aX);
+    cr_assert_eq(begin1(&call, "aten.t.default", &x, PARITY_DT_F32, 2, aOut, NULL, 0, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aT);
+    cr_expect_eq(j.nFail, 0);
+    cr_expect_eq(j.nWithin, 12);
+    cr_assert_eq(begin1(&call, "aten.t.default", &x, PARITY_DT_F32, 2, aOut, NULL, 0, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aBad);
+    cr_expect_eq(j.nFail, 10, "all but the two fixed points fail: %llu",
+                 (unsigned long long)j.nFail);
+    x = operand(PARITY_DT_F32, 1, aVec, aX);
+    cr_assert_eq(begin1(&call, "aten.t.default", &x, PARITY_DT_F32, 1, aVec, NULL, 0, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aX);
+    cr_expect_eq(j.nFail, 0);
 }

@@ -121,9 +121,15 @@ static int transpose_prepare(parity_op_call *pCall, const parity_attr *aAttr, si
     int64_t dim0 = 0, dim1 = 0;
 
     if (parity_param_int(aAttr, nAttr, "dim0", &dim0, &found, zErr, nErr) != 0) return -1;
-    if (!found) { snprintf(zErr, nErr, "transpose: attribute 'dim0' is missing"); return -1; }
-    if (parity_param_int(aAttr, nAttr, "dim1", &dim1, &found, zErr, nErr) != 0) return -1;
-    if (!found) { snprintf(zErr, nErr, "transpose: attribute 'dim1' is missing"); return -1; }
+    if (!found && pX->rank <= 2 && !parity_attr_find(aAttr, nAttr, "dim1")) {
+        /* aten::t: both dims absent, a matrix transposed (a vector or scalar unchanged) */
+        dim0 = 0;
+        dim1 = pX->rank == 2 ? 1 : 0;
+    } else {
+        if (!found) { snprintf(zErr, nErr, "transpose: attribute 'dim0' is missing"); return -1; }
+        if (parity_param_int(aAttr, nAttr, "dim1", &dim1, &found, zErr, nErr) != 0) return -1;
+        if (!found) { snprintf(zErr, nErr, "transpose: attribute 'dim1' is missing"); return -1; }
+    }
     w0 = parity_wrap_dim(dim0, pX->rank);
     w1 = parity_wrap_dim(dim1, pX->rank);
     if (w0 < 0 || w1 < 0) {

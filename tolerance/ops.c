@@ -27,12 +27,26 @@ const char *parity_op_family_name(parity_op_family family)
 /* aten ops that are registry ops under another name, with the same operands in the same
  * order and the registry's parameter names (FORMAT.md: the capture helper writes aten
  * schema argument names): _softmax(self, dim, half_to_float), native_layer_norm(input,
- * normalized_shape, weight, bias, eps), mm(self, mat2). */
+ * normalized_shape, weight, bias, eps), mm(self, mat2). The shape-only ops keep the
+ * row-major order of their input, which is reshape's rule with the output's own shape
+ * (their size / dim arguments are not reshape's 'shape', so the output shape decides);
+ * t is transpose of a matrix (transpose without dims, op_layout.c). */
 static const struct { const char *zAten, *zOp; } aAtenAlias[] = {
     { "_softmax", "softmax" },
     { "_log_softmax", "log_softmax" },
     { "mm", "matmul" },
     { "native_layer_norm", "layer_norm" },
+    { "t", "transpose" },
+    { "view", "reshape" },
+    { "_unsafe_view", "reshape" },
+    { "_reshape_alias", "reshape" },
+    { "clone", "reshape" },
+    { "contiguous", "reshape" },
+    { "detach", "reshape" },
+    { "alias", "reshape" },
+    { "flatten", "reshape" },
+    { "squeeze", "reshape" },
+    { "unsqueeze", "reshape" },
 };
 
 static const parity_op_def *find_exact(const char *zName, size_t n)

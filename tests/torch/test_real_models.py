@@ -165,6 +165,47 @@ class RealModels(unittest.TestCase):
         self.assertEqual(t["affected_slice"][1], [4, 6], t["affected_slice"])
         self.assertEqual(self.tensor(doc, "/conv1/out")["status"], "pass")
 
+    def test_mlp_bugs_are_local_and_echoes_propagated(self):
+        """Every MLP op has a model, so a bug is local and what follows it propagated."""
+        model, args, eager = self.eager("mlp")
+        buggy = copy.deepcopy(model)
+        with torch.no_grad():
+            buggy.fc1.weight[10:20] *= 1e-3      # output features 10..19 of fc1
+        compiled = self.path("mlp_bug.h5")
+        pt.capture_compiled(model, args, compiled, compile_leaf=pt.torchscript_freeze,
+                            run_module=buggy, compiler="buggy")
+        doc = self.diff(eager, compiled)
+        self.assertEqual(doc["_code"], 1, doc["_text"])
+        self.assertEqual(doc["first_divergence"], "/fc1/out", doc["_text"])
+        t = self.tensor(doc, "/fc1/out")
+        self.assertEqual((t["cause"], t["affected_slice"][1]), ("local", [10, 20]), t)
+        for name in ("/act/out", "/norm/out", "/fc2/out", "/act2/out", "/out"):
+            self.assertEqual(self.tensor(doc, name)["cause"], "propagated", name)
+
+        # a zeroed tail of one output: the compiled GELU drops the last 8 features
+        class ZeroTail(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, x):
+                y = self.inner(x).clone()
+                y[:, -8:] = 0
+                return y
+        buggy = copy.deepcopy(model)
+        buggy.act = ZeroTail(buggy.act)
+        compiled = self.path("mlp_tail.h5")
+        pt.capture_compiled(model, args, compiled, compile_leaf=pt.torchscript_trace,
+                            run_module=buggy, compiler="buggy")
+        doc = self.diff(eager, compiled)
+        self.assertEqual(doc["_code"], 1, doc["_text"])
+        self.assertEqual(doc["first_divergence"], "/act/out", doc["_text"])
+        t = self.tensor(doc, "/act/out")
+        self.assertEqual((t["cause"], t["affected_slice"][1]), ("local", [120, 128]), t)
+        self.assertEqual(self.tensor(doc, "/fc1/out")["status"], "pass")
+        for name in ("/norm/out", "/fc2/out", "/out"):
+            self.assertEqual(self.tensor(doc, name)["cause"], "propagated", name)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
