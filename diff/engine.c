@@ -15,6 +15,7 @@
 #include "diff/semantic_internal.h"
 #include "diff/result_internal.h"
 #include "formats/alloc.h"
+#include "tolerance/ops.h"
 
 void parity_diff_options_init(parity_diff_options *pOpt)
 {
@@ -384,6 +385,32 @@ static void check_sides(parity_diff_result *pRes)
     parity_result_push(&pRes->oom, &pRes->azWarning, &pRes->nWarning, zLine);
 }
 
+/* One warning naming the ops the registry has no model for (by how many tensors): they
+ * were judged by the per-dtype tolerance, and a failure there has no cause. */
+static void warn_unmodelled(parity_diff_result *pRes)
+{
+    const char *azOp[16];
+    size_t anOp[16], nOp = 0, nMore = 0, k, j, len;
+    char zLine[1200];
+    for (k = 0; k < pRes->nTensor; k++) {
+        const parity_tensor_result *pR = &pRes->aTensor[k];
+        if (!pR->zOp || pR->hasJudgement || parity_op_find(pR->zOp)) continue;
+        for (j = 0; j < nOp && strcmp(azOp[j], pR->zOp) != 0; j++) {}
+        if (j < nOp) anOp[j]++;
+        else if (nOp < 16) { azOp[nOp] = pR->zOp; anOp[nOp++] = 1; }
+        else nMore++;
+    }
+    if (nOp == 0) return;
+    len = (size_t)snprintf(zLine, sizeof zLine, "no model for %s%zu op(s), judged by the "
+                           "per-dtype tolerance instead:", nMore ? "more than " : "", nOp);
+    for (j = 0; j < nOp && len < sizeof zLine; j++)
+        len += (size_t)snprintf(zLine + len, sizeof zLine - len, "%s %.120s (%zu tensor%s)",
+                                j ? "," : "", azOp[j], anOp[j], anOp[j] == 1 ? "" : "s");
+    if (nMore && len < sizeof zLine)
+        snprintf(zLine + len, sizeof zLine - len, ", and %zu more tensor(s) of other ops", nMore);
+    parity_result_push(&pRes->oom, &pRes->azWarning, &pRes->nWarning, zLine);
+}
+
 /* A failing run whose eager capture says nothing about execution (no "order", no
  * "inputs"): the first divergence is only the first failing name, which must be said. */
 static void check_order_known(diff_run *pD)
@@ -481,6 +508,7 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     check_compared(pRes, d.nE, d.nC);
     check_sides(pRes);
     check_order_known(&d);
+    warn_unmodelled(pRes);
     if (parity_result_oom(pRes)) goto oom;
     rc = 0;
     goto cleanup;

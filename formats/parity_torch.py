@@ -25,7 +25,8 @@ graph inputs and parameters, so pairs line up. A compiled tensor gets an eager n
 because it computes the same module's output.
 
 torch's decomposition of linear, addmm(b, x, t(W)) or mm(x, t(W)), is written as op
-"linear" over x, W and b (the t stays in the capture as its own tensor).
+"linear" over x, W and b (the t stays in the capture as its own tensor); for x of rank > 2,
+view(x) -> addmm -> view back, the last view is the linear over x.
 
 Multi-output ops keep output 0 under the op's name; further tensor outputs (a norm's mean
 and rstd, max_pool's indices) are written as /<name>#K with `output_of` and no `op`, so no
@@ -48,6 +49,10 @@ PARITY_FORMAT = 1
 # Factory ops whose output holds no defined data (batch_norm's eval-mode save_mean in
 # torch 1.13): recorded, they would differ at random between runs.
 _UNDEFINED = {"empty", "empty_strided", "new_empty", "new_empty_strided", "empty_like"}
+
+# The shape-only ops (the registry's reshape rule).
+_RESHAPES = {"aten.view.default", "aten._unsafe_view.default", "aten._reshape_alias.default",
+             "aten.reshape.default"}
 
 # View and alias ops return a tensor sharing its input's storage; recorded like any other op.
 _FLOAT_STORED = {torch.float64: None, torch.float32: None, torch.float16: None}
@@ -143,6 +148,10 @@ class _Recorder:
         self.names.add(name)
         return name
 
+    @property
+    def by_name(self):
+        return {r.name: r for r in self.records}
+
     def add(self, rec, tensor=None):
         rec.name = self.unique(rec.name)
         self.records.append(rec)
@@ -219,8 +228,14 @@ def _op_attrs(func, args, kwargs):
     schema = getattr(func, "_schema", None)
     names = [a.name for a in schema.arguments] if schema is not None else []
     values = list(args) + [None] * max(0, len(names) - len(args))
+    first = next((a for a in args if isinstance(a, torch.Tensor)), None)
     for i, name in enumerate(names):
         v = kwargs.get(name, values[i] if i < len(values) else None)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and first is not None and \
+                str(schema.arguments[i].type) == "Tensor":
+            # a Python number where the schema has a Tensor (x / 8.0): torch wraps it as a
+            # 0-d tensor of the other operand's dtype; so does the capture, as an operand
+            v = torch.tensor(v, dtype=first.dtype)
         if isinstance(v, torch.Tensor):
             tensors.append(v)
         elif isinstance(v, (list, tuple)) and v and all(isinstance(x, torch.Tensor) for x in v):
@@ -262,6 +277,7 @@ if TorchDispatchMode is not None:
                     tensors[0].dim() == 4:
                 opname = "conv2d"
             opname, inputs, attrs = self.as_linear(opname, tensors, inputs, attrs)
+            opname, inputs, attrs = self.as_linear_nd(opname, tensors, out, inputs, attrs)
             short = opname.split(".")[1] if opname.startswith("aten.") else opname
             first = None
             for j, o in enumerate(outs):
@@ -279,6 +295,23 @@ if TorchDispatchMode is not None:
                     self.rec.add(_Record(first.name + "#%d" % j, data, attrs=a,
                                          output_of=first.name), o)
             return out
+
+        def as_linear_nd(self, opname, tensors, out, inputs, attrs):
+            """linear over x of rank > 2 is view(x) -> addmm -> view back: the last view
+            is written as linear over x itself, W and b (the same function of the inputs
+            the compiled module was given)."""
+            if opname not in _RESHAPES or not isinstance(out, torch.Tensor):
+                return opname, inputs, attrs
+            lin = self.rec.by_id.get(id(tensors[0]))
+            if lin is None or lin.op != "linear" or not lin.inputs:
+                return opname, inputs, attrs
+            flat = self.rec.by_name.get(lin.inputs[0])
+            if flat is None or flat.op not in _RESHAPES or len(flat.inputs) != 1:
+                return opname, inputs, attrs
+            src = self.rec.by_name.get(flat.inputs[0])
+            if src is None or tuple(src.data.shape[:-1]) != tuple(out.shape[:-1]):
+                return opname, inputs, attrs
+            return "linear", [flat.inputs[0]] + lin.inputs[1:], {}
 
         def as_linear(self, opname, tensors, inputs, attrs):
             """torch decomposes linear(x, W, b) into addmm(b, x, t(W)) (mm without a bias):
@@ -363,9 +396,20 @@ def capture_eager(module, inputs, path, **identity):
 
 
 class _Compiled(torch.nn.Module):
-    def __init__(self, fn):
+    """A compiled leaf in the module tree. Its parent may read the leaf's attributes
+    (TransformerEncoderLayer reads norm1.eps to pick its fast path): they come from the
+    original leaf, which is not a submodule, so hooks never see its insides."""
+
+    def __init__(self, fn, orig):
         super().__init__()
-        object.__setattr__(self, "fn", fn)   # not a submodule: its insides are fused
+        object.__setattr__(self, "fn", fn)
+        object.__setattr__(self, "orig", orig)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(object.__getattribute__(self, "orig"), name)
 
     def forward(self, *args):
         return self.fn(*args)
@@ -406,7 +450,7 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
             parent = work.get_submodule(".".join(p.split(".")[:-1])) if "." in p else work
             with torch.no_grad():
                 fn = compile_leaf(m, leaf_args[p])
-            setattr(parent, p.split(".")[-1], _Compiled(fn))
+            setattr(parent, p.split(".")[-1], _Compiled(fn, m))
     rec = _Recorder(model)
     for k, t in enumerate(inputs):
         rec.add_input(k, t)

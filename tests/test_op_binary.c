@@ -586,7 +586,7 @@ Test(binary, broadcasting_takes_zero_against_one)
 {
     uint64_t d0[2] = { 0, 3 }, d1[2] = { 1, 3 }, aOut[2] = { 0, 3 }, aBad[2] = { 1, 3 };
     uint64_t aA[3] = { 0, 2, 3 }, aB[3] = { 1, 3, 4 }, aMm[3] = { 0, 2, 4 };
-    double x[3] = { 1, 2, 3 };
+    double x[12] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };   /* b [1, 3, 4] reads 12 */
     parity_operand aIn[2] = { operand("x", 2, d0, x), operand("y", 2, d1, x) };
     parity_operand aMat[2] = { operand("a", 3, aA, x), operand("b", 3, aB, x) };
     parity_op_call call;

@@ -223,6 +223,13 @@ static int sdpa_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
         return -1;
     }
     pG->causal = (int)causal;
+    /* attention dropout draws at random: no reference can say what it kept */
+    if (parity_param_float(aAttr, nAttr, "dropout_p", &scale, &found, zErr, nErr) != 0) return -1;
+    if (found && scale != 0.0) {
+        snprintf(zErr, nErr, "scaled_dot_product_attention: dropout_p %g has no reference "
+                 "(capture in eval mode)", scale);
+        return -1;
+    }
     if (parity_param_float(aAttr, nAttr, "scale", &scale, &found, zErr, nErr) != 0) return -1;
     if (!found) scale = 1.0 / sqrt((double)pG->E);
     else if (!isfinite(scale)) {
