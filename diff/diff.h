@@ -162,6 +162,11 @@ typedef struct {
      * libhdf5 happened in (paritydiff.c wires it to its reading process's heartbeat). */
     void (*xProgress)(void *pCtx, const char *zFile);
     void *pProgressCtx;
+    /* Called while a model judges (every PARITY_JUDGE_BEAT_ELEMS elements) and between
+     * tensors (NULL: never); a non-zero return means the time limit is reached: the
+     * tensor being judged and every later one become errors saying so, and the result
+     * (a partial report) is still returned. */
+    int (*xBeat)(void *pCtx);
     /* --map-prefix: tensors (and "inputs" entries) of both captures whose path starts with
      * azMapOld[i] are renamed to start with azMapNew[i] before matching, in this order
      * (formats/capture.h, parity_capture_map_prefix). */

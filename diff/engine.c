@@ -203,11 +203,27 @@ static int judge_eager_tensors(diff_run *pD)
 {
     parity_diff_result *pRes = pD->pRes;
     size_t k;
+    int timeUp = 0;
     for (k = 0; k < pD->nE; k++) {
         size_t iE = pD->aOrder[k];
         const parity_tensor_info *pE = parity_capture_tensor(pD->pEagerCap, iE);
         long iC = parity_capture_find(pD->pCompCap, pE->zPath);
         parity_tensor_result *pR = &pRes->aTensor[pRes->nTensor++];
+
+        if (!timeUp && pD->pOpt->xBeat) timeUp = pD->pOpt->xBeat(pD->pOpt->pProgressCtx) != 0;
+        if (timeUp) {
+            /* --timeout: the report still says what was judged before */
+            pR->zName = parity_result_dup(&pR->oom, pE->zPath);
+            pR->zOp = parity_result_dup(&pR->oom, pE->zOp);
+            pR->hasOrder = pE->hasOrder;
+            pR->iOrder = pE->iOrder;
+            fill_shape(pR, pE, NULL);
+            pR->status = PARITY_ST_ERROR;
+            pR->zMessage = parity_result_dup(&pR->oom, "time limit reached before it was judged");
+            if (iC >= 0) pD->aMatched[iC] = 1;
+            if (pR->oom) return -1;
+            continue;
+        }
 
         pR->zName = parity_result_dup(&pR->oom, pE->zPath);
         pR->zOp = parity_result_dup(&pR->oom, pE->zOp);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <time.h>
 #include "diff/diff.h"
 #include "formats/process.h"
 #include "reports/report.h"
@@ -48,6 +49,7 @@ typedef struct {
     const char *zJson;
     const char *zTolerance;
     int quiet;
+    unsigned timeoutSeconds;   /* --timeout: the child stops itself then (0: never) */
     const char *zEager, *zCompiled;
 } cli_args;
 
@@ -75,7 +77,8 @@ static void usage(FILE *pOut)
 "\n"
 "Resources:\n"
 "      --threads N         compute threads (default: all cores)\n"
-"      --timeout SEC       give up after SEC seconds in all (default: no limit)\n"
+"      --timeout SEC       stop judging after SEC seconds and report what was judged\n"
+"                          (the tensors left are errors; default: no limit)\n"
 "      --stall-timeout SEC give up when reading makes no progress for SEC seconds\n"
 "                          (default 60; libhdf5 can hang on corrupt files)\n"
 "      --max-memory MIB    address-space limit of the reading process (default 8192)\n"
@@ -172,6 +175,8 @@ static int run_diff(void *pArg)
 /* The reading child's shared state: the file it reads now ("" before and after). */
 typedef struct {
     char zCurrent[1024];
+    int judging;               /* the last sign of life came from a model judging */
+    double deadline;           /* CLOCK_MONOTONIC seconds the child must stop by (0: none) */
 } read_state;
 
 /* The engine's progress callback, in the child: the file, and a heartbeat. */
@@ -179,7 +184,26 @@ static void on_progress(void *pCtx, const char *zFile)
 {
     read_state *pState = pCtx;
     snprintf(pState->zCurrent, sizeof pState->zCurrent, "%s", zFile ? zFile : "");
+    pState->judging = 0;
     parity_process_beat();
+}
+
+static double monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The engine's beat while a model judges, in the child: a heartbeat, so a long healthy
+ * judgement is never taken for a hung reader, and the --timeout deadline, so the child
+ * stops itself and writes what it judged (the parent's kill is the backstop). */
+static int on_beat(void *pCtx)
+{
+    read_state *pState = pCtx;
+    pState->judging = 1;
+    parity_process_beat();
+    return pState->deadline > 0.0 && monotonic_seconds() > pState->deadline;
 }
 
 /* The reading child. The engine names each capture it reads through its options'
@@ -190,7 +214,10 @@ static int diff_child(void *pArg, const parity_process_child *pSelf)
 {
     cli_args *pArgs = pArg;
     pArgs->diff.xProgress = on_progress;
+    pArgs->diff.xBeat = on_beat;
     pArgs->diff.pProgressCtx = pSelf->pState;
+    if (pArgs->timeoutSeconds)
+        ((read_state *)pSelf->pState)->deadline = monotonic_seconds() + pArgs->timeoutSeconds;
     parity_capture_set_heartbeat(parity_process_beat);
     return run_diff(pArgs);
 }
@@ -226,7 +253,12 @@ static int run_isolated(cli_args *pArgs, const read_limits *pLimits)
         fprintf(stderr, "%s: %s\n", g_zProgram, zErr);
         return 2;
     }
-    parity_process_wait(&proc, pLimits->stallSeconds, pLimits->timeoutSeconds);
+    /* The child stops itself at --timeout and writes its partial report; the kill after
+     * a grace (a tenth more, at least 5 s) is for a child stuck inside libhdf5. */
+    parity_process_wait(&proc, pLimits->stallSeconds,
+                        pLimits->timeoutSeconds == 0 ? 0
+                        : pLimits->timeoutSeconds + (pLimits->timeoutSeconds / 10 > 5
+                                                     ? pLimits->timeoutSeconds / 10 : 5));
     pState = parity_process_state(&proc);
     zCurrent = pState->zCurrent[0] ? pState->zCurrent : "the input";
     pass_child_stderr(&proc, proc.end != PARITY_PROCESS_EXITED &&
@@ -237,10 +269,15 @@ static int run_isolated(cli_args *pArgs, const read_limits *pLimits)
         break;
     case PARITY_PROCESS_STALLED:
     case PARITY_PROCESS_TIMED_OUT:
-        fprintf(stderr, "%s: %s: %s; the file may be corrupt or hostile\n", g_zProgram, zCurrent,
-                proc.end == PARITY_PROCESS_STALLED
-                    ? "no progress reading it (libhdf5 hangs on some corrupt files)"
-                    : "time limit reached while reading it");
+        if (pState->judging)
+            fprintf(stderr, "%s: %s: %s\n", g_zProgram, zCurrent,
+                    proc.end == PARITY_PROCESS_STALLED ? "no progress while judging its tensors"
+                                                       : "time limit reached while judging");
+        else
+            fprintf(stderr, "%s: %s: %s; the file may be corrupt or hostile\n", g_zProgram,
+                    zCurrent, proc.end == PARITY_PROCESS_STALLED
+                        ? "no progress reading it (libhdf5 hangs on some corrupt files)"
+                        : "time limit reached while reading it");
         break;
     case PARITY_PROCESS_SIGNALED:
         if (proc.sig == SIGPIPE) {
@@ -320,6 +357,7 @@ int main(int argc, char **argv)
         case OPT_TIMEOUT:
             if (!parse_uint(optarg, 1000000, &u)) return usage_error("invalid --timeout '%s'", optarg);
             limits.timeoutSeconds = (unsigned)u;
+            args.timeoutSeconds = (unsigned)u;
             break;
         case OPT_STALL:
             if (!parse_uint(optarg, 1000000, &u)) return usage_error("invalid --stall-timeout '%s'", optarg);

@@ -119,7 +119,8 @@ static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
                      const double *aEager,
                      const double *aCompiled, const double *aApprox,
                      const parity_tol_override *pOv, parity_judgement *pJ,
-                     parity_dtype *pAcc, parity_tensor_result *pR)
+                     parity_dtype *pAcc, parity_tensor_result *pR,
+                     const parity_diff_options *pBeatOpt)
 {
     parity_op_call call;
     char zErr[PARITY_ERR_LEN];
@@ -136,6 +137,8 @@ static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
     if (pOv->hasBound) plan.probabilistic = pOv->probabilistic;
     if (pOv->hasLambda) plan.lambda = pOv->lambda;
     plan.identicalIsEager = 1;
+    plan.xBeat = pBeatOpt ? pBeatOpt->xBeat : NULL;
+    plan.pBeatCtx = pBeatOpt ? pBeatOpt->pProgressCtx : NULL;
     if (parity_op_begin(&call, pDef, aIn, pE->nInput, pE->dtype, pE->rank, pE->aDim, accDtype,
                         pE->aAttr, pE->nAttr, zErr, sizeof zErr) != 0) {
         /* Bad parameters or operand shapes: a clear error for this tensor. */
@@ -388,7 +391,7 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
     /* Both sides against the reference from the eager inputs: the classes, and the
      * divergence verdict when the compiled side's own inputs are unknown. */
     if (run_model(pDef, pE, aIn, accDtype, uOperand, outE.aValue, outC.aValue, outE.aValue, &ov,
-                  &pR->judgement, &pR->accDtype, pR) != 0)
+                  &pR->judgement, &pR->accDtype, pR, pOpt) != 0)
         goto done;
     pR->hasJudgement = 1;
     pR->zModelOp = pDef->zName;
@@ -401,7 +404,7 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
     if (haveInC && same_operands(aIn, aInC, pE->nInput))
         local = pR->judgement;
     else if (haveInC && run_model(pDef, pE, aInC, accDtype, uOperand, NULL, outC.aValue,
-                                  outE.aValue, &ov, &local, NULL, pR) != 0)
+                                  outE.aValue, &ov, &local, NULL, pR, pOpt) != 0)
         goto done;
     decide_cause(pR, haveInC ? &local : NULL, upstreamFailed, &outE, &outC);
     check_metadata(pR, pDef);

@@ -1260,3 +1260,64 @@ Test(cli, swapped_sides_are_a_warning)
                   "%s", zFirst);
     }
 }
+
+/* ---- long judgements: heartbeat and --timeout ---------------------------------------- */
+
+/* /x and /y = gelu(x) (correctly rounded), n elements; GELU's reference costs ~40 us an
+ * element here, so n = 200000 judges for several seconds (both files: identical). */
+static void write_gelu(const char *zFile, size_t n)
+{
+    static const char *const azIn[] = { "/x" };
+    float *aX = malloc(n * sizeof(float)), *aY = malloc(n * sizeof(float));
+    parity_writer *pW = wopen(zFile);
+    uint64_t aDim[1] = { n };
+    size_t i;
+    cr_assert(aX && aY);
+    for (i = 0; i < n; i++) {
+        double x = -4.0 + 8.0 * (double)i / (double)n;
+        aX[i] = (float)x;
+        aY[i] = (float)(0.5 * (double)aX[i] * (1.0 + erf((double)aX[i] / sqrt(2.0))));
+    }
+    wcheck(pW, parity_writer_tensor(pW, "/x", PARITY_DT_F32, 1, aDim, aX));
+    wcheck(pW, parity_writer_tensor(pW, "/y", PARITY_DT_F32, 1, aDim, aY));
+    w_op(pW, "/y", "gelu", azIn, 1);
+    wclose(pW);
+    free(aX);
+    free(aY);
+}
+
+Test(cli, long_judgement_is_not_a_stall_and_timeout_reports_what_was_judged)
+{
+    const char *zE = tmp_path("g.h5");
+    char zSec[16];
+    double t0;
+    json_t *pDoc;
+    char zFirst[512];
+    size_t n = 200000;
+
+#ifdef TEST_UNDER_ASAN
+    n = 60000;
+#endif
+    write_gelu(zE, n);
+    /* the judging takes seconds; the stall limit of 1 s must not kill it */
+    t0 = now_seconds();
+    pDoc = diff_json(0, zE, zE, "--stall-timeout", "1", "--threads", "1", NULL);
+    cr_expect_str_eq(jstr(pDoc, "verdict"), "pass");
+    cr_expect_eq(jint(json_object_get(tensor_named(pDoc, "/y"), "judgement"), "checked"),
+                 (json_int_t)n);
+    cr_log_info("gelu over %zu elements judged in %.1f s", n, now_seconds() - t0);
+    cr_assert_gt(now_seconds() - t0, 1.5, "too quick to show anything: raise n");
+    json_decref(pDoc);
+    /* --timeout 1: the child stops itself, the report is written, /y says why */
+    snprintf(zSec, sizeof zSec, "%d", 1);
+    pDoc = diff_json(2, zE, zE, "--timeout", zSec, "--threads", "1", NULL);
+    cr_expect_str_eq(jstr(pDoc, "verdict"), "error");
+    cr_expect_str_eq(status_of(pDoc, "/x"), "pass");
+    cr_expect_str_eq(status_of(pDoc, "/y"), "error");
+    cr_expect(strstr(jstr(tensor_named(pDoc, "/y"), "message"), "time limit reached while judging"),
+              "%s", jstr(tensor_named(pDoc, "/y"), "message"));
+    cr_expect_eq(count_lines(g_last.zErr, 0, zFirst, sizeof zFirst), 1, "%s", g_last.zErr);
+    cr_expect(strstr(zFirst, "time limit reached while judging"), "%s", zFirst);
+    cr_expect_null(strstr(g_last.zErr, "corrupt"), "%s", g_last.zErr);
+    json_decref(pDoc);
+}

@@ -309,6 +309,14 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
             break;
         }
         pJ->nChecked++;
+        if (pPlan && pPlan->xBeat && pJ->nChecked % PARITY_JUDGE_BEAT_ELEMS == 0 &&
+            pPlan->xBeat(pPlan->pBeatCtx) != 0) {
+            snprintf(zErr, nErr, "%s: %s at element %llu of %llu", pCall->pDef->zName,
+                     PARITY_JUDGE_TIME_LIMIT, (unsigned long long)i,
+                     (unsigned long long)pCall->nOut);
+            rc = -1;
+            break;
+        }
         el.probBound = pCall->probBound;
         settle_bounds(pCall, pPlan, ref, pJ, &el);
         el.rounded = parity_round_to_dtype(ref, pCall->outDtype);

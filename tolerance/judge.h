@@ -85,7 +85,15 @@ typedef struct {
      * compiled value that equals eager's cannot diverge from it; the bound broken is the
      * model's or both kernels' (README, "Judgement"). */
     int identicalIsEager;
+    /* Called every PARITY_JUDGE_BEAT_ELEMS checked elements (NULL: never): a long healthy
+     * judgement is not a hung reader to a supervisor, and a non-zero return stops the
+     * judgement with the error "time limit reached while judging" (--timeout). */
+    int (*xBeat)(void *pCtx);
+    void *pBeatCtx;
 } parity_judge_plan;
+
+#define PARITY_JUDGE_BEAT_ELEMS 256   /* ~10 ms of the costliest reference (GELU, 43 us) */
+#define PARITY_JUDGE_TIME_LIMIT "time limit reached while judging"
 
 /* The plan paritydiff uses unless the tolerance file says otherwise. */
 void parity_judge_plan_default(parity_judge_plan *pPlan);
