@@ -63,9 +63,17 @@
  *   gelu = x * 0.5 * (1 + erf(x * (1/sqrt 2))), torch's kernel: 1 + erf(t) cancels for x < 0,
  *     so its error is absolute, not relative: t's two roundings move erf by at most
  *     2 * (2/sqrt pi) max(t e^-t^2) u < u, erf adds c_f ulp(erf) <= c_f u, the sum u: the
- *     factor g = (1 + erf)/2 is off by at most (c_f + 2) u / 2 = (c_f + 2)/2 ulp(1/2). The
- *     result: c = 2 (the products, one possibly subnormal) plus |x| (c_f + 2)/2 ulp(1/2).
+ *     factor g = (1 + erf)/2 is off by at most (c_e + 2) u / 2 = (c_e + 2)/2 ulp(1/2). The
+ *     result: c = 2 (the products, one possibly subnormal) plus |x| (c_e + 2)/2 ulp(1/2).
  *     For x < -4 a float kernel returns 0 (erff rounds to -1), which this term covers.
+ *     c_e = 12, not c_f, from measuring the kernels users run (issue 12;
+ *     `python3 tests/bench/measure_torch_kernels.py build/paritydiff 1000000 gelu float32`
+ *     and its log-spaced sweep of |x| in [1e-6, 10]): torch's vectorised float32 GELU needs
+ *     c_e = 4.5 in 1.13 (worst at x = -0.0652: 9.2 ulps, |x| 3.2 ulp(1/2) beyond the two
+ *     products; 14 of 1M elements broke c_f = 4) and c_e = 9.0 in 2.15 (worst at x = -2.968,
+ *     where 1 + erf cancels: 9.7e-7 absolute, |x| 5.5 ulp(1/2); 506 of 1M broke c_f = 4), so
+ *     its erf is about 9 ulps off near -1. 12 leaves a third more; a kernel off by twice
+ *     torch 2.15's error still fails.
  *   gelu_tanh = 0.5 * x * (1 + tanh(z)): z carries 7 roundings (x^3, the two constants, the
  *     products and the sum), which move tanh by at most 7 u max(z sech^2 z) < 3.2 u; tanh adds
  *     c_f u, the sum u: c = 2 plus |x| (c_f + 5)/2 ulp(1/2).
@@ -107,6 +115,7 @@
 #include "tolerance/op_unary_internal.h"
 
 #define C_FN PARITY_UNARY_C_FN
+#define C_GELU_ERF 12.0   /* c_e: erf inside torch's GELU, measured (file comment) */
 #define WORK_EXTRA PARITY_UNARY_WORK_EXTRA
 
 typedef int (*unary_mpfr_fn)(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd);
@@ -233,7 +242,7 @@ static int ref_mish(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd)
 
 static const unary_fn kUnary[] = {
     /* name         approx  reference       c             cG              gS ovf  -Inf  -0     +0     +Inf */
-    { "gelu",       "none", ref_gelu,       2.0,          (C_FN + 2) / 2, 2, 0, { NaN_, -0.0,  0.0,   INF_ } },
+    { "gelu",       "none", ref_gelu,       2.0,          (C_GELU_ERF + 2) / 2, 2, 0, { NaN_, -0.0,  0.0,   INF_ } },
     { "gelu",       "tanh", ref_gelu_tanh,  2.0,          (C_FN + 5) / 2, 2, 0, { NaN_, -0.0,  0.0,   INF_ } },
     { "silu",       NULL,   ref_silu,       1.0,          2 * C_FN + 2,   1, 1, { NaN_, -0.0,  0.0,   INF_ } },
     { "sigmoid",    NULL,   ref_sigmoid,    2 * C_FN + 2, 0,              0, 1, { 0.0,  0.5,   0.5,   1.0 } },
@@ -372,8 +381,9 @@ static const parity_op_case_attr aGeluCase[] = {
 };
 
 UNARY_OP_ATTR(parity_op_gelu, "gelu",
-         "approximate none: c = 2 ulps + |x| (c_f + 2)/2 ulp(1/2), tanh: |x| (c_f + 5)/2 "
-         "ulp(1/2) (erf/tanh within c_f = 4 ulps, 1 + erf cancels), then 0.5 ulp_out", aGeluCase)
+         "approximate none: c = 2 ulps + |x| 7 ulp(1/2) (erf within 12 ulps as measured in "
+         "torch 2.15's kernel, 1 + erf cancels), tanh: |x| (c_f + 5)/2 ulp(1/2) (tanh within "
+         "c_f = 4 ulps), then 0.5 ulp_out", aGeluCase)
 UNARY_OP(parity_op_silu, "silu",
          "1 ulp + |x| (2 c_f + 2) ulp(sigmoid(x)), exp within c_f = 4 ulps; 0.5 ulp_out")
 UNARY_OP(parity_op_mish, "mish",
