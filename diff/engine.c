@@ -197,6 +197,13 @@ static void mark_inputs(diff_run *pD)
     }
 }
 
+static void push_side_warning(parity_tensor_result *pR, const char *zSide, const char *zText)
+{
+    char zLine[PARITY_ERR_LEN + 32];
+    snprintf(zLine, sizeof zLine, "%s: %s", zSide, zText);
+    parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning, zLine);
+}
+
 /* Every eager tensor, in execution order, against its compiled counterpart. Returns -1
  * when memory ran out. */
 static int judge_eager_tensors(diff_run *pD)
@@ -232,6 +239,10 @@ static int judge_eager_tensors(diff_run *pD)
         pR->isInput = pD->aIsInput[iE];
         if (pD->azWarn[iE])
             parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning, pD->azWarn[iE]);
+        if (pE->zWarning) push_side_warning(pR, "eager", pE->zWarning);
+        if (iC >= 0 && parity_capture_tensor(pD->pCompCap, (size_t)iC)->zWarning)
+            push_side_warning(pR, "compiled",
+                              parity_capture_tensor(pD->pCompCap, (size_t)iC)->zWarning);
         if (pR->oom) return -1;
         if (iC >= 0) pD->aMatched[iC] = 1;
         judge_pair(pD->pOpt, pD->pEagerCap, iE, pD->pCompCap, iC, pR);

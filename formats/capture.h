@@ -63,6 +63,7 @@ typedef struct {
     uint64_t aDim[PARITY_MAX_RANK];
     uint64_t nElem;          /* product of aDim; 1 for rank 0 */
     char *zError;            /* non-NULL: this tensor cannot be used, and why */
+    char *zWarning;          /* non-NULL: usable, but read with care (a lossy filter) */
     /* From attributes; each may be absent. */
     char *zOp;               /* "op" */
     char **azInput;          /* "inputs", nInput entries */

@@ -506,7 +506,9 @@ static parity_dtype dataset_dtype(hid_t hType, const parity_attr *pDtypeAttr, ch
             return PARITY_DT_INVALID;
         }
         if (marked == dt) return dt;
-        if ((marked == PARITY_DT_BF16 && (dt == PARITY_DT_U16 || dt == PARITY_DT_I16)) ||
+        /* float16 the same way: torch writes t.view(torch.int16) for both 16-bit floats */
+        if (((marked == PARITY_DT_BF16 || marked == PARITY_DT_F16) &&
+             (dt == PARITY_DT_U16 || dt == PARITY_DT_I16)) ||
             ((marked == PARITY_DT_F8E4M3FN || marked == PARITY_DT_F8E5M2) &&
              (dt == PARITY_DT_U8 || dt == PARITY_DT_I8)))
             return marked;
@@ -532,6 +534,7 @@ static void tensor_clear(parity_tensor_info *pT)
     free(pT->zPath);
     free(pT->zStored);
     free(pT->zError);
+    free(pT->zWarning);
     free(pT->zOp);
     for (i = 0; i < pT->nInput; i++) free(pT->azInput[i]);
     free(pT->azInput);
@@ -618,6 +621,13 @@ static int check_storage(hid_t hDcpl, parity_tensor_info *pT)
             snprintf(zMsg, sizeof zMsg, "compressed with filter %d (%s), which this libhdf5 lacks",
                      (int)id, zName[0] ? zName : "unnamed");
             return tensor_error(pT, zMsg);
+        }
+        /* A float dataset through scaleoffset keeps only the decimal digits it was told to
+         * (D-scaling): every difference may be the filter's, which must be said. */
+        if (id == H5Z_FILTER_SCALEOFFSET && !pT->zWarning) {
+            pT->zWarning = parity_strdup("stored with the scaleoffset filter, lossy for floats: "
+                                         "the values read may not be the values written");
+            if (!pT->zWarning) return -1;
         }
     }
     return 0;

@@ -1321,3 +1321,36 @@ Test(cli, long_judgement_is_not_a_stall_and_timeout_reports_what_was_judged)
     cr_expect_null(strstr(g_last.zErr, "corrupt"), "%s", g_last.zErr);
     json_decref(pDoc);
 }
+
+/* float16 stored as its bit patterns in int16 (t.view(torch.int16)) with dtype = "float16"
+ * reads as float16, like the same values stored as IEEE half. */
+Test(cli, float16_as_int16_bits_with_dtype_attribute)
+{
+    static const uint16_t aBits[4] = { 0x3C00, 0xC000, 0x7C00, 0x0001 };   /* 1, -2, Inf, 2^-24 */
+    uint16_t aOther[4];
+    const char *zE = tmp_path("h_e.h5"), *zC = tmp_path("h_c.h5");
+    uint64_t aDim[1] = { 4 };
+    parity_writer *pW;
+    json_t *pDoc;
+
+    pW = wopen(zE);
+    wcheck(pW, parity_writer_tensor(pW, "/h", PARITY_DT_I16, 1, aDim, aBits));
+    wcheck(pW, parity_writer_attr_string(pW, "/h", "dtype", "float16"));
+    wclose(pW);
+    pW = wopen(zC);
+    wcheck(pW, parity_writer_tensor(pW, "/h", PARITY_DT_F16, 1, aDim, aBits));
+    wclose(pW);
+    pDoc = diff_json(0, zE, zC, NULL);
+    cr_expect_str_eq(jstr(tensor_named(pDoc, "/h"), "dtype"), "float16");
+    cr_expect_str_eq(status_of(pDoc, "/h"), "pass");
+    json_decref(pDoc);
+    memcpy(aOther, aBits, sizeof aOther);
+    aOther[0] = 0x3C01;   /* 1 + 2^-10: one float16 ulp */
+    pW = wopen(zC);
+    wcheck(pW, parity_writer_tensor(pW, "/h", PARITY_DT_F16, 1, aDim, aOther));
+    wclose(pW);
+    pDoc = diff_json(1, zE, zC, "--atol", "0", "--rtol", "0", NULL);
+    cr_expect_eq(jint(tensor_named(pDoc, "/h"), "max_ulp"), 1);
+    cr_expect_eq(jint(tensor_named(pDoc, "/h"), "mismatches"), 1);
+    json_decref(pDoc);
+}
