@@ -328,6 +328,8 @@ static json_t *report_judgement(const parity_tensor_result *pT)
     rc |= parity_report_set(pObj, "eager_max_abs_err", report_real(pJ->maxErrEager));
     rc |= parity_report_set(pObj, "compiled_max_ulp", report_real(pJ->maxUlpCompiled));
     rc |= parity_report_set(pObj, "eager_max_ulp", report_real(pJ->maxUlpEager));
+    rc |= parity_report_set(pObj, "compiled_max_bound_ratio", report_real(pJ->maxRatioCompiled));
+    rc |= parity_report_set(pObj, "eager_max_bound_ratio", report_real(pJ->maxRatioEager));
     rc |= parity_report_set(pObj, "classes", pClasses);
     rc |= parity_report_set(pObj, "local_check", pT->hasLocalCheck ? json_true() : json_false());
     rc |= parity_report_set(pObj, "local_failures",

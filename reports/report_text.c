@@ -205,9 +205,14 @@ static void report_put_stats(FILE *pOut, const parity_tensor_result *pT)
     }
     if (pT->hasJudgement) {
         const parity_judgement *pJ = &pT->judgement;
-        fprintf(pOut, "  vs MPFR reference: compiled max %.4g (%.3g ulp), eager max %.4g (%.3g ulp), "
-                "bound up to %.4g\n", pJ->maxErrCompiled, pJ->maxUlpCompiled, pJ->maxErrEager,
-                pJ->maxUlpEager, pJ->maxBound);
+        /* against the bound first: near a zero reference an ulp is tiny, and 4.76e+43 ulp
+         * says nothing a reader can use; the ulp figure is shown only where it reads */
+        fprintf(pOut, "  vs MPFR reference: compiled max %.4g (%.3gx its bound", pJ->maxErrCompiled,
+                pJ->maxRatioCompiled);
+        if (pJ->maxUlpCompiled < 1e6) fprintf(pOut, ", %.3g ulp", pJ->maxUlpCompiled);
+        fprintf(pOut, "), eager max %.4g (%.3gx", pJ->maxErrEager, pJ->maxRatioEager);
+        if (pJ->maxUlpEager < 1e6) fprintf(pOut, ", %.3g ulp", pJ->maxUlpEager);
+        fprintf(pOut, "), bound up to %.4g\n", pJ->maxBound);
         fprintf(pOut, "  classes: %" PRIu64 " within, %" PRIu64 " compiled worse, %" PRIu64
                 " eager worse, %" PRIu64 " both beyond, %" PRIu64 " non-finite divergences\n",
                 pJ->nWithin, pJ->nCompiledWorse, pJ->nEagerWorse, pJ->nBothBeyond,

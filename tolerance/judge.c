@@ -206,6 +206,8 @@ static void judge_finite(const parity_op_call *pCall, mpfr_t scratch, const mpfr
 
     pEl->cOut = errC > pEl->bound;
     if (errC > pJ->maxErrCompiled) pJ->maxErrCompiled = errC;
+    if (pEl->bound > 0.0 && errC / pEl->bound > pJ->maxRatioCompiled)
+        pJ->maxRatioCompiled = errC / pEl->bound;
     if (errC / ulp > pJ->maxUlpCompiled) pJ->maxUlpCompiled = errC / ulp;
     if (pEl->hasEager) {
         if (!isfinite(pEl->e)) {
@@ -216,6 +218,8 @@ static void judge_finite(const parity_op_call *pCall, mpfr_t scratch, const mpfr
             errE = error_vs(scratch, ref, pEl->e);
             pEl->eOut = errE > pEl->bound;
             if (errE > pJ->maxErrEager) pJ->maxErrEager = errE;
+            if (pEl->bound > 0.0 && errE / pEl->bound > pJ->maxRatioEager)
+                pJ->maxRatioEager = errE / pEl->bound;
             if (errE / ulp > pJ->maxUlpEager) pJ->maxUlpEager = errE / ulp;
         }
     }

@@ -45,6 +45,8 @@ typedef struct {
                                     * the op makes both sides break it alike) */
     double maxErrCompiled, maxErrEager;   /* absolute, against the reference (finite) */
     double maxUlpCompiled, maxUlpEager;   /* in ulps of the output dtype at the reference */
+    double maxRatioCompiled, maxRatioEager;   /* largest error / bound of each side (finite
+                                    * errors; an ulp figure near 0 is huge and says little) */
     double maxBound;
     double worstRatio;             /* largest compiled error / bound; -1 when nothing checked */
     uint64_t worstLinear;          /* lowest index attaining it */
