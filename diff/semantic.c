@@ -242,6 +242,18 @@ static const parity_op_def *model_settings(const parity_diff_options *pOpt,
         return NULL;
     }
     if (pOv->hasComputeDtype) *pUOperand = pOv->uOperand;
+    if (*pUOperand > 0.0 && !(pDef->flags & PARITY_OPF_COMPUTE_DTYPE) &&
+        (pCompute || parity_tolfile_tensor_sets_compute(pOpt->pTolFile, pE->zPath))) {
+        /* declared for this tensor (its attribute, or its own tolerance entry) on an op
+         * whose bound has no use for it: an error, never silently dropped. A default for
+         * every op applies to the dot products only. */
+        pR->status = PARITY_ST_ERROR;
+        parity_result_set(&pR->oom, &pR->zMessage, "'compute_dtype' is a contract of the "
+                          "dot-product ops (matmul, linear, bmm, conv2d); this op does not "
+                          "use it");
+        return NULL;
+    }
+    if (!(pDef->flags & PARITY_OPF_COMPUTE_DTYPE)) *pUOperand = 0.0;
     if (2 * pE->nElem > *pnBudget / 2) {
         note(pR, "%s", "output exceeds the reference's memory budget: per-dtype tolerance");
         return NULL;

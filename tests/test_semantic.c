@@ -1583,3 +1583,90 @@ Test(semantic, errors_are_shown_against_the_bound)
     cr_assert(strstr(run.zOut, "x its bound"), "%s", run.zOut);
     diff_free(&run);
 }
+
+/* ---- conv2d under compute_dtype ------------------------------------------------------ */
+
+/* conv2d x[1, C, H, W] * w[O, C, 3, 3], no padding: eager in fp32 from the operands as
+ * captured, compiled from their bfloat16 roundings (bf16 autocast's contract), both
+ * accumulating in fp32 over (c, kh, kw). zCompute: the compute_dtype attribute, or NULL. */
+static void write_bf16_conv(const char *zCompute)
+{
+    enum { C = 16, H = 6, W = 6, O = 4, KH = 3, OH = H - 2, OW = W - 2 };
+    float x[C * H * W], w[O * C * KH * KH], xb[C * H * W], wb[O * C * KH * KH];
+    float e[O * OH * OW], c[O * OH * OW];
+    uint64_t seed = 21, dX[4] = { 1, C, H, W }, dW[4] = { O, C, KH, KH }, dY[4] = { 1, O, OH, OW };
+    const char *azIn[] = { "/x", "/w" };
+    parity_writer *pW;
+    int side, o, i, j, ch, a, b, k;
+
+    fill_range(&seed, x, C * H * W, -1.0f, 1.0f);
+    fill_range(&seed, w, O * C * KH * KH, -1.0f, 1.0f);
+    for (k = 0; k < C * H * W; k++) xb[k] = bf16r(x[k]);
+    for (k = 0; k < O * C * KH * KH; k++) wb[k] = bf16r(w[k]);
+    for (side = 0; side < 2; side++) {
+        const float *px = side ? xb : x, *pw = side ? wb : w;
+        float *py = side ? c : e;
+        for (o = 0; o < O; o++)
+            for (i = 0; i < OH; i++)
+                for (j = 0; j < OW; j++) {
+                    float s = 0.0f;
+                    for (ch = 0; ch < C; ch++)
+                        for (a = 0; a < KH; a++)
+                            for (b = 0; b < KH; b++)
+                                s += px[(ch * H + i + a) * W + j + b] *
+                                     pw[((o * C + ch) * KH + a) * KH + b];
+                    py[(o * OH + i) * OW + j] = s;
+                }
+    }
+    for (side = 0; side < 2; side++) {
+        pW = cap_open(side ? "cc.h5" : "ce.h5", side ? "compiled" : "eager");
+        cap_f32(pW, "/x", 4, dX, x);
+        cap_f32(pW, "/w", 4, dW, w);
+        cap_f32(pW, "/y", 4, dY, side ? c : e);
+        cap_op(pW, "/y", "conv2d", azIn, 2, 0);
+        if (zCompute) cr_assert(parity_writer_attr_string(pW, "/y", "compute_dtype", zCompute) == 0);
+        cap_close(pW);
+    }
+}
+
+Test(semantic, conv2d_bf16_operands_pass_their_compute_dtype_contract)
+{
+    diff_run run;
+    write_bf16_conv(NULL);       /* fp32 contract: the bf16 roundings are a local failure */
+    run_diff("ce.h5", "cc.h5", &run);
+    assert_exit(&run, 1);
+    cr_assert_str_eq(cause_of(&run, "/y"), "local");
+    diff_free(&run);
+    write_bf16_conv("bfloat16"); /* declared: within the contract (conv2d ignored it before) */
+    run_diff("ce.h5", "cc.h5", &run);
+    assert_exit(&run, 0);
+    cr_assert_str_eq(status_of(&run, "/y"), "pass");
+    cr_assert_lt(real_of(judgement_of(&run, "/y"), "compiled_max_bound_ratio"), 1.0);
+    cr_assert_gt(real_of(judgement_of(&run, "/y"), "compiled_max_bound_ratio"), 0.01,
+                 "the contract is not vacuous here");
+    diff_free(&run);
+}
+
+/* compute_dtype on an op whose bound has no use for it is an error, not ignored. */
+Test(semantic, compute_dtype_on_a_non_dot_op_is_an_error)
+{
+    diff_run run;
+    parity_writer *pW;
+    static const uint64_t aDim[1] = { 2 };
+    const char *azIn[1] = { "/x" };
+    float x[2] = { 0.5f, 1.0f }, y[2] = { 0.5f, 1.0f };
+    int side;
+    for (side = 0; side < 2; side++) {
+        pW = cap_open(side ? "rc.h5" : "re.h5", side ? "compiled" : "eager");
+        cap_f32(pW, "/x", 1, aDim, x);
+        cap_f32(pW, "/y", 1, aDim, y);
+        cap_op(pW, "/y", "relu", azIn, 1, 0);
+        cr_assert(parity_writer_attr_string(pW, "/y", "compute_dtype", "bfloat16") == 0);
+        cap_close(pW);
+    }
+    run_diff("re.h5", "rc.h5", &run);
+    assert_exit(&run, 2);
+    cr_assert_str_eq(status_of(&run, "/y"), "error");
+    cr_assert(strstr(run.zErr, "'compute_dtype' is a contract of the dot-product ops"), "%s", run.zErr);
+    diff_free(&run);
+}

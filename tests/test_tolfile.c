@@ -91,6 +91,30 @@ Test(tolfile, every_error_is_one_clear_line)
     load_fails("parity_tolerance: 1\ndefaults: {scale: [1, 2]}\n", "expected a single value");
     load_fails("parity_tolerance: 1\ndefaults: {scale: 1\n", "line");
     load_fails("- 1\n- 2\n", "mapping at the top");
+    /* a setting no op uses is a mistake: an unknown op, compute_dtype off a dot product */
+    load_fails("parity_tolerance: 1\nops: {gelux: {scale: 2}}\n", "ops.gelux: no such op");
+    load_fails("parity_tolerance: 1\nops: {gelu: {compute_dtype: bfloat16}}\n",
+               "ops.gelu.compute_dtype: gelu does not use compute_dtype");
+}
+
+Test(tolfile, aten_op_names_and_compute_dtype)
+{
+    parity_tolfile *pFile = load_ok(
+        "parity_tolerance: 1\n"
+        "ops:\n  conv2d: {compute_dtype: bfloat16}\n  aten.linear.default: {scale: 3}\n"
+        "tensors:\n  /act: {compute_dtype: bfloat16}\n");
+    parity_tol_override ov;
+    /* an ops key covers every spelling of its op */
+    parity_tolfile_resolve(pFile, "aten::linear", "/fc", &ov);
+    cr_assert(ov.hasScale && ov.scale == 3.0);
+    parity_tolfile_resolve(pFile, "linear", "/fc", &ov);
+    cr_assert(ov.hasScale && ov.scale == 3.0);
+    parity_tolfile_resolve(pFile, "conv2d", "/c", &ov);
+    cr_assert(ov.hasComputeDtype && ov.uOperand == 0x1p-8);
+    cr_assert(parity_tolfile_tensor_sets_compute(pFile, "/act"));
+    cr_assert(parity_tolfile_tensor_sets_compute(pFile, "act") == 0, "paths start with /");
+    cr_assert(!parity_tolfile_tensor_sets_compute(pFile, "/fc"));
+    parity_tolfile_free(pFile);
 }
 
 /* ---- end to end -------------------------------------------------------------------- */

@@ -302,6 +302,9 @@ static int conv_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
         return -1;
     parity_note_overflow(pCall, absSum);
     gamma = parity_gamma(pP->n, u);
+    /* compute_dtype (bf16 autocast): the products' operand roundings; absSum holds |bias|
+     * too, which makes this a little wider than needed, never narrower */
+    gamma += parity_operand_gamma(pCall, gamma);
     magnitude = fabs(mpfr_get_d(ref, MPFR_RNDN)) + gamma * absSum;
     *pBound = gamma * absSum + 0.5 * parity_ulp_at(pCall->outDtype, magnitude) +
               pP->n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
@@ -387,6 +390,7 @@ static double conv_envelope(parity_op_call *pCall, uint64_t linear)
     if (pG->hasBias) s += fabs(pP->pBias[o]);
     {
         double gamma = parity_gamma(pP->n, parity_unit_roundoff(pCall->accDtype));
+        gamma += parity_operand_gamma(pCall, gamma);
         return gamma * s + 0.5 * parity_ulp_at(pCall->outDtype, s * (1.0 + gamma)) +
                pP->n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
     }
@@ -394,8 +398,10 @@ static double conv_envelope(parity_op_call *pCall, uint64_t linear)
 
 const parity_op_def parity_op_conv2d = {
     .zName = "conv2d",
+    .flags = PARITY_OPF_COMPUTE_DTYPE,
     .zModel = "dot product over the receptive field: gamma_n(u_acc) sum|x w| + 0.5 ulp, "
-              "n = C/groups kH kW (+1 bias) (Higham 2002, eq. 3.5)",
+              "n = C/groups kH kW (+1 bias) (Higham 2002, eq. 3.5); compute_dtype adds "
+              "gamma_2(u_op)(1 + gamma_n) sum|x w|",
     .nInMin = 2,
     .nInMax = 3,
     .family = PARITY_FAMILY_CONV2D,

@@ -61,14 +61,6 @@ static double acc_rounding_terms(const parity_op_call *pCall)
     return 0.0;
 }
 
-/* The "compute_dtype" contract (ops.h): each product a(1 + d1) b(1 + d2) with
- * |d| <= uOperand adds gamma_2(uOperand) |a b| (Higham 2002, Lemma 3.1), and the
- * accumulation then scales it by at most 1 + gamma: an extra gamma_2 (1 + gamma) sum |a b|. */
-static double operand_gamma(const parity_op_call *pCall, double gamma)
-{
-    return pCall->uOperand > 0.0 ? parity_gamma(2.0, pCall->uOperand) * (1.0 + gamma) : 0.0;
-}
-
 /* geometry.h: where matrix iMat of the batch starts in a and in b. */
 void parity_dot_matrix(const parity_dot_geometry *pG, uint64_t iMat, uint64_t *pOffA,
                        uint64_t *pOffB)
@@ -126,7 +118,7 @@ static int make_norms(parity_op_call *pCall, matmul_params *pP)
     double u = parity_unit_roundoff(pCall->accDtype);
     double n = (double)pG->K + (pG->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
     pP->envGamma = parity_gamma(n, u);
-    pP->envGamma += operand_gamma(pCall, pP->envGamma);
+    pP->envGamma += parity_operand_gamma(pCall, pP->envGamma);
     pP->envSlack = n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
     pP->aNormA = parity_calloc(nA + 1, sizeof(double));
     pP->aNormB = parity_calloc(nB + 1, sizeof(double));
@@ -192,7 +184,7 @@ static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     n = (double)pG->K + (pG->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
     gamma = parity_gamma(n, u);
     {
-        double gOp = operand_gamma(pCall, gamma);
+        double gOp = parity_operand_gamma(pCall, gamma);
         gamma += gOp;
     }
     magnitude = fabs(mpfr_get_d(ref, MPFR_RNDN)) + gamma * absSum;
@@ -200,7 +192,7 @@ static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
               n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
     {
         double gProb = parity_gamma_prob(n, u, pCall->lambda);
-        gProb += operand_gamma(pCall, gProb);
+        gProb += parity_operand_gamma(pCall, gProb);
         if (gProb < gamma)
             pCall->probBound = gProb * absSum +
                                0.5 * parity_ulp_at(pCall->outDtype, magnitude) +
@@ -364,7 +356,7 @@ static int linear_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
 }
 
 const parity_op_def parity_op_matmul = {
-    .zName = "matmul",
+    .zName = "matmul", .flags = PARITY_OPF_COMPUTE_DTYPE,
     .zModel = "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)",
     .nInMin = 2, .nInMax = 2, .family = PARITY_FAMILY_MATMUL,
     .xPrepare = matmul_prepare, .xLoad = matmul_load, .xElement = dot_element,
@@ -372,7 +364,7 @@ const parity_op_def parity_op_matmul = {
 };
 
 const parity_op_def parity_op_bmm = {
-    .zName = "bmm",
+    .zName = "bmm", .flags = PARITY_OPF_COMPUTE_DTYPE,
     .zModel = "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)",
     .nInMin = 2, .nInMax = 2, .family = PARITY_FAMILY_BMM,
     .xPrepare = bmm_prepare, .xLoad = matmul_load, .xElement = dot_element,
@@ -380,7 +372,7 @@ const parity_op_def parity_op_bmm = {
 };
 
 const parity_op_def parity_op_linear = {
-    .zName = "linear",
+    .zName = "linear", .flags = PARITY_OPF_COMPUTE_DTYPE,
     .zModel = "dot products plus bias: gamma_{K+1}(u_acc) sum|terms| + 0.5 ulp (Higham 2002)",
     .nInMin = 2, .nInMax = 3, .family = PARITY_FAMILY_LINEAR,
     .xPrepare = linear_prepare, .xElement = dot_element,

@@ -63,6 +63,11 @@ static const parity_op_def *find_exact(const char *zName, size_t n)
     return NULL;
 }
 
+double parity_operand_gamma(const parity_op_call *pCall, double gamma)
+{
+    return pCall->uOperand > 0.0 ? parity_gamma(2.0, pCall->uOperand) * (1.0 + gamma) : 0.0;
+}
+
 /* A registry name, or an aten spelling of one: "aten::linear", "aten.addmm.default",
  * "aten.relu_.default" (in-place: the data it produced), "aten.add.Tensor". */
 const parity_op_def *parity_op_find(const char *zName)

@@ -77,6 +77,9 @@ typedef struct {
 
 /* Flags of parity_op_def. */
 #define PARITY_OPF_INT_OUTPUT  1u   /* the output may be an integer or bool tensor (cast) */
+#define PARITY_OPF_COMPUTE_DTYPE 4u /* the bound honours "compute_dtype" (uOperand): the
+                                     * dot-product ops; declared on any other op it is an
+                                     * error, never silently ignored */
 #define PARITY_OPF_NAMES_DIM   2u   /* generated cases always name a 'dim' (torch's
                                      * logsumexp and var(dim) take one) */
 
@@ -163,6 +166,12 @@ enum {
 #undef PARITY_OP
     PARITY_OP_COUNT
 };
+
+/* The "compute_dtype" contract's extra relative error of a dot product whose accumulation
+ * error is gamma: each product a(1 + d1) b(1 + d2), |d| <= uOperand, adds gamma_2(uOperand)
+ * |a b| (Higham 2002, Lemma 3.1), scaled by at most 1 + gamma: gamma_2 (1 + gamma), times
+ * sum |a b|. 0 when the operands are used as stored. */
+double parity_operand_gamma(const parity_op_call *pCall, double gamma);
 
 /* The op named zName (its registry name, or an aten spelling of it: "aten::linear",
  * "aten.relu_.default", "aten._softmax.default"; ops.c), or NULL. */

@@ -10,6 +10,7 @@
 #include <yaml.h>
 #include "tolerance/tolfile.h"
 #include "tolerance/mpref.h"
+#include "tolerance/ops.h"
 #include "formats/alloc.h"
 
 typedef struct {
@@ -163,6 +164,28 @@ static int parse_section(yaml_document_t *pDoc, yaml_node_t *pMap, const char *z
     return 0;
 }
 
+/* A setting an op does not use is a mistake to say, never one to ignore: an ops entry must
+ * name a registry op (or an aten spelling of one), and compute_dtype only a dot product. */
+static int check_ops(const parity_tolfile *pFile, char *zErr, size_t nErr)
+{
+    size_t i;
+    for (i = 0; i < pFile->nOp; i++) {
+        const parity_op_def *pDef = parity_op_find(pFile->aOp[i].zKey);
+        if (!pDef) {
+            snprintf(zErr, nErr, "ops.%s: no such op has a model (see parityfuzz --list-ops)",
+                     pFile->aOp[i].zKey);
+            return -1;
+        }
+        if (pFile->aOp[i].ov.hasComputeDtype && !(pDef->flags & PARITY_OPF_COMPUTE_DTYPE)) {
+            snprintf(zErr, nErr, "ops.%s.compute_dtype: %s does not use compute_dtype (the "
+                     "dot-product ops do: matmul, linear, bmm, conv2d)", pFile->aOp[i].zKey,
+                     pDef->zName);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int parity_tolfile_load(const char *zPath, parity_tolfile **ppFile, char *zErr, size_t nErr)
 {
     FILE *pIn = NULL;
@@ -220,6 +243,7 @@ int parity_tolfile_load(const char *zPath, parity_tolfile **ppFile, char *zErr, 
             st = parse_override(&doc, pVal, "defaults", &pFile->defaults, zWhy, sizeof zWhy);
         } else if (strcmp(zKey, "ops") == 0) {
             st = parse_section(&doc, pVal, "ops", &pFile->aOp, &pFile->nOp, zWhy, sizeof zWhy);
+            if (st == 0) st = check_ops(pFile, zWhy, sizeof zWhy);
         } else if (strcmp(zKey, "tensors") == 0) {
             st = parse_section(&doc, pVal, "tensors", &pFile->aTensor, &pFile->nTensor, zWhy,
                                sizeof zWhy);
@@ -281,6 +305,23 @@ static void apply(parity_tol_override *pOut, const parity_tol_override *pIn)
     if (pIn->hasComputeDtype) { pOut->hasComputeDtype = 1; pOut->uOperand = pIn->uOperand; }
 }
 
+/* An ops key names the capture's op: the same string, or the same registry op (the key
+ * "linear" covers a capture's "aten.linear.default"). */
+static int same_op(const char *zKey, const char *zOp)
+{
+    const parity_op_def *pDef;
+    if (strcmp(zKey, zOp) == 0) return 1;
+    pDef = parity_op_find(zOp);
+    return pDef && pDef == parity_op_find(zKey);
+}
+
+/* "a/b" and "/a/b" name the same tensor. */
+static int names_tensor(const char *zKey, const char *zPath)
+{
+    return strcmp(zKey, zPath) == 0 ||
+           (zKey[0] != '/' && zPath[0] == '/' && strcmp(zKey, zPath + 1) == 0);
+}
+
 void parity_tolfile_resolve(const parity_tolfile *pFile, const char *zOp, const char *zPath,
                             parity_tol_override *pOut)
 {
@@ -289,11 +330,16 @@ void parity_tolfile_resolve(const parity_tolfile *pFile, const char *zOp, const 
     if (!pFile) return;
     apply(pOut, &pFile->defaults);
     for (i = 0; zOp && i < pFile->nOp; i++)
-        if (strcmp(pFile->aOp[i].zKey, zOp) == 0) apply(pOut, &pFile->aOp[i].ov);
-    for (i = 0; zPath && i < pFile->nTensor; i++) {
-        const char *zKey = pFile->aTensor[i].zKey;
-        /* "a/b" and "/a/b" name the same tensor */
-        if (strcmp(zKey, zPath) == 0 || (zKey[0] != '/' && zPath[0] == '/' && strcmp(zKey, zPath + 1) == 0))
-            apply(pOut, &pFile->aTensor[i].ov);
-    }
+        if (same_op(pFile->aOp[i].zKey, zOp)) apply(pOut, &pFile->aOp[i].ov);
+    for (i = 0; zPath && i < pFile->nTensor; i++)
+        if (names_tensor(pFile->aTensor[i].zKey, zPath)) apply(pOut, &pFile->aTensor[i].ov);
+}
+
+int parity_tolfile_tensor_sets_compute(const parity_tolfile *pFile, const char *zPath)
+{
+    size_t i;
+    for (i = 0; pFile && i < pFile->nTensor; i++)
+        if (names_tensor(pFile->aTensor[i].zKey, zPath) && pFile->aTensor[i].ov.hasComputeDtype)
+            return 1;
+    return 0;
 }

@@ -48,4 +48,8 @@ double parity_compute_roundoff(const char *zName);
 void parity_tolfile_resolve(const parity_tolfile *pFile, const char *zOp, const char *zPath,
                             parity_tol_override *pOut);
 
+/* Does the file's own entry for tensor zPath set compute_dtype? (A default does not name
+ * the tensor; the caller refuses compute_dtype named for an op that has no use for it.) */
+int parity_tolfile_tensor_sets_compute(const parity_tolfile *pFile, const char *zPath);
+
 #endif
