@@ -276,6 +276,9 @@ if TorchDispatchMode is not None:
             if opname == "aten.convolution.default" and not attrs.get("transposed", 1) and \
                     tensors[0].dim() == 4:
                 opname = "conv2d"
+            if opname == "aten._to_copy.default" and isinstance(out, torch.Tensor):
+                attrs["to"] = str(out.dtype).replace("torch.", "")   # the registry's cast
+                attrs.pop("dtype", None)   # the capture's own dtype attribute marks storage
             opname, inputs, attrs = self.as_linear(opname, tensors, inputs, attrs)
             opname, inputs, attrs = self.as_linear_nd(opname, tensors, out, inputs, attrs)
             short = opname.split(".")[1] if opname.startswith("aten.") else opname

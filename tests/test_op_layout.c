@@ -683,6 +683,7 @@ Test(registry, aten_names_find_registry_ops)
         { "layer_norm", "layer_norm" },        { "aten.t.default", "transpose" },
         { "aten.view.default", "reshape" },    { "aten._unsafe_view.default", "reshape" },
         { "aten.squeeze.dim", "reshape" },     { "aten.clone.default", "reshape" },
+        { "aten._to_copy.default", "cast" },
         { "aten._scaled_dot_product_flash_attention_for_cpu.default",
           "scaled_dot_product_attention" },
     };

@@ -37,6 +37,7 @@ static const struct { const char *zAten, *zOp; } aAtenAlias[] = {
     { "mm", "matmul" },
     { "native_layer_norm", "layer_norm" },
     { "t", "transpose" },
+    { "_to_copy", "cast" },            /* its target as 'to' (the capture helper writes it) */
     /* CPU SDPA kernels: (query, key, value, dropout_p, is_causal, attn_mask, scale), output
      * 0 the attention (1 its logsumexp, which the capture keeps apart) */
     { "_scaled_dot_product_flash_attention_for_cpu", "scaled_dot_product_attention" },

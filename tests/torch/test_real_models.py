@@ -233,6 +233,40 @@ class RealModels(unittest.TestCase):
         for name in ("/norm/out", "/fc2/out", "/out"):
             self.assertEqual(self.tensor(doc, name)["cause"], "propagated", name)
 
+    @unittest.skipUnless(TORCH2, "torch 1.13's CPU autocast raises for Linear -> GELU -> "
+                                 "LayerNorm (expected scalar type BFloat16 but found Float)")
+    def test_bf16_autocast_on_both_sides_passes(self):
+        for kind in ("mlp", "cnn", "encoder"):
+            with self.subTest(kind=kind):
+                model, args = make(kind)
+                auto = Autocast(model)
+                eager = self.path("%s_ac_eager.h5" % kind)
+                pt.capture_eager(auto, args, eager)
+                copy_path = self.path("%s_ac_copy.h5" % kind)
+                shutil.copyfile(eager, copy_path)
+                doc = self.diff(eager, copy_path)
+                self.assert_pass(doc)
+                dtypes = {t["dtype"] for t in doc["tensors"]}
+                self.assertIn("bfloat16", dtypes, "autocast ran in bf16")
+                judged = {t["judgement"]["model"] for t in doc["tensors"] if t["judgement"]}
+                self.assertIn("cast", judged)
+                if kind == "mlp":
+                    compiled = self.path("mlp_ac_compiled.h5")
+                    pt.capture_compiled(auto, args, compiled, compile_leaf=pt.torch_compile)
+                    self.assert_pass(self.diff(eager, compiled))
+
+
+class Autocast(torch.nn.Module):
+    """The model under CPU bf16 autocast."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, *args):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return self.inner(*args)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
