@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "diff/compare_internal.h"
+#include "tolerance/mpref.h"
 #include "diff/source_internal.h"
 #include "formats/alloc.h"
 
@@ -420,13 +421,40 @@ static void plan_slabs(parity_tensor_reader *pEager, const parity_tensor_info *p
     parity_slab_plan_init(pPlan, pInfo->rank, pInfo->aDim, nSlabElem, rowAlign);
 }
 
+parity_dtype parity_cmp_dtype(parity_dtype eager, parity_dtype compiled)
+{
+    if (eager == compiled || !parity_dtype_is_float(eager) || !parity_dtype_is_float(compiled))
+        return eager;
+    return parity_unit_roundoff(compiled) > parity_unit_roundoff(eager) ? compiled : eager;
+}
+
 /* Judges slab after slab into pStats: on the pool's workers when pPool is not NULL (the
  * next slab is read while they judge this one), else inline in the same fixed blocks,
  * merged in the same order, so the result (sums included) does not depend on the number
  * of threads. Returns 0, or -1 with zErr naming the side whose read failed. */
+/* Mixed float dtypes (float32 eager against bfloat16 compiled, say): the side stored in
+ * another dtype than the comparison's is rounded to it, slab by slab, into one of two
+ * buffers (double buffering, as the sources). */
+typedef struct {
+    parity_dtype from;           /* the converted side's own dtype */
+    int side;                    /* 0 eager, 1 compiled; -1 when nothing is converted */
+    double *aValue;              /* scratch of one slab */
+    unsigned char *apBuf[2];
+} slab_convert;
+
+static const unsigned char *convert_slab(slab_convert *pCv, parity_dtype to,
+                                         const unsigned char *pIn, uint64_t n, int iBuf)
+{
+    size_t nTo = parity_dtype_size(to);
+    uint64_t i;
+    parity_decode(pCv->from, pIn, pCv->aValue, (size_t)n);
+    for (i = 0; i < n; i++) parity_encode(to, pCv->aValue[i], pCv->apBuf[iBuf] + i * nTo);
+    return pCv->apBuf[iBuf];
+}
+
 static int stream_slabs(parity_slab_plan *pPlan, parity_slab_source *pSrcE,
                         parity_slab_source *pSrcC, const parity_cmp_spec *pSpec, pool *pPool,
-                        parity_tensor_stats *pStats, char *zErr, size_t nErr)
+                        slab_convert *pCv, parity_tensor_stats *pStats, char *zErr, size_t nErr)
 {
     size_t nSize = parity_dtype_size(pSpec->dtype);
     parity_slab slab;
@@ -447,6 +475,8 @@ static int stream_slabs(parity_slab_plan *pPlan, parity_slab_source *pSrcE,
             rc = -1;
             break;
         }
+        if (pCv->side == 0) pE = convert_slab(pCv, pSpec->dtype, pE, slab.n, iBuf);
+        if (pCv->side == 1) pC = convert_slab(pCv, pSpec->dtype, pC, slab.n, iBuf);
         if (pPool) {
             if (pending) pool_collect(pPool, pStats);
             pool_post(pPool, pE, pC, slab.first, slab.n);
@@ -469,18 +499,23 @@ static int stream_slabs(parity_slab_plan *pPlan, parity_slab_source *pSrcE,
 }
 
 int parity_cmp_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled,
-                      const parity_tensor_info *pInfo, const parity_tolerance *pTol,
-                      int nThreads, uint64_t nSlabBytes, parity_tensor_stats *pStats,
-                      char *zErr, size_t nErr)
+                      const parity_tensor_info *pInfo, parity_dtype dtypeCompiled,
+                      const parity_tolerance *pTol, int nThreads, uint64_t nSlabBytes,
+                      parity_tensor_stats *pStats, char *zErr, size_t nErr)
 {
-    parity_cmp_spec spec = { pInfo->dtype, pInfo->rank, pInfo->aDim, *pTol };
-    size_t nSize = parity_dtype_size(pInfo->dtype);
+    parity_dtype dtCmp = parity_cmp_dtype(pInfo->dtype, dtypeCompiled);
+    parity_cmp_spec spec = { dtCmp, pInfo->rank, pInfo->aDim, *pTol };
+    size_t nSizeE = parity_dtype_size(pInfo->dtype), nSizeC = parity_dtype_size(dtypeCompiled);
     uint64_t nCap;
     parity_slab_plan plan;
     parity_slab_source srcE, srcC;
+    slab_convert cv;
     pool p;
     int rc = -1;
 
+    memset(&cv, 0, sizeof cv);
+    cv.side = dtCmp != pInfo->dtype ? 0 : dtCmp != dtypeCompiled ? 1 : -1;
+    cv.from = cv.side == 0 ? pInfo->dtype : dtypeCompiled;
     parity_cmp_stats_init(pStats);
     memset(&p, 0, sizeof p);
     memset(&srcE, 0, sizeof srcE);
@@ -492,18 +527,31 @@ int parity_cmp_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompi
     plan_slabs(pEager, pInfo, nSlabBytes, &plan);
     nCap = plan.nStep * plan.nInner;
     if (nCap == 0 || pInfo->rank == 0) nCap = 1;
-    if (parity_source_open(&srcE, pEager, nSize, nCap, zErr, nErr) != 0 ||
-        parity_source_open(&srcC, pCompiled, nSize, nCap, zErr, nErr) != 0)
+    if (parity_source_open(&srcE, pEager, nSizeE, nCap, zErr, nErr) != 0 ||
+        parity_source_open(&srcC, pCompiled, nSizeC, nCap, zErr, nErr) != 0)
         goto cleanup;
+    if (cv.side >= 0) {
+        cv.aValue = parity_malloc(nCap * sizeof(double));
+        cv.apBuf[0] = parity_malloc(nCap * parity_dtype_size(dtCmp));
+        cv.apBuf[1] = parity_malloc(nCap * parity_dtype_size(dtCmp));
+        if (!cv.aValue || !cv.apBuf[0] || !cv.apBuf[1]) {
+            snprintf(zErr, nErr, "out of memory");
+            goto cleanup;
+        }
+    }
     if (pInfo->nElem >= INLINE_LIMIT && nThreads > 1 &&
         pool_start(&p, &spec, plan.nStep * plan.nInner, nThreads) != 0) {
         snprintf(zErr, nErr, "out of memory");
         goto cleanup;
     }
     /* Without workers (a small tensor, one thread, or none would start): inline. */
-    rc = stream_slabs(&plan, &srcE, &srcC, &spec, p.nThread > 0 ? &p : NULL, pStats, zErr, nErr);
+    rc = stream_slabs(&plan, &srcE, &srcC, &spec, p.nThread > 0 ? &p : NULL, &cv, pStats, zErr,
+                      nErr);
 cleanup:
     pool_stop(&p);
+    free(cv.aValue);
+    free(cv.apBuf[0]);
+    free(cv.apBuf[1]);
     parity_source_close(&srcE);
     parity_source_close(&srcC);
     return rc;

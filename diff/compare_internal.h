@@ -25,11 +25,19 @@ void parity_cmp_block(const parity_cmp_spec *pSpec, const void *pEager, const vo
                       uint64_t first, size_t n, parity_tensor_stats *pStats);
 void parity_cmp_stats_merge(parity_tensor_stats *pInto, const parity_tensor_stats *pFrom, int rank);
 
+/* The dtype two float tensors of different dtypes are compared in: the narrower (larger
+ * unit roundoff), so a bfloat16 compiled side is read against float32 eager rounded to
+ * bfloat16, its ulps are bfloat16 ulps and its tolerance bfloat16's. Equal or non-float
+ * dtypes: eager's. */
+parity_dtype parity_cmp_dtype(parity_dtype eager, parity_dtype compiled);
+
 /* Streams both tensors slab by slab through parity_cmp_block using nThreads compute threads
- * (reading overlaps computing). Returns 0, or -1 with zErr naming the side that failed. */
+ * (reading overlaps computing). pInfo is eager's; when dtypeCompiled differs (both float),
+ * the wider side is rounded to parity_cmp_dtype slab by slab (the max_abs_err and the rest
+ * are then against that rounding). Returns 0, or -1 with zErr naming the side that failed. */
 int parity_cmp_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled,
-                      const parity_tensor_info *pInfo, const parity_tolerance *pTol,
-                      int nThreads, uint64_t nSlabBytes, parity_tensor_stats *pStats,
-                      char *zErr, size_t nErr);
+                      const parity_tensor_info *pInfo, parity_dtype dtypeCompiled,
+                      const parity_tolerance *pTol, int nThreads, uint64_t nSlabBytes,
+                      parity_tensor_stats *pStats, char *zErr, size_t nErr);
 
 #endif

@@ -71,7 +71,8 @@ static void judge_pair(const parity_diff_options *pOpt, parity_capture *pEagerCa
     char zErr[PARITY_ERR_LEN], zMsg[PARITY_ERR_LEN + 64];
 
     fill_shape(pR, pE, pC);
-    choose_tolerance(pOpt, pE->dtype, pR->isInput, &pR->tol);
+    choose_tolerance(pOpt, pC ? parity_cmp_dtype(pE->dtype, pC->dtype) : pE->dtype, pR->isInput,
+                     &pR->tol);
     if (pE->zError || (pC && pC->zError)) {
         snprintf(zMsg, sizeof zMsg, "%s: %s", pE->zError ? "eager" : "compiled",
                  pE->zError ? pE->zError : pC->zError);
@@ -80,7 +81,21 @@ static void judge_pair(const parity_diff_options *pOpt, parity_capture *pEagerCa
         return;
     }
     if (!pC) { pR->status = PARITY_ST_MISSING_IN_COMPILED; return; }
-    if (pE->dtype != pC->dtype) { pR->status = PARITY_ST_DTYPE_MISMATCH; return; }
+    /* Two float dtypes (bf16 autocast against float32 eager) are compared in the narrower,
+     * with statistics; an input must match bit for bit, so for it this is a mismatch, as
+     * is any pair that is not float on both sides. */
+    if (pE->dtype != pC->dtype && (pR->isInput || !parity_dtype_is_float(pE->dtype) ||
+                                   !parity_dtype_is_float(pC->dtype))) {
+        pR->status = PARITY_ST_DTYPE_MISMATCH;
+        return;
+    }
+    if (pE->dtype != pC->dtype) {
+        snprintf(zMsg, sizeof zMsg, "dtypes differ (eager %s, compiled %s): compared in %s, the "
+                 "wider side rounded to it", parity_dtype_name(pE->dtype),
+                 parity_dtype_name(pC->dtype),
+                 parity_dtype_name(parity_cmp_dtype(pE->dtype, pC->dtype)));
+        parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning, zMsg);
+    }
     if (!same_shape(pE, pC)) { pR->status = PARITY_ST_SHAPE_MISMATCH; return; }
 
     parity_diff_progress(pOpt, parity_capture_filename(pEagerCap));
@@ -94,7 +109,7 @@ static void judge_pair(const parity_diff_options *pOpt, parity_capture *pEagerCa
         goto error;
     }
     parity_diff_progress(pOpt, parity_capture_filename(pEagerCap));
-    if (parity_cmp_tensor(pRdE, pRdC, pE, &pR->tol, pOpt->nThreads, pOpt->nSlabBytes,
+    if (parity_cmp_tensor(pRdE, pRdC, pE, pC->dtype, &pR->tol, pOpt->nThreads, pOpt->nSlabBytes,
                           &pR->stats, zErr, sizeof zErr) != 0) {
         snprintf(zMsg, sizeof zMsg, "%s", zErr);
         goto error;

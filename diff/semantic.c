@@ -45,17 +45,28 @@ static void note(parity_tensor_result *pR, const char *zFmt, const char *zArg)
 }
 
 /* Loads the operands named by azInput from pCap. Returns 0; 1 when one is missing or
- * unusable (zErr says which); -1 on a read failure (zErr). */
-static int load_inputs(parity_capture *pCap, char **azInput, size_t nInput,
-                       parity_operand *aOp, uint64_t nBudget, char *zErr, size_t nErr)
+ * unusable (zErr says which); -1 on a read failure (zErr). pLike (NULL: none) is the
+ * eager capture when pCap is the compiled one: an input whose shape differs from eager's
+ * tensor of that name is not the same tensor (a name that lined up by accident) and counts
+ * as not captured. */
+static int load_inputs(parity_capture *pCap, const parity_capture *pLike, char **azInput,
+                       size_t nInput, parity_operand *aOp, uint64_t nBudget, char *zErr,
+                       size_t nErr)
 {
     size_t k;
     uint64_t nTotal = 0;
     for (k = 0; k < nInput; k++) {
         long iIn = parity_capture_find(pCap, azInput[k]);
         const parity_tensor_info *pT = iIn >= 0 ? parity_capture_tensor(pCap, (size_t)iIn) : NULL;
+        long iLike = pLike ? parity_capture_find(pLike, azInput[k]) : -1;
+        const parity_tensor_info *pL = iLike >= 0 ? parity_capture_tensor(pLike, (size_t)iLike) : NULL;
         if (!pT || pT->zError) {
             snprintf(zErr, nErr, "input %s is %s", azInput[k], pT ? "unusable" : "not captured");
+            return 1;
+        }
+        if (pL && (pL->rank != pT->rank ||
+                   memcmp(pL->aDim, pT->aDim, (size_t)pT->rank * sizeof pT->aDim[0]) != 0)) {
+            snprintf(zErr, nErr, "input %s has another shape in the compiled capture", azInput[k]);
             return 1;
         }
         nTotal += pT->nElem;
@@ -84,10 +95,26 @@ static int fused_intermediate(parity_capture *pEagerCap, parity_capture *pCompCa
         long iC = parity_capture_find(pCompCap, pE->azInput[k]);
         long iE = parity_capture_find(pEagerCap, pE->azInput[k]);
         const parity_tensor_info *pC = iC >= 0 ? parity_capture_tensor(pCompCap, (size_t)iC) : NULL;
-        if ((!pC || pC->zError) && iE >= 0 && parity_capture_tensor(pEagerCap, (size_t)iE)->zOp)
-            return 1;
+        const parity_tensor_info *pI = iE >= 0 ? parity_capture_tensor(pEagerCap, (size_t)iE) : NULL;
+        int absent = !pC || pC->zError ||
+                     (pI && (pI->rank != pC->rank ||
+                             memcmp(pI->aDim, pC->aDim, (size_t)pC->rank * sizeof pC->aDim[0]) != 0));
+        if (absent && pI && pI->zOp) return 1;
     }
     return 0;
+}
+
+/* Does the op accept eager's operands with an output in dtype outDtype? (Prepare only.) */
+static int narrows_ok(const parity_op_def *pDef, const parity_tensor_info *pE,
+                      parity_dtype outDtype, parity_operand *aIn, parity_dtype accDtype)
+{
+    parity_op_call call;
+    char zErr[PARITY_ERR_LEN];
+    if (parity_op_begin(&call, pDef, aIn, pE->nInput, outDtype, pE->rank, pE->aDim, accDtype,
+                        pE->aAttr, pE->nAttr, zErr, sizeof zErr) != 0)
+        return 0;
+    parity_op_end(&call);
+    return 1;
 }
 
 /* Do the two sides' operands hold the same bits (NaN payloads aside)? */
@@ -115,7 +142,8 @@ static void free_inputs(parity_operand *aOp, size_t n)
  * aEager NULL, an element of aCompiled bit-identical to aApprox cannot fail (judge.h,
  * identicalIsEager). Returns 0, or -1 with the tensor marked error. */
 static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
-                     parity_operand *aIn, parity_dtype accDtype, double uOperand,
+                     parity_dtype outDtype, parity_operand *aIn, parity_dtype accDtype,
+                     double uOperand,
                      const double *aEager,
                      const double *aCompiled, const double *aApprox,
                      const parity_tol_override *pOv, parity_judgement *pJ,
@@ -139,7 +167,7 @@ static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
     plan.identicalIsEager = 1;
     plan.xBeat = pBeatOpt ? pBeatOpt->xBeat : NULL;
     plan.pBeatCtx = pBeatOpt ? pBeatOpt->pProgressCtx : NULL;
-    if (parity_op_begin(&call, pDef, aIn, pE->nInput, pE->dtype, pE->rank, pE->aDim, accDtype,
+    if (parity_op_begin(&call, pDef, aIn, pE->nInput, outDtype, pE->rank, pE->aDim, accDtype,
                         pE->aAttr, pE->nAttr, zErr, sizeof zErr) != 0) {
         /* Bad parameters or operand shapes: a clear error for this tensor. */
         pR->status = PARITY_ST_ERROR;
@@ -206,6 +234,7 @@ static void adopt_failures(parity_tensor_result *pR, const parity_judgement *pJ)
  * is to judge, else NULL with the note (or the error) said in pR. */
 static const parity_op_def *model_settings(const parity_diff_options *pOpt,
                                            const parity_tensor_info *pE,
+                                           const parity_tensor_info *pC,
                                            parity_tensor_result *pR, parity_tol_override *pOv,
                                            parity_dtype *pAccDtype, double *pUOperand,
                                            uint64_t *pnBudget)
@@ -225,7 +254,10 @@ static const parity_op_def *model_settings(const parity_diff_options *pOpt,
         note(pR, "%s: too many inputs", pE->zOp);
         return NULL;
     }
-    pAcc = parity_attr_find(pE->aAttr, pE->nAttr, "acc_dtype");
+    /* The kernel's contract: the compiled tensor's declaration where it makes one (bf16
+     * autocast on the compiled side only), else eager's. */
+    pAcc = parity_attr_find(pC->aAttr, pC->nAttr, "acc_dtype");
+    if (!pAcc) pAcc = parity_attr_find(pE->aAttr, pE->nAttr, "acc_dtype");
     if (pAcc && (pAcc->kind != PARITY_ATTR_STRING || pAcc->n != 1 ||
                  !parity_dtype_is_float(*pAccDtype = parity_dtype_from_name(pAcc->azStr[0])))) {
         pR->status = PARITY_ST_ERROR;
@@ -233,7 +265,8 @@ static const parity_op_def *model_settings(const parity_diff_options *pOpt,
         return NULL;
     }
     if (pOv->hasAccDtype) *pAccDtype = pOv->accDtype;   /* the user's policy over the promise */
-    pCompute = parity_attr_find(pE->aAttr, pE->nAttr, "compute_dtype");
+    pCompute = parity_attr_find(pC->aAttr, pC->nAttr, "compute_dtype");
+    if (!pCompute) pCompute = parity_attr_find(pE->aAttr, pE->nAttr, "compute_dtype");
     if (pCompute && (pCompute->kind != PARITY_ATTR_STRING || pCompute->n != 1 ||
                      !(*pUOperand = parity_compute_roundoff(pCompute->azStr[0])))) {
         pR->status = PARITY_ST_ERROR;
@@ -367,18 +400,19 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
     parity_dtype accDtype = PARITY_DT_INVALID;
     parity_judgement local;
     parity_tol_override ov;
+    parity_dtype divDtype = pC ? pC->dtype : pE->dtype;
     double uOperand = 0.0;
     char zErr[PARITY_ERR_LEN];
     int rc, rcC, haveIn = 0, haveInC = 0;
     uint64_t nBudget = OPERAND_BUDGET_ELEMS;
 
     if (!pE->zOp || !pC || (pR->status != PARITY_ST_PASS && pR->status != PARITY_ST_FAIL)) return;
-    pDef = model_settings(pOpt, pE, pR, &ov, &accDtype, &uOperand, &nBudget);
+    pDef = model_settings(pOpt, pE, pC, pR, &ov, &accDtype, &uOperand, &nBudget);
     if (!pDef) return;
     memset(&outE, 0, sizeof outE);
     memset(&outC, 0, sizeof outC);
     parity_diff_progress(pOpt, parity_capture_filename(pEagerCap));
-    rc = load_inputs(pEagerCap, pE->azInput, pE->nInput, aIn, nBudget, zErr, sizeof zErr);
+    rc = load_inputs(pEagerCap, NULL, pE->azInput, pE->nInput, aIn, nBudget, zErr, sizeof zErr);
     if (rc < 0) goto read_error;
     if (rc > 0) {
         note(pR, "no reference (%s): per-dtype tolerance", zErr);
@@ -388,7 +422,7 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
     if (parity_operand_load(pEagerCap, iE, &outE, zErr, sizeof zErr) != 0) goto read_error;
     parity_diff_progress(pOpt, parity_capture_filename(pCompCap));
     if (parity_operand_load(pCompCap, (size_t)iC, &outC, zErr, sizeof zErr) != 0) goto read_error;
-    rcC = load_inputs(pCompCap, pE->azInput, pE->nInput, aInC, nBudget, zErr, sizeof zErr);
+    rcC = load_inputs(pCompCap, pEagerCap, pE->azInput, pE->nInput, aInC, nBudget, zErr, sizeof zErr);
     if (rcC < 0) goto read_error;
     haveInC = rcC == 0;
     if (!haveInC && fused_intermediate(pEagerCap, pCompCap, pE)) {
@@ -402,7 +436,11 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
     }
     /* Both sides against the reference from the eager inputs: the classes, and the
      * divergence verdict when the compiled side's own inputs are unknown. */
-    if (run_model(pDef, pE, aIn, accDtype, uOperand, outE.aValue, outC.aValue, outE.aValue, &ov,
+    /* Mixed dtypes (bf16 autocast against float32 eager): both sides are judged in the
+     * compiled dtype, except by an op that refuses to narrow (a layout op is no cast): then
+     * in eager's. */
+    if (pE->dtype != pC->dtype && !narrows_ok(pDef, pE, pC->dtype, aIn, accDtype)) divDtype = pE->dtype;
+    if (run_model(pDef, pE, divDtype, aIn, accDtype, uOperand, outE.aValue, outC.aValue, outE.aValue, &ov,
                   &pR->judgement, &pR->accDtype, pR, pOpt) != 0)
         goto done;
     pR->hasJudgement = 1;
@@ -415,7 +453,7 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
      * failure (a capture diffed against a copy of itself must pass). */
     if (haveInC && same_operands(aIn, aInC, pE->nInput))
         local = pR->judgement;
-    else if (haveInC && run_model(pDef, pE, aInC, accDtype, uOperand, NULL, outC.aValue,
+    else if (haveInC && run_model(pDef, pE, pC->dtype, aInC, accDtype, uOperand, NULL, outC.aValue,
                                   outE.aValue, &ov, &local, NULL, pR, pOpt) != 0)
         goto done;
     decide_cause(pR, haveInC ? &local : NULL, upstreamFailed, &outE, &outC);

@@ -423,13 +423,17 @@ def _leaves(model):
 
 
 def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, compiler=None,
-                     run_module=None, **identity):
+                     run_module=None, contract=None, **identity):
     """Runs the compiled module and writes its module outputs under eager's names.
 
     compile_leaf(leaf, example_args) -> callable compiles each leaf module on its own;
     whole_model(module, example_args) -> callable compiles the module as one (only /out).
     run_module: what is compiled and run, when it is not module itself (a copy with an
     injected bug, in tests); the capture's parameters are module's, the data it was given.
+    contract: {module type: attributes} written on the outputs of leaves of that type, the
+    compiled kernels' dtype contract: {torch.nn.Linear: {"compute_dtype": "bfloat16"}} for
+    bf16 autocast against float32 eager (paritydiff refuses compute_dtype on an op that is
+    no dot product, so name only the leaves that run one).
     """
     import copy
     model = module
@@ -473,7 +477,13 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
                         any(o is x for x in args if isinstance(x, torch.Tensor)):
                     return
                 data, dt = rec.snapshot(o)
-                rec.add(_Record("/0.compiled", data, attrs={"dtype": dt} if dt else {}), o)
+                attrs = {"dtype": dt} if dt else {}
+                orig = object.__getattribute__(m, "orig")
+                for kind, declared in (contract or {}).items():
+                    if isinstance(orig, kind):
+                        attrs.update(declared)
+                        break
+                rec.add(_Record("/0.compiled", data, attrs=attrs), o)
                 rec.module_output(mpath, args, o)
             handles = rec.hooks(work, post)
             try:

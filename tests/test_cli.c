@@ -506,9 +506,12 @@ Test(cli, shape_mismatch)
 
 Test(cli, dtype_mismatch)
 {
+    /* An integer against a float is a dtype mismatch (two float dtypes are compared in the
+     * narrower: float32_against_bfloat16_is_compared_in_bfloat16). */
     const char *zE = tmp_path("e.h5"), *zC = tmp_path("c.h5");
     static const float a[2] = { 1, 2 };
-    static const double d[2] = { 1, 2 };
+    static const int32_t d[2] = { 1, 2 };
+    static const double f64[2] = { 1, 2 };
     const uint64_t n = 2;
     parity_writer *pW;
     json_t *pDoc, *pT;
@@ -516,15 +519,24 @@ Test(cli, dtype_mismatch)
     w_tensor(pW, "/t", PARITY_DT_F32, 1, &n, a);
     wclose(pW);
     pW = wopen(zC);
-    w_tensor(pW, "/t", PARITY_DT_F64, 1, &n, d);
+    w_tensor(pW, "/t", PARITY_DT_I32, 1, &n, d);
     wclose(pW);
     pDoc = diff_json(1, zE, zC, NULL);
     cr_expect_str_eq(jstr(pDoc, "verdict"), "fail");
     pT = tensor_named(pDoc, "/t");
     cr_expect_str_eq(jstr(pT, "status"), "dtype_mismatch");
     cr_expect_str_eq(jstr(pT, "dtype"), "float32");
-    cr_expect_str_eq(jstr(pT, "compiled_dtype"), "float64");
+    cr_expect_str_eq(jstr(pT, "compiled_dtype"), "int32");
     cr_expect_eq(jint(json_object_get(pDoc, "summary"), "dtype_mismatch"), 1);
+    json_decref(pDoc);
+    /* float64 against float32: compared in float32, equal */
+    pW = wopen(zC);
+    w_tensor(pW, "/t", PARITY_DT_F64, 1, &n, f64);
+    wclose(pW);
+    pDoc = diff_json(0, zE, zC, NULL);
+    pT = tensor_named(pDoc, "/t");
+    cr_expect_str_eq(jstr(pT, "status"), "pass");
+    cr_expect_eq(jint(pT, "elements"), 2);
     json_decref(pDoc);
 }
 
@@ -1352,5 +1364,50 @@ Test(cli, float16_as_int16_bits_with_dtype_attribute)
     pDoc = diff_json(1, zE, zC, "--atol", "0", "--rtol", "0", NULL);
     cr_expect_eq(jint(tensor_named(pDoc, "/h"), "max_ulp"), 1);
     cr_expect_eq(jint(tensor_named(pDoc, "/h"), "mismatches"), 1);
+    json_decref(pDoc);
+}
+
+/* float32 eager against bfloat16 compiled: compared in bfloat16 (eager rounded to it), with
+ * statistics and a warning; an input of another dtype is still a dtype mismatch. */
+Test(cli, float32_against_bfloat16_is_compared_in_bfloat16)
+{
+    static const float aE[4] = { 1.0f, 0.3f, -2.5f, 1000.0f };
+    uint16_t aC[4];
+    const char *zE = tmp_path("m_e.h5"), *zC = tmp_path("m_c.h5");
+    uint64_t aDim[1] = { 4 };
+    parity_writer *pW;
+    json_t *pDoc, *pT;
+    int i;
+    for (i = 0; i < 4; i++) {   /* bf16 rounding of each eager value (round to nearest even) */
+        uint32_t u;
+        memcpy(&u, &aE[i], 4);
+        u += 0x7FFF + ((u >> 16) & 1);
+        aC[i] = (uint16_t)(u >> 16);
+    }
+    pW = wopen(zE);
+    w_f32(pW, "/y", aE, 4);
+    wclose(pW);
+    pW = wopen(zC);
+    wcheck(pW, parity_writer_tensor(pW, "/y", PARITY_DT_BF16, 1, aDim, aC));
+    wclose(pW);
+    pDoc = diff_json(0, zE, zC, NULL);
+    pT = tensor_named(pDoc, "/y");
+    cr_expect_str_eq(jstr(pT, "status"), "pass");
+    cr_expect_str_eq(jstr(pT, "compiled_dtype"), "bfloat16");
+    cr_expect_eq(jint(pT, "elements"), 4);
+    cr_expect_eq(jint(pT, "max_ulp"), 0, "compiled is eager's bf16 rounding: 0 bf16 ulps");
+    cr_expect(strstr(json_string_value(json_array_get(json_object_get(pT, "warnings"), 0)),
+                     "dtypes differ (eager float32, compiled bfloat16): compared in bfloat16"));
+    json_decref(pDoc);
+    /* 8 bf16 ulps (32) off at 1000, beyond bf16's rtol 1.6e-2: fails, counted in bf16 ulps */
+    aC[3] += 8;
+    pW = wopen(zC);
+    wcheck(pW, parity_writer_tensor(pW, "/y", PARITY_DT_BF16, 1, aDim, aC));
+    wclose(pW);
+    pDoc = diff_json(1, zE, zC, NULL);
+    pT = tensor_named(pDoc, "/y");
+    cr_expect_str_eq(jstr(pT, "status"), "fail");
+    cr_expect_eq(jint(pT, "max_ulp"), 8);
+    cr_expect_eq(jint(pT, "mismatches"), 1);
     json_decref(pDoc);
 }

@@ -255,6 +255,39 @@ class RealModels(unittest.TestCase):
                     pt.capture_compiled(auto, args, compiled, compile_leaf=pt.torch_compile)
                     self.assert_pass(self.diff(eager, compiled))
 
+    @unittest.skipUnless(TORCH2, "torch 1.13's CPU autocast raises for Linear -> GELU -> LayerNorm")
+    def test_bf16_autocast_against_float32_eager_is_judged_by_its_contract(self):
+        """float32 eager against bf16 autocast per module: statistics in bf16 and the dot
+        products judged by the declared compute_dtype (the compiled side says it)."""
+        contract = {torch.nn.Linear: {"compute_dtype": "bfloat16"},
+                    torch.nn.Conv2d: {"compute_dtype": "bfloat16"}}
+        for kind in ("mlp", "cnn"):
+            with self.subTest(kind=kind):
+                model, args, eager = self.eager(kind)
+                compiled = self.path("%s_ac_vs_f32.h5" % kind)
+                pt.capture_compiled(Autocast(model), args, compiled, compile_leaf=pt.torch_compile,
+                                    contract=contract)
+                doc = self.diff(eager, compiled, "--map-prefix", "/inner=/")
+                mixed = [t for t in doc["tensors"] if t["compiled_dtype"] == "bfloat16"]
+                self.assertTrue(mixed, doc["_text"])
+                for t in mixed:
+                    self.assertEqual(t["dtype"], "float32")
+                    self.assertIsNotNone(t["max_abs_err"], t["name"])   # statistics
+                    self.assertTrue(any("dtypes differ" in w for w in t["warnings"]), t["name"])
+                dots = [t for t in mixed if t["judgement"] and
+                        t["judgement"]["model"] in ("linear", "conv2d")]
+                self.assertTrue(dots)
+                for t in dots:
+                    self.assertEqual(t["status"], "pass", t["name"])
+                    self.assertTrue(t["judgement"]["local_check"], t["name"])
+                if kind == "mlp":   # every op of the MLP has a model: the whole diff passes
+                    self.assert_pass(doc)
+                # without the contract the dot products break the float32 bound
+                plain = self.path("%s_ac_plain.h5" % kind)
+                pt.capture_compiled(Autocast(model), args, plain, compile_leaf=pt.torch_compile)
+                doc = self.diff(eager, plain, "--map-prefix", "/inner=/")
+                self.assertEqual(doc["_code"], 1, doc["_text"])
+
 
 class Autocast(torch.nn.Module):
     """The model under CPU bf16 autocast."""
