@@ -780,3 +780,65 @@ Test(independence, log_softmax_and_var_against_256_bits)
     mpfr_clears(m256, s, t, e, hi, ref, (mpfr_ptr)0);
     free(x);
 }
+
+/* ---- batch_norm (inference) -------------------------------------------------------- */
+
+/* x [2, 3, 2, 2] with per-channel statistics: the reference is the formula; torch's float
+ * kernel (x alpha + beta in float32) passes; 3x the bound at one element fails it alone;
+ * training mode and malformed operands are refused. */
+Test(batch_norm, reference_torch_kernel_and_errors)
+{
+    static const uint64_t aX[4] = { 2, 3, 2, 2 }, aC[1] = { 3 }, aBad[1] = { 2 };
+    double x[24], w[3] = { 1.5, -0.5, 2.0 }, b[3] = { 0.25, 0.0, -1.0 };
+    double m[3] = { 0.1, -2.0, 3.0 }, v[3] = { 0.5, 4.0, 1e-3 }, y[24], yBad[24];
+    parity_operand aIn[5];
+    parity_op_call call;
+    parity_judgement j;
+    parity_attr aTrain = attr_int(0, "training", 1);
+    char zErr[512];
+    uint64_t i;
+    for (i = 0; i < 24; i++) x[i] = (double)(float)(0.37 * (double)i - 4.0);
+    aIn[0] = op_operand("x", PARITY_DT_F32, 4, aX, x);
+    aIn[1] = op_operand("w", PARITY_DT_F32, 1, aC, w);
+    aIn[2] = op_operand("b", PARITY_DT_F32, 1, aC, b);
+    aIn[3] = op_operand("m", PARITY_DT_F32, 1, aC, m);
+    aIn[4] = op_operand("v", PARITY_DT_F32, 1, aC, v);
+    for (i = 0; i < 24; i++) {   /* torch's CPU inference kernel, in float */
+        uint64_t c = (i / 4) % 3;
+        float alpha = (float)w[c] / sqrtf((float)v[c] + (float)1e-5);
+        float beta = (float)b[c] - (float)m[c] * alpha;
+        y[i] = (double)((float)x[i] * alpha + beta);
+    }
+    op_begin_ok(&call, "batch_norm", aIn, 5, 4, aX, NULL, 0);
+    for (i = 0; i < 24; i++) {
+        uint64_t c = (i / 4) % 3;   /* eps as the float kernel has it */
+        double ref, bound;
+        op_element(&call, i, &ref, &bound);
+        cr_assert_float_eq(ref, (x[i] - m[c]) / sqrt(v[c] + (double)(float)1e-5) * w[c] + b[c],
+                           1e-12 * (1.0 + fabs(ref)), "element %llu", (unsigned long long)i);
+        yBad[i] = i == 17 ? ref + 3.0 * bound : y[i];
+    }
+    j = op_judge(&call, y);
+    cr_expect_eq(j.nFail, 0, "torch's kernel: %llu failures", (unsigned long long)j.nFail);
+    cr_expect_gt(j.worstRatio, 0.0);
+    parity_op_end(&call);
+    op_begin_ok(&call, "batch_norm", aIn, 5, 4, aX, NULL, 0);
+    j = op_judge(&call, yBad);
+    cr_expect_eq(j.nFail, 1);
+    cr_expect_eq(j.worstLinear, 17);
+    parity_op_end(&call);
+    /* the 3-input form (no affine): x, running_mean, running_var */
+    aIn[1] = aIn[3];
+    aIn[2] = aIn[4];
+    op_begin_ok(&call, "aten.native_batch_norm.default", aIn, 3, 4, aX, NULL, 0);
+    parity_op_end(&call);
+    cr_expect_eq(op_begin(&call, "batch_norm", aIn, 3, 4, aX, &aTrain, 1, zErr, sizeof zErr), -1);
+    cr_expect(strstr(zErr, "training mode"), "%s", zErr);
+    parity_op_end(&call);
+    cr_expect_eq(op_begin(&call, "batch_norm", aIn, 2, 4, aX, NULL, 0, zErr, sizeof zErr), -1);
+    parity_op_end(&call);
+    aIn[2] = op_operand("v", PARITY_DT_F32, 1, aBad, v);
+    cr_expect_eq(op_begin(&call, "batch_norm", aIn, 3, 4, aX, NULL, 0, zErr, sizeof zErr), -1);
+    cr_expect(strstr(zErr, "must be [3]"), "%s", zErr);
+    parity_op_end(&call);
+}

@@ -31,7 +31,7 @@
 #include "support.h"
 
 #define P 256                  /* precision of the evaluations written here */
-#define MAXIN 4
+#define MAXIN 5
 #define MAXATTR 10
 
 /* ---- a case: operands, attributes, output, and the parameters as this file reads them -- */
@@ -699,6 +699,33 @@ static void ev_norm(const gcase *pC, mpfr_t *aM)
     mpfr_clears(mu, v, t, (mpfr_ptr)0);
 }
 
+/* batch_norm in inference: (x - m_c) / sqrt(v_c + eps) * w_c + b_c over channel dim 1. */
+static void ev_batch_norm(const gcase *pC, mpfr_t *aM)
+{
+    const parity_operand *X = &pC->aIn[0];
+    int affine = pC->nIn == 5;
+    const double *m = pC->aIn[affine ? 3 : 1].aValue, *v = pC->aIn[affine ? 4 : 2].aValue;
+    uint64_t S = 1, C = X->aDim[1], i;
+    int d;
+    mpfr_t s;
+    for (d = 2; d < X->rank; d++) S *= X->aDim[d];
+    mpfr_init2(s, P);
+    for (i = 0; i < X->nElem; i++) {
+        uint64_t c = (i / S) % C;
+        mpfr_set_d(s, v[c], MPFR_RNDN);
+        mpfr_add_d(s, s, pC->eps, MPFR_RNDN);
+        mpfr_sqrt(s, s, MPFR_RNDN);
+        mpfr_set_d(aM[i], X->aValue[i], MPFR_RNDN);
+        mpfr_sub_d(aM[i], aM[i], m[c], MPFR_RNDN);
+        mpfr_div(aM[i], aM[i], s, MPFR_RNDN);
+        if (affine) {
+            mpfr_mul_d(aM[i], aM[i], pC->aIn[1].aValue[c], MPFR_RNDN);
+            mpfr_add_d(aM[i], aM[i], pC->aIn[2].aValue[c], MPFR_RNDN);
+        }
+    }
+    mpfr_clear(s);
+}
+
 static void evaluate(const gcase *pC, mpfr_t *aM)
 {
     static const char *const azElem[] = {
@@ -715,6 +742,7 @@ static void evaluate(const gcase *pC, mpfr_t *aM)
     else if (is_op(pC, "cast")) ev_cast(pC, aM);
     else if (is_op(pC, "softmax") || is_op(pC, "log_softmax") || is_op(pC, "cumsum")) ev_rowwise(pC, aM);
     else if (is_op(pC, "layer_norm") || is_op(pC, "rms_norm")) ev_norm(pC, aM);
+    else if (is_op(pC, "batch_norm")) ev_batch_norm(pC, aM);
     else ev_reduce(pC, aM);
 }
 
@@ -999,6 +1027,20 @@ static int build_guard(gcase *pC, const char *zOp, int v)
         else return 0;
         return 1;
     }
+    if (strcmp(zOp, "batch_norm") == 0) {
+        /* running_var positive (a negative one is NaN on every side); v 2: without affine */
+        if (v == 0) { IN(pC, 151, -3, 3, 1, 2, 3, 2, 2); IN(pC, 152, -2, 2, 0, 3);
+                      IN(pC, 153, -2, 2, 0, 3); IN(pC, 154, -1, 1, 0, 3);
+                      IN(pC, 155, 0.1, 2, 0, 3); OUT(pC, 2, 3, 2, 2); pC->eps = 1e-5; }
+        else if (v == 1) { IN(pC, 156, -3, 3, 1, 4, 5); IN(pC, 157, -2, 2, 0, 5);
+                           IN(pC, 158, -2, 2, 0, 5); IN(pC, 159, -1, 1, 0, 5);
+                           IN(pC, 160, 0.1, 2, 0, 5); OUT(pC, 4, 5); pC->eps = 1e-3;
+                           gc_attr_float(pC, "eps", 1e-3); }
+        else if (v == 2) { IN(pC, 161, -3, 3, 1, 2, 3, 4); IN(pC, 162, -1, 1, 0, 3);
+                           IN(pC, 163, 0.1, 2, 0, 3); OUT(pC, 2, 3, 4); pC->eps = 1e-5; }
+        else return 0;
+        return 1;
+    }
     return -1;   /* no guard for this op */
 }
 
@@ -1216,6 +1258,9 @@ static void build_len(gcase *pC, const char *zOp, uint64_t len, uint64_t len2, u
         IN(pC, seed + 2, -1, 1, 0, len); OUT(pC, 3, len);
     } else if (strcmp(zOp, "rms_norm") == 0) {
         IN(pC, seed, -1, 1, 0, 3, len); IN(pC, seed + 1, -1, 1, 0, len); OUT(pC, 3, len);
+    } else if (strcmp(zOp, "batch_norm") == 0) {
+        IN(pC, seed, -1, 1, 0, 3, len); IN(pC, seed + 1, -1, 1, 0, len);
+        IN(pC, seed + 2, 0.25, 1, 0, len); OUT(pC, 3, len); pC->eps = 1e-5;
     } else {
         cr_assert_fail("no bound case for '%s' in tests/test_reference_guard.c", zOp);
     }

@@ -92,6 +92,15 @@ typedef struct {
     int approximateTanh;
 } parity_elementwise_geometry;
 
+/* batch_norm (inference): x [N, C, spatial..] (rank >= 2), S = prod(spatial) elements a
+ * channel per sample; element `linear` is channel (linear / S) % C. Operands: x, then
+ * weight and bias [C] when hasAffine, then running_mean and running_var [C]. */
+typedef struct {
+    uint64_t N, C, S;
+    int hasAffine;
+    double eps;
+} parity_batch_norm_geometry;
+
 /* transpose, permute: output dim d reads input dim aPerm[d]. */
 typedef struct {
     int aPerm[PARITY_MAX_RANK];
@@ -103,6 +112,7 @@ typedef union {
     parity_attention_geometry attention;
     parity_rows_geometry rows;
     parity_norm_geometry norm;
+    parity_batch_norm_geometry batchNorm;
     parity_elementwise_geometry elementwise;
     parity_perm_geometry perm;
 } parity_op_geometry;

@@ -19,7 +19,7 @@ const char *parity_op_family_name(parity_op_family family)
 {
     static const char *const azName[PARITY_FAMILY_COUNT] = {
         "unary", "binary", "reduce", "rowwise", "norm", "matmul", "linear", "bmm", "conv2d",
-        "attention", "transpose", "permute", "reshape", "cast"
+        "attention", "transpose", "permute", "reshape", "cast", "batch_norm"
     };
     return (unsigned)family < PARITY_FAMILY_COUNT ? azName[family] : "unknown";
 }
@@ -37,6 +37,12 @@ static const struct { const char *zAten, *zOp; } aAtenAlias[] = {
     { "mm", "matmul" },
     { "native_layer_norm", "layer_norm" },
     { "t", "transpose" },
+    /* batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps),
+     * inference only (op_batch_norm.c refuses training = 1); _legit_no_training has no
+     * training argument */
+    { "native_batch_norm", "batch_norm" },
+    { "_native_batch_norm_legit_no_training", "batch_norm" },
+    { "_native_batch_norm_legit", "batch_norm" },
     { "_to_copy", "cast" },            /* its target as 'to' (the capture helper writes it) */
     /* CPU SDPA kernels: (query, key, value, dropout_p, is_causal, attn_mask, scale), output
      * 0 the attention (1 its logsumexp, which the capture keeps apart) */

@@ -198,6 +198,22 @@ static int lay_norm(const parity_case_spec *pS, parity_case *pC, char *zErr, siz
     return 0;
 }
 
+/* dims: N, C, H, W. variant: bit 0 rank 2 ([N, C]) or 4; bit 1 picks eps (1e-5 or 1e-3).
+ * Inputs x, running_mean and running_var: the 3-input form, since a case holds at most
+ * PARITY_CASE_MAX_IN = 4 inputs (its codec has room for 4 recipes); the affine 5-input form
+ * is judged by paritydiff and guarded in tests/test_reference_guard.c, not fuzzed. */
+static int lay_batch_norm(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
+{
+    static const int aC[1] = { 1 };
+    int rank = (pS->variant & 1) ? 4 : 2;
+    (void)zErr; (void)nErr;
+    add_input(pS, pC, "x", pS->dtype, rank, aIdentity);
+    add_input(pS, pC, "running_mean", pS->dtype, 1, aC);
+    add_input(pS, pC, "running_var", pS->dtype, 1, aC);
+    case_attr(pC->pDef, pC, 0, (int)((pS->variant >> 1) & 1));
+    return 0;
+}
+
 /* ---- dot products ------------------------------------------------------------------ */
 
 /* dims: M, K, N, B. variant: 0 [M,K]x[K,N]; 1 [B,M,K]x[K,N]; 2 [K]x[K,N]; 3 [M,K]x[K];
@@ -357,6 +373,7 @@ static const family_layout aFamily[PARITY_FAMILY_COUNT] = {
     [PARITY_FAMILY_PERMUTE] = { 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 4, 4, lay_permute },
     [PARITY_FAMILY_RESHAPE] = { 3, { R_ROW, R_ROW, R_ROW }, 1, 1, lay_reshape },
     [PARITY_FAMILY_CAST] = { 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 16, 16, lay_cast },
+    [PARITY_FAMILY_BATCH_NORM] = { 4, { R_BAT, R_ROW, R_ROW, R_ROW }, 4, 4, lay_batch_norm },
 };
 
 /* The per-op view (parity_layout_info), made once from the registry. */

@@ -519,6 +519,29 @@ static int compiled_sdpa(const parity_case *pCase, const kern_ctx *pK, uint32_t 
     return 0;
 }
 
+/* batch_norm in inference as torch's CPU kernel: per channel alpha = w / sqrt(v + eps) and
+ * beta = b - m alpha, then y = x alpha + beta. */
+static int compiled_batch_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                               double *aOut, char *zErr, size_t nErr)
+{
+    const parity_batch_norm_geometry *pG = &pK->pCall->geom.batchNorm;
+    size_t iMean = pG->hasAffine ? 3 : 1;
+    const double *x = pCase->aIn[0].aValue, *m = pCase->aIn[iMean].aValue;
+    const double *v = pCase->aIn[iMean + 1].aValue;
+    double eps = kern_acc(pK, pG->eps);
+    uint64_t i, n = pG->N * pG->C * pG->S;
+    (void)defects; (void)zErr; (void)nErr;
+    for (i = 0; i < n; i++) {
+        uint64_t c = (i / pG->S) % pG->C;
+        double w = pG->hasAffine ? pCase->aIn[1].aValue[c] : 1.0;
+        double b = pG->hasAffine ? pCase->aIn[2].aValue[c] : 0.0;
+        double alpha = kern_acc(pK, w / kern_acc(pK, sqrt(kern_acc(pK, v[c] + eps))));
+        double beta = kern_acc(pK, b - kern_acc(pK, m[c] * alpha));
+        aOut[i] = kern_out(pK, kern_acc(pK, kern_acc(pK, x[i] * alpha) + beta));
+    }
+    return 0;
+}
+
 static const kern_entry aCompiled[] = {
     { &parity_op_sum, compiled_reduce }, { &parity_op_mean, compiled_reduce },
     { &parity_op_amax, compiled_reduce }, { &parity_op_amin, compiled_reduce },
@@ -526,6 +549,7 @@ static const kern_entry aCompiled[] = {
     { &parity_op_softmax, compiled_softmax }, { &parity_op_log_softmax, compiled_softmax },
     { &parity_op_cumsum, compiled_cumsum },
     { &parity_op_layer_norm, compiled_norm }, { &parity_op_rms_norm, compiled_norm },
+    { &parity_op_batch_norm, compiled_batch_norm },
     { &parity_op_matmul, compiled_matmul }, { &parity_op_bmm, compiled_matmul },
     { &parity_op_linear, compiled_matmul }, { &parity_op_conv2d, compiled_conv2d },
     { &parity_op_scaled_dot_product_attention, compiled_sdpa },

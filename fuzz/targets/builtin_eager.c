@@ -209,6 +209,28 @@ static int eager_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t def
                          &nm, aOut);
 }
 
+/* batch_norm in inference as written: ((x - m) / sqrt(v + eps)) * w + b, each step rounded. */
+static int eager_batch_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                            double *aOut, char *zErr, size_t nErr)
+{
+    const parity_batch_norm_geometry *pG = &pK->pCall->geom.batchNorm;
+    size_t iMean = pG->hasAffine ? 3 : 1;
+    const double *x = pCase->aIn[0].aValue, *m = pCase->aIn[iMean].aValue;
+    const double *v = pCase->aIn[iMean + 1].aValue;
+    double eps = kern_acc(pK, pG->eps);
+    uint64_t i, n = pG->N * pG->C * pG->S;
+    (void)defects; (void)zErr; (void)nErr;
+    for (i = 0; i < n; i++) {
+        uint64_t c = (i / pG->S) % pG->C;
+        double t = kern_acc(pK, sqrt(kern_acc(pK, v[c] + eps)));
+        double y = kern_acc(pK, kern_acc(pK, x[i] - m[c]) / t);
+        if (pG->hasAffine)
+            y = kern_acc(pK, kern_acc(pK, y * pCase->aIn[1].aValue[c]) + pCase->aIn[2].aValue[c]);
+        aOut[i] = kern_out(pK, y);
+    }
+    return 0;
+}
+
 /* ---- dot-product ops ------------------------------------------------------------------ */
 
 /* matmul, bmm, linear: one sequential dot product per output element, then the bias. */
@@ -301,6 +323,7 @@ static const kern_entry aEager[] = {
     { &parity_op_softmax, eager_softmax }, { &parity_op_log_softmax, eager_softmax },
     { &parity_op_cumsum, eager_cumsum },
     { &parity_op_layer_norm, eager_norm }, { &parity_op_rms_norm, eager_norm },
+    { &parity_op_batch_norm, eager_batch_norm },
     { &parity_op_matmul, eager_matmul }, { &parity_op_bmm, eager_matmul },
     { &parity_op_linear, eager_matmul }, { &parity_op_conv2d, eager_conv2d },
     { &parity_op_scaled_dot_product_attention, eager_sdpa },

@@ -128,7 +128,7 @@ class RealModels(unittest.TestCase):
 
     def test_copy_of_itself_passes(self):
         want = {"mlp": {"linear", "gelu", "layer_norm", "softmax"},
-                "cnn": {"conv2d", "relu", "linear", "reshape"},
+                "cnn": {"conv2d", "batch_norm", "relu", "linear", "reshape"},
                 "encoder": {"linear", "layer_norm", "relu", "add"} |
                            ({"scaled_dot_product_attention"} if TORCH2 else {"softmax", "bmm"}),
                 "encoder_bf": {"linear", "layer_norm"} if TORCH2 else set()}
