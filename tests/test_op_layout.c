@@ -734,3 +734,63 @@ Test(layout, aten_t_transposes_a_matrix)
     j = judge_end(&call, aX);
     cr_expect_eq(j.nFail, 0);
 }
+
+/* max_pool2d: torch's output sizes (padding, dilation, ceil_mode), the window maximum, a
+ * NaN tap winning, one wrong element failing alone, and the parameters torch refuses. */
+Test(layout, max_pool2d)
+{
+    static const uint64_t aIn[4] = { 1, 1, 5, 5 };
+    double x[25], aOut[9];
+    parity_operand op;
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[PARITY_ERR_LEN];
+    int64_t k3[2] = { 3, 3 }, s2[2] = { 2, 2 }, p1[2] = { 1, 1 }, p2[2] = { 2, 2 };
+    parity_attr aA[3] = { owned_attr_ints("kernel_size", k3, 2, 1), owned_attr_ints("stride", s2, 2, 1),
+                          owned_attr_ints("padding", p1, 2, 1) };
+    parity_attr aBad[2] = { owned_attr_ints("kernel_size", k3, 2, 1), owned_attr_ints("padding", p2, 2, 1) };
+    uint64_t aOutDim[4] = { 1, 1, 3, 3 }, oy, ox;
+    int i;
+    for (i = 0; i < 25; i++) x[i] = (double)((i * 7) % 11) - 5.0;
+    x[12] = NAN;   /* the centre: every 3x3 window with stride 2 and padding 1 but the corners */
+    /* k 3, s 2, p 1 on 5x5: Ho = floor((5 + 2 - 3) / 2) + 1 = 3 */
+    for (oy = 0; oy < 3; oy++)
+        for (ox = 0; ox < 3; ox++) {
+            double m = -INFINITY;
+            int nan = 0, a, b;
+            for (a = 0; a < 3; a++)
+                for (b = 0; b < 3; b++) {
+                    int y = (int)oy * 2 - 1 + a, xx = (int)ox * 2 - 1 + b;
+                    if (y < 0 || xx < 0 || y >= 5 || xx >= 5) continue;
+                    if (x[y * 5 + xx] != x[y * 5 + xx]) nan = 1;
+                    else if (x[y * 5 + xx] > m) m = x[y * 5 + xx];
+                }
+            aOut[oy * 3 + ox] = nan ? NAN : m;
+        }
+    op = operand(PARITY_DT_F32, 4, aIn, x);
+    cr_assert_eq(begin1(&call, "aten.max_pool2d_with_indices.default", &op, PARITY_DT_F32, 4,
+                        aOutDim, aA, 3, zErr, sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 0);
+    cr_expect_eq(j.nChecked, 9);
+    aOut[4] = 0.0;   /* the centre window holds the NaN */
+    cr_assert_eq(begin1(&call, "max_pool2d", &op, PARITY_DT_F32, 4, aOutDim, aA, 3, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 1);
+    cr_expect_eq(j.worstLinear, 4);
+    /* without padding: 5x5, k 3, s 2 -> 2x2 */
+    aOutDim[2] = aOutDim[3] = 2;
+    cr_expect_eq(begin1(&call, "max_pool2d", &op, PARITY_DT_F32, 4, aOutDim, aA, 2, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    parity_op_end(&call);
+    /* padding beyond half the kernel, and a wrong output shape */
+    cr_expect_eq(begin1(&call, "max_pool2d", &op, PARITY_DT_F32, 4, aOutDim, aBad, 2, zErr,
+                        sizeof zErr), -1);
+    cr_expect(has(zErr, "more than half the kernel"), "%s", zErr);
+    parity_op_end(&call);
+    aOutDim[2] = aOutDim[3] = 4;
+    cr_expect_eq(begin1(&call, "max_pool2d", &op, PARITY_DT_F32, 4, aOutDim, aA, 3, zErr,
+                        sizeof zErr), -1);
+    parity_op_end(&call);
+}

@@ -58,6 +58,7 @@ typedef struct {
     int approx;                    /* gelu: 0 none, 1 tanh */
     int causal;
     int aPerm[8];                  /* transpose, permute */
+    int64_t poolK, poolS, poolP, poolD;   /* max_pool2d (square) */
     int nNorm;                     /* layer_norm, rms_norm: trailing dims normalised */
     int64_t stride[2], pad[2], dil[2], groups;
 } gcase;
@@ -699,7 +700,8 @@ static void ev_norm(const gcase *pC, mpfr_t *aM)
     mpfr_clears(mu, v, t, (mpfr_ptr)0);
 }
 
-/* batch_norm in inference: (x - m_c) / sqrt(v_c + eps) * w_c + b_c over channel dim 1. */
+/* batch_norm in inference: (x - m_c) / sqrt(v_c + eps) * w_c + b_c over channel dim 1,
+ * with eps as a float32 kernel has it (the op's definition: torch casts its double eps). */
 static void ev_batch_norm(const gcase *pC, mpfr_t *aM)
 {
     const parity_operand *X = &pC->aIn[0];
@@ -713,7 +715,7 @@ static void ev_batch_norm(const gcase *pC, mpfr_t *aM)
     for (i = 0; i < X->nElem; i++) {
         uint64_t c = (i / S) % C;
         mpfr_set_d(s, v[c], MPFR_RNDN);
-        mpfr_add_d(s, s, pC->eps, MPFR_RNDN);
+        mpfr_add_d(s, s, (double)(float)pC->eps, MPFR_RNDN);
         mpfr_sqrt(s, s, MPFR_RNDN);
         mpfr_set_d(aM[i], X->aValue[i], MPFR_RNDN);
         mpfr_sub_d(aM[i], aM[i], m[c], MPFR_RNDN);
@@ -724,6 +726,31 @@ static void ev_batch_norm(const gcase *pC, mpfr_t *aM)
         }
     }
     mpfr_clear(s);
+}
+
+/* max_pool2d over x [N, C, H, W] with this case's kernel k, stride s, padding p and
+ * dilation d (square): the largest tap inside the input, NaN if one is NaN. */
+static void ev_max_pool2d(const gcase *pC, mpfr_t *aM)
+{
+    const parity_operand *X = &pC->aIn[0];
+    uint64_t H = X->aDim[2], W = X->aDim[3], Ho = pC->aOut[2], Wo = pC->aOut[3], o;
+    int64_t k = pC->poolK, s = pC->poolS, p = pC->poolP, d = pC->poolD;
+    for (o = 0; o < pC->nOut; o++) {
+        uint64_t ox = o % Wo, oy = (o / Wo) % Ho, plane = o / (Wo * Ho);
+        double m = -INFINITY;
+        int nan = 0;
+        int64_t i, j;
+        for (i = 0; i < k; i++)
+            for (j = 0; j < k; j++) {
+                int64_t y = (int64_t)oy * s - p + i * d, x = (int64_t)ox * s - p + j * d;
+                double v;
+                if (y < 0 || x < 0 || y >= (int64_t)H || x >= (int64_t)W) continue;
+                v = X->aValue[plane * H * W + (uint64_t)y * W + (uint64_t)x];
+                if (isnan(v)) nan = 1;
+                else if (v > m) m = v;
+            }
+        mpfr_set_d(aM[o], nan ? NAN : m, MPFR_RNDN);
+    }
 }
 
 static void evaluate(const gcase *pC, mpfr_t *aM)
@@ -743,6 +770,7 @@ static void evaluate(const gcase *pC, mpfr_t *aM)
     else if (is_op(pC, "softmax") || is_op(pC, "log_softmax") || is_op(pC, "cumsum")) ev_rowwise(pC, aM);
     else if (is_op(pC, "layer_norm") || is_op(pC, "rms_norm")) ev_norm(pC, aM);
     else if (is_op(pC, "batch_norm")) ev_batch_norm(pC, aM);
+    else if (is_op(pC, "max_pool2d")) ev_max_pool2d(pC, aM);
     else ev_reduce(pC, aM);
 }
 
@@ -1027,6 +1055,21 @@ static int build_guard(gcase *pC, const char *zOp, int v)
         else return 0;
         return 1;
     }
+    if (strcmp(zOp, "max_pool2d") == 0) {
+        /* v 0: k 2 (stride 2); 1: k 3 stride 1 padding 1; 2: k 3 stride 2 dilation 2, ceil */
+        static const int64_t aK[3] = { 2, 3, 3 }, aS[3] = { 2, 1, 2 }, aP[3] = { 0, 1, 0 },
+                             aD[3] = { 1, 1, 2 }, aHo[3] = { 3, 6, 2 };
+        if (v > 2) return 0;
+        IN(pC, 171 + (uint64_t)v, -3, 3, 1, 2, 2, 6, 6);
+        pC->poolK = aK[v]; pC->poolS = aS[v]; pC->poolP = aP[v]; pC->poolD = aD[v];
+        OUT(pC, 2, 2, (uint64_t)aHo[v], (uint64_t)aHo[v]);
+        gc_attr_ints(pC, "kernel_size", (int64_t[]){aK[v], aK[v]}, 2, 1);
+        if (v > 0) gc_attr_ints(pC, "stride", (int64_t[]){aS[v], aS[v]}, 2, 1);
+        if (aP[v]) gc_attr_ints(pC, "padding", (int64_t[]){aP[v], aP[v]}, 2, 1);
+        if (aD[v] > 1) gc_attr_ints(pC, "dilation", (int64_t[]){aD[v], aD[v]}, 2, 1);
+        if (v == 2) gc_attr_int(pC, "ceil_mode", 1);
+        return 1;
+    }
     if (strcmp(zOp, "batch_norm") == 0) {
         /* running_var positive (a negative one is NaN on every side); v 2: without affine */
         if (v == 0) { IN(pC, 151, -3, 3, 1, 2, 3, 2, 2); IN(pC, 152, -2, 2, 0, 3);
@@ -1052,7 +1095,8 @@ static int exact_mode(const char *zOp)
 {
     static const char *const azSigned[] = { "neg", "abs", "transpose", "permute", "reshape",
                                             "cast", NULL };
-    static const char *const azExact[] = { "relu", "maximum", "minimum", "amax", "amin", NULL };
+    static const char *const azExact[] = { "relu", "maximum", "minimum", "amax", "amin",
+                                           "max_pool2d", NULL };
     if (in_list(zOp, azSigned)) return CMP_EXACT_SIGNED;
     if (in_list(zOp, azExact)) return CMP_EXACT;
     return CMP_REL;
@@ -1202,7 +1246,7 @@ Test(reference_guard, every_registered_op_has_an_independent_reference, .timeout
 
 static const char *const kExactOps[] = {
     "relu", "neg", "abs", "maximum", "minimum", "transpose", "permute", "reshape", "cast",
-    "amax", "amin", NULL };
+    "amax", "amin", "max_pool2d", NULL };
 
 /* Cases for the bound checks: values uniform in [-1, 1] (positive for log, sqrt, rsqrt:
  * their bounds at NaN results are 0), the op's length `len` (K, C, row length, S) and, for
@@ -1258,6 +1302,10 @@ static void build_len(gcase *pC, const char *zOp, uint64_t len, uint64_t len2, u
         IN(pC, seed + 2, -1, 1, 0, len); OUT(pC, 3, len);
     } else if (strcmp(zOp, "rms_norm") == 0) {
         IN(pC, seed, -1, 1, 0, 3, len); IN(pC, seed + 1, -1, 1, 0, len); OUT(pC, 3, len);
+    } else if (strcmp(zOp, "max_pool2d") == 0) {
+        IN(pC, seed, -1, 1, 0, 1, 2, 4, len); OUT(pC, 1, 2, 2, len / 2);
+        gc_attr_ints(pC, "kernel_size", (int64_t[]){2, 2}, 2, 1);
+        pC->poolK = 2; pC->poolS = 2; pC->poolP = 0; pC->poolD = 1;
     } else if (strcmp(zOp, "batch_norm") == 0) {
         IN(pC, seed, -1, 1, 0, 3, len); IN(pC, seed + 1, -1, 1, 0, len);
         IN(pC, seed + 2, 0.25, 1, 0, len); OUT(pC, 3, len); pC->eps = 1e-5;

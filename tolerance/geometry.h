@@ -101,6 +101,14 @@ typedef struct {
     double eps;
 } parity_batch_norm_geometry;
 
+/* max_pool2d: x [N, C, H, W] (unbatched [C, H, W]: N = 1), output [N, C, Ho, Wo]; window
+ * taps at (oy sH - pH + i dH, ox sW - pW + j dW), those outside the input skipped. */
+typedef struct {
+    uint64_t N, C, H, W, kH, kW, Ho, Wo;
+    int64_t sH, sW, pH, pW, dH, dW;
+    int batched;
+} parity_pool_geometry;
+
 /* transpose, permute: output dim d reads input dim aPerm[d]. */
 typedef struct {
     int aPerm[PARITY_MAX_RANK];
@@ -113,6 +121,7 @@ typedef union {
     parity_rows_geometry rows;
     parity_norm_geometry norm;
     parity_batch_norm_geometry batchNorm;
+    parity_pool_geometry pool;
     parity_elementwise_geometry elementwise;
     parity_perm_geometry perm;
 } parity_op_geometry;
@@ -128,6 +137,9 @@ void parity_dot_matrix(const parity_dot_geometry *pG, uint64_t iMat, uint64_t *p
  * count (at most K) and the output channel in *pO. */
 uint64_t parity_conv_taps(const parity_conv_geometry *pG, const double *x, const double *w,
                           uint64_t linear, double *aX, double *aW, uint64_t *pO);
+/* max_pool2d's output element `linear`: the largest tap of its window, NaN if one is NaN
+ * (op_max_pool2d.c; the builtin kernels walk the window their own ways). */
+double parity_pool_max(const parity_pool_geometry *pG, const double *x, uint64_t linear);
 /* Offsets of query row iRow (batch * L + l): its q row, its k and v matrices, its mask row
  * and the mask's stride along S. */
 void parity_attention_row(const parity_attention_geometry *pG, uint64_t iRow, uint64_t *pQ,

@@ -214,6 +214,26 @@ static int lay_batch_norm(const parity_case_spec *pS, parity_case *pC, char *zEr
     return 0;
 }
 
+/* dims: N, C, H, W, kH, kW. variant: bit 0 stride 1 (else the default, the kernel size);
+ * bit 1 padding floor(k / 2); bit 2 ceil_mode; bit 3 dilation 2. */
+static int lay_max_pool2d(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
+{
+    int64_t aK[2] = { (int64_t)pS->aDim[4], (int64_t)pS->aDim[5] }, aPair[2];
+    (void)zErr; (void)nErr;
+    add_input(pS, pC, "x", pS->dtype, 4, aIdentity);
+    pC->usedDims |= 3u << 4;   /* the kernel dims shape no input */
+    param_ints(pC, "kernel_size", aK, 2);
+    if (pS->variant & 1) { aPair[0] = aPair[1] = 1; param_ints(pC, "stride", aPair, 2); }
+    if ((pS->variant >> 1) & 1) {
+        aPair[0] = aK[0] / 2;
+        aPair[1] = aK[1] / 2;
+        param_ints(pC, "padding", aPair, 2);
+    }
+    if ((pS->variant >> 2) & 1) param_int(pC, "ceil_mode", 1);
+    if ((pS->variant >> 3) & 1) { aPair[0] = aPair[1] = 2; param_ints(pC, "dilation", aPair, 2); }
+    return 0;
+}
+
 /* ---- dot products ------------------------------------------------------------------ */
 
 /* dims: M, K, N, B. variant: 0 [M,K]x[K,N]; 1 [B,M,K]x[K,N]; 2 [K]x[K,N]; 3 [M,K]x[K];
@@ -374,6 +394,8 @@ static const family_layout aFamily[PARITY_FAMILY_COUNT] = {
     [PARITY_FAMILY_RESHAPE] = { 3, { R_ROW, R_ROW, R_ROW }, 1, 1, lay_reshape },
     [PARITY_FAMILY_CAST] = { 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 16, 16, lay_cast },
     [PARITY_FAMILY_BATCH_NORM] = { 4, { R_BAT, R_ROW, R_ROW, R_ROW }, 4, 4, lay_batch_norm },
+    [PARITY_FAMILY_POOL] = { 6, { R_BAT, R_ROW, R_ROW, R_ROW, R_KER, R_KER }, 16, 16,
+                             lay_max_pool2d },
 };
 
 /* The per-op view (parity_layout_info), made once from the registry. */

@@ -542,6 +542,38 @@ static int compiled_batch_norm(const parity_case *pCase, const kern_ctx *pK, uin
     return 0;
 }
 
+/* max_pool2d walking each window column by column, as a vectorised kernel over W would;
+ * a NaN tap wins as in torch (val > max || isnan(val)). */
+static int compiled_max_pool2d(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                               double *aOut, char *zErr, size_t nErr)
+{
+    const parity_pool_geometry *pG = &pK->pCall->geom.pool;
+    const double *x = pCase->aIn[0].aValue;
+    uint64_t o;
+    (void)defects; (void)zErr; (void)nErr;
+    for (o = 0; o < pCase->nOut; o++) {
+        uint64_t ox = o % pG->Wo, oy = (o / pG->Wo) % pG->Ho, plane = o / (pG->Wo * pG->Ho);
+        const double *xp = x + plane * pG->H * pG->W;
+        double m = -INFINITY;
+        int64_t i, j;
+        for (j = 0; j < (int64_t)pG->kW; j++) {
+            int64_t xx = (int64_t)ox * pG->sW - pG->pW + j * pG->dW;
+            if (xx < 0 || xx >= (int64_t)pG->W) continue;
+            for (i = 0; i < (int64_t)pG->kH; i++) {
+                int64_t y = (int64_t)oy * pG->sH - pG->pH + i * pG->dH;
+                double v;
+                if (y < 0 || y >= (int64_t)pG->H) continue;
+                v = xp[y * (int64_t)pG->W + xx];
+                if (v > m || v != v) m = v;
+                if (m != m) break;
+            }
+            if (m != m) break;
+        }
+        aOut[o] = kern_out(pK, m);
+    }
+    return 0;
+}
+
 static const kern_entry aCompiled[] = {
     { &parity_op_sum, compiled_reduce }, { &parity_op_mean, compiled_reduce },
     { &parity_op_amax, compiled_reduce }, { &parity_op_amin, compiled_reduce },
@@ -550,6 +582,7 @@ static const kern_entry aCompiled[] = {
     { &parity_op_cumsum, compiled_cumsum },
     { &parity_op_layer_norm, compiled_norm }, { &parity_op_rms_norm, compiled_norm },
     { &parity_op_batch_norm, compiled_batch_norm },
+    { &parity_op_max_pool2d, compiled_max_pool2d },
     { &parity_op_matmul, compiled_matmul }, { &parity_op_bmm, compiled_matmul },
     { &parity_op_linear, compiled_matmul }, { &parity_op_conv2d, compiled_conv2d },
     { &parity_op_scaled_dot_product_attention, compiled_sdpa },

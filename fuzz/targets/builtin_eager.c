@@ -231,6 +231,17 @@ static int eager_batch_norm(const parity_case *pCase, const kern_ctx *pK, uint32
     return 0;
 }
 
+/* max_pool2d: each window in row-major tap order (the registry's walk). */
+static int eager_max_pool2d(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                            double *aOut, char *zErr, size_t nErr)
+{
+    uint64_t i;
+    (void)defects; (void)zErr; (void)nErr;
+    for (i = 0; i < pCase->nOut; i++)
+        aOut[i] = kern_out(pK, parity_pool_max(&pK->pCall->geom.pool, pCase->aIn[0].aValue, i));
+    return 0;
+}
+
 /* ---- dot-product ops ------------------------------------------------------------------ */
 
 /* matmul, bmm, linear: one sequential dot product per output element, then the bias. */
@@ -323,7 +334,7 @@ static const kern_entry aEager[] = {
     { &parity_op_softmax, eager_softmax }, { &parity_op_log_softmax, eager_softmax },
     { &parity_op_cumsum, eager_cumsum },
     { &parity_op_layer_norm, eager_norm }, { &parity_op_rms_norm, eager_norm },
-    { &parity_op_batch_norm, eager_batch_norm },
+    { &parity_op_batch_norm, eager_batch_norm }, { &parity_op_max_pool2d, eager_max_pool2d },
     { &parity_op_matmul, eager_matmul }, { &parity_op_bmm, eager_matmul },
     { &parity_op_linear, eager_matmul }, { &parity_op_conv2d, eager_conv2d },
     { &parity_op_scaled_dot_product_attention, eager_sdpa },
