@@ -51,9 +51,21 @@ class Docs(unittest.TestCase):
         self.assertIn(p.returncode, (0,), p.stdout + p.stderr)
 
     def test_readme_examples_run(self):
-        for code in python_blocks(os.path.join(ROOT, "README.md")):
+        blocks = python_blocks(os.path.join(ROOT, "README.md"))
+        self.assertGreaterEqual(len(blocks), 1)
+        for code in blocks:
             with self.subTest(code=code.splitlines()[0]):
                 self.run_block(code)
+        # the helper example's pair passes, every op judged by a model
+        p = self.diff("--json", "r.json", "eager.h5", "compiled.h5")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(os.path.join(self.dir, "r.json")) as f:
+            doc = json.load(f)
+        ops = [t for t in doc["tensors"] if t["op"]]
+        self.assertTrue(ops)
+        for t in ops:
+            if t["status"] == "pass" and t["name"].endswith("/out"):
+                self.assertIsNotNone(t["judgement"], t["name"])
 
     def test_scaleoffset_filter_is_named(self):
         import h5py
