@@ -158,8 +158,9 @@ static char *compact(json_t *p)
 
 /* ---- verdicts and exit codes -------------------------------------------------------- */
 
-/* /x (graph input) and /y = relu(x) + yDelta; side root attribute. */
-static void write_simple(const char *zFile, float yDelta)
+/* /x (graph input) and /y = relu(x), y[2] off by yDelta, /y's op zOp, root side zSide
+ * (NULL: none). */
+static void write_relu_pair(const char *zFile, const char *zSide, const char *zOp, float yDelta)
 {
     static const float aX[4] = { -1.0f, 0.5f, 2.0f, 3.0f };
     static const char *const azIn[] = { "/x" };
@@ -167,10 +168,17 @@ static void write_simple(const char *zFile, float yDelta)
     int i;
     parity_writer *pW = wopen(zFile);
     for (i = 0; i < 4; i++) aY[i] = (aX[i] > 0 ? aX[i] : 0.0f) + (i == 2 ? yDelta : 0.0f);
+    if (zSide) wcheck(pW, parity_writer_attr_string(pW, NULL, "side", zSide));
     w_f32(pW, "/x", aX, 4);
     w_f32(pW, "/y", aY, 4);
-    w_op(pW, "/y", "test.act", azIn, 1);
+    w_op(pW, "/y", zOp, azIn, 1);
     wclose(pW);
+}
+
+/* The same under a made-up op (no model: the per-dtype tolerance judges). */
+static void write_simple(const char *zFile, float yDelta)
+{
+    write_relu_pair(zFile, NULL, "test.act", yDelta);
 }
 
 Test(cli, verdict_pass_exit_0)
@@ -1210,21 +1218,10 @@ Test(cli, map_prefix_bad_arguments_and_collisions)
     }
 }
 
-/* Writes /x (graph input) and /y = relu(x), y[2] off by yDelta, root side = zSide (NULL:
- * none). */
+/* relu under the registry's model, with a root side. */
 static void write_sided(const char *zFile, const char *zSide, float yDelta)
 {
-    static const float aX[4] = { -1.0f, 0.5f, 2.0f, 3.0f };
-    static const char *const azIn[] = { "/x" };
-    float aY[4];
-    int i;
-    parity_writer *pW = wopen(zFile);
-    for (i = 0; i < 4; i++) aY[i] = (aX[i] > 0 ? aX[i] : 0.0f) + (i == 2 ? yDelta : 0.0f);
-    if (zSide) wcheck(pW, parity_writer_attr_string(pW, NULL, "side", zSide));
-    w_f32(pW, "/x", aX, 4);
-    w_f32(pW, "/y", aY, 4);
-    w_op(pW, "/y", "relu", azIn, 1);
-    wclose(pW);
+    write_relu_pair(zFile, zSide, "relu", yDelta);
 }
 
 Test(cli, swapped_sides_are_a_warning)

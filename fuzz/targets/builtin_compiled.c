@@ -524,20 +524,16 @@ static int compiled_sdpa(const parity_case *pCase, const kern_ctx *pK, uint32_t 
 static int compiled_batch_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                                double *aOut, char *zErr, size_t nErr)
 {
-    const parity_batch_norm_geometry *pG = &pK->pCall->geom.batchNorm;
-    size_t iMean = pG->hasAffine ? 3 : 1;
-    const double *x = pCase->aIn[0].aValue, *m = pCase->aIn[iMean].aValue;
-    const double *v = pCase->aIn[iMean + 1].aValue;
-    double eps = kern_acc(pK, pG->eps);
-    uint64_t i, n = pG->N * pG->C * pG->S;
+    kern_batch_norm bn;
+    uint64_t i;
     (void)defects; (void)zErr; (void)nErr;
-    for (i = 0; i < n; i++) {
-        uint64_t c = (i / pG->S) % pG->C;
-        double w = pG->hasAffine ? pCase->aIn[1].aValue[c] : 1.0;
-        double b = pG->hasAffine ? pCase->aIn[2].aValue[c] : 0.0;
-        double alpha = kern_acc(pK, w / kern_acc(pK, sqrt(kern_acc(pK, v[c] + eps))));
-        double beta = kern_acc(pK, b - kern_acc(pK, m[c] * alpha));
-        aOut[i] = kern_out(pK, kern_acc(pK, kern_acc(pK, x[i] * alpha) + beta));
+    parity_kern_batch_norm_open(&bn, pCase, pK);
+    for (i = 0; i < bn.n; i++) {
+        uint64_t c = (i / bn.S) % bn.C;
+        double w = bn.w ? bn.w[c] : 1.0, b = bn.b ? bn.b[c] : 0.0;
+        double alpha = kern_acc(pK, w / kern_acc(pK, sqrt(kern_acc(pK, bn.v[c] + bn.eps))));
+        double beta = kern_acc(pK, b - kern_acc(pK, bn.m[c] * alpha));
+        aOut[i] = kern_out(pK, kern_acc(pK, kern_acc(pK, bn.x[i] * alpha) + beta));
     }
     return 0;
 }

@@ -213,19 +213,15 @@ static int eager_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t def
 static int eager_batch_norm(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                             double *aOut, char *zErr, size_t nErr)
 {
-    const parity_batch_norm_geometry *pG = &pK->pCall->geom.batchNorm;
-    size_t iMean = pG->hasAffine ? 3 : 1;
-    const double *x = pCase->aIn[0].aValue, *m = pCase->aIn[iMean].aValue;
-    const double *v = pCase->aIn[iMean + 1].aValue;
-    double eps = kern_acc(pK, pG->eps);
-    uint64_t i, n = pG->N * pG->C * pG->S;
+    kern_batch_norm bn;
+    uint64_t i;
     (void)defects; (void)zErr; (void)nErr;
-    for (i = 0; i < n; i++) {
-        uint64_t c = (i / pG->S) % pG->C;
-        double t = kern_acc(pK, sqrt(kern_acc(pK, v[c] + eps)));
-        double y = kern_acc(pK, kern_acc(pK, x[i] - m[c]) / t);
-        if (pG->hasAffine)
-            y = kern_acc(pK, kern_acc(pK, y * pCase->aIn[1].aValue[c]) + pCase->aIn[2].aValue[c]);
+    parity_kern_batch_norm_open(&bn, pCase, pK);
+    for (i = 0; i < bn.n; i++) {
+        uint64_t c = (i / bn.S) % bn.C;
+        double t = kern_acc(pK, sqrt(kern_acc(pK, bn.v[c] + bn.eps)));
+        double y = kern_acc(pK, kern_acc(pK, bn.x[i] - bn.m[c]) / t);
+        if (bn.w) y = kern_acc(pK, kern_acc(pK, y * bn.w[c]) + bn.b[c]);
         aOut[i] = kern_out(pK, y);
     }
     return 0;

@@ -640,3 +640,21 @@ double parity_kern_sdpa_score(const kern_sdpa *pA, const kern_ctx *pK, double do
     if (pA->maskKind == PARITY_MASK_FLOAT) s = kern_acc(pK, s + pA->aM[mOff + j * strMS]);
     return s;
 }
+
+/* ---- batch_norm ------------------------------------------------------------------------ */
+
+void parity_kern_batch_norm_open(kern_batch_norm *pBn, const parity_case *pCase,
+                                 const kern_ctx *pK)
+{
+    const parity_batch_norm_geometry *pG = &pK->pCall->geom.batchNorm;
+    size_t iMean = pG->hasAffine ? 3 : 1;
+    pBn->x = pCase->aIn[0].aValue;
+    pBn->m = pCase->aIn[iMean].aValue;
+    pBn->v = pCase->aIn[iMean + 1].aValue;
+    pBn->w = pG->hasAffine ? pCase->aIn[1].aValue : NULL;
+    pBn->b = pG->hasAffine ? pCase->aIn[2].aValue : NULL;
+    pBn->eps = kern_acc(pK, pG->eps);
+    pBn->S = pG->S;
+    pBn->C = pG->C;
+    pBn->n = pG->N * pG->C * pG->S;
+}

@@ -212,4 +212,16 @@ double parity_kern_sdpa_score(const kern_sdpa *pA, const kern_ctx *pK, double do
 int parity_kern_sdpa_masked(const kern_sdpa *pA, uint64_t l, uint64_t j, uint64_t mOff,
                             uint64_t strMS);
 
+/* batch_norm's operands per element: x, and per channel the mean, variance, weight and
+ * bias (1 and 0 without affine), eps in the compute precision; both builtin kernels walk
+ * them, each with its own formula. */
+typedef struct {
+    const double *x, *m, *v, *w, *b;
+    double eps;
+    uint64_t n, S, C;
+} kern_batch_norm;
+
+void parity_kern_batch_norm_open(kern_batch_norm *pBn, const parity_case *pCase,
+                                 const kern_ctx *pK);
+
 #endif
