@@ -59,6 +59,7 @@ typedef struct {
     int causal;
     int aPerm[8];                  /* transpose, permute */
     int64_t poolK, poolS, poolP, poolD;   /* max_pool2d (square) */
+    int64_t sliceStart, sliceStep;        /* select, slice, split along dim 1 */
     int nNorm;                     /* layer_norm, rms_norm: trailing dims normalised */
     int64_t stride[2], pad[2], dil[2], groups;
 } gcase;
@@ -753,6 +754,21 @@ static void ev_max_pool2d(const gcase *pC, mpfr_t *aM)
     }
 }
 
+/* select / slice / split (first output) of a [A, B, C] input along dim 1: output
+ * (a, i, c) is input (a, start + i step, c); select drops the dim. */
+static void ev_slice(const gcase *pC, mpfr_t *aM)
+{
+    const parity_operand *X = &pC->aIn[0];
+    uint64_t A = X->aDim[0], B = X->aDim[1], C = X->aDim[2], count, a, i, c, n = 0;
+    count = is_op(pC, "select") ? 1 : pC->nOut / (A * C);
+    for (a = 0; a < A; a++)
+        for (i = 0; i < count; i++)
+            for (c = 0; c < C; c++) {
+                uint64_t b = (uint64_t)pC->sliceStart + i * (uint64_t)pC->sliceStep;
+                mpfr_set_d(aM[n++], X->aValue[(a * B + b) * C + c], MPFR_RNDN);
+            }
+}
+
 static void evaluate(const gcase *pC, mpfr_t *aM)
 {
     static const char *const azElem[] = {
@@ -771,6 +787,7 @@ static void evaluate(const gcase *pC, mpfr_t *aM)
     else if (is_op(pC, "layer_norm") || is_op(pC, "rms_norm")) ev_norm(pC, aM);
     else if (is_op(pC, "batch_norm")) ev_batch_norm(pC, aM);
     else if (is_op(pC, "max_pool2d")) ev_max_pool2d(pC, aM);
+    else if (is_op(pC, "select") || is_op(pC, "slice") || is_op(pC, "split")) ev_slice(pC, aM);
     else ev_reduce(pC, aM);
 }
 
@@ -1055,6 +1072,29 @@ static int build_guard(gcase *pC, const char *zOp, int v)
         else return 0;
         return 1;
     }
+    if (strcmp(zOp, "select") == 0 || strcmp(zOp, "slice") == 0 || strcmp(zOp, "split") == 0) {
+        /* x [3, 7, 2] with specials, sliced along dim 1 */
+        if (v > 1) return 0;
+        IN(pC, 181 + (uint64_t)v, -3, 3, 1, 3, 7, 2);
+        gc_attr_int(pC, "dim", 1);
+        pC->sliceStep = 1;
+        if (strcmp(zOp, "select") == 0) {
+            pC->sliceStart = v ? 6 : 2;
+            gc_attr_int(pC, "index", v ? -1 : 2);
+            OUT(pC, 3, 2);
+        } else if (strcmp(zOp, "slice") == 0) {   /* v 0: [1:6:2]; v 1: [-3:] */
+            pC->sliceStart = v ? 4 : 1;
+            pC->sliceStep = v ? 1 : 2;
+            gc_attr_int(pC, "start", v ? -3 : 1);
+            if (!v) { gc_attr_int(pC, "end", 6); gc_attr_int(pC, "step", 2); }
+            OUT(pC, 3, v ? 3 : 3, 2);
+        } else {                                  /* v 0: 3 of 7; v 1: 9, the whole dim */
+            pC->sliceStart = 0;
+            gc_attr_int(pC, "split_size", v ? 9 : 3);
+            OUT(pC, 3, v ? 7 : 3, 2);
+        }
+        return 1;
+    }
     if (strcmp(zOp, "max_pool2d") == 0) {
         /* v 0: k 2 (stride 2); 1: k 3 stride 1 padding 1; 2: k 3 stride 2 dilation 2, ceil */
         static const int64_t aK[3] = { 2, 3, 3 }, aS[3] = { 2, 1, 2 }, aP[3] = { 0, 1, 0 },
@@ -1094,7 +1134,7 @@ enum { CMP_REL, CMP_EXACT, CMP_EXACT_SIGNED };
 static int exact_mode(const char *zOp)
 {
     static const char *const azSigned[] = { "neg", "abs", "transpose", "permute", "reshape",
-                                            "cast", NULL };
+                                            "cast", "select", "slice", "split", NULL };
     static const char *const azExact[] = { "relu", "maximum", "minimum", "amax", "amin",
                                            "max_pool2d", NULL };
     if (in_list(zOp, azSigned)) return CMP_EXACT_SIGNED;
@@ -1246,7 +1286,7 @@ Test(reference_guard, every_registered_op_has_an_independent_reference, .timeout
 
 static const char *const kExactOps[] = {
     "relu", "neg", "abs", "maximum", "minimum", "transpose", "permute", "reshape", "cast",
-    "amax", "amin", "max_pool2d", NULL };
+    "amax", "amin", "max_pool2d", "select", "slice", "split", NULL };
 
 /* Cases for the bound checks: values uniform in [-1, 1] (positive for log, sqrt, rsqrt:
  * their bounds at NaN results are 0), the op's length `len` (K, C, row length, S) and, for
@@ -1302,6 +1342,15 @@ static void build_len(gcase *pC, const char *zOp, uint64_t len, uint64_t len2, u
         IN(pC, seed + 2, -1, 1, 0, len); OUT(pC, 3, len);
     } else if (strcmp(zOp, "rms_norm") == 0) {
         IN(pC, seed, -1, 1, 0, 3, len); IN(pC, seed + 1, -1, 1, 0, len); OUT(pC, 3, len);
+    } else if (strcmp(zOp, "select") == 0 || strcmp(zOp, "slice") == 0 ||
+               strcmp(zOp, "split") == 0) {
+        IN(pC, seed, -1, 1, 0, 2, len, 3);
+        gc_attr_int(pC, "dim", 1);
+        pC->sliceStart = 0;
+        pC->sliceStep = 1;
+        if (strcmp(zOp, "select") == 0) { gc_attr_int(pC, "index", 0); OUT(pC, 2, 3); }
+        else if (strcmp(zOp, "slice") == 0) OUT(pC, 2, len, 3);
+        else { gc_attr_int(pC, "split_size", (int64_t)len); OUT(pC, 2, len, 3); }
     } else if (strcmp(zOp, "max_pool2d") == 0) {
         IN(pC, seed, -1, 1, 0, 1, 2, 4, len); OUT(pC, 1, 2, 2, len / 2);
         gc_attr_ints(pC, "kernel_size", (int64_t[]){2, 2}, 2, 1);

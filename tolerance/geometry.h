@@ -109,6 +109,14 @@ typedef struct {
     int batched;
 } parity_pool_geometry;
 
+/* select, slice, split (its first output): along dim, output index i reads input index
+ * start + i step (select drops the dim: i = 0); the other dims are kept. */
+typedef struct {
+    int rank, dim, drop;
+    int64_t start, step;
+    uint64_t aInStride[PARITY_MAX_RANK];
+} parity_slice_geometry;
+
 /* transpose, permute: output dim d reads input dim aPerm[d]. */
 typedef struct {
     int aPerm[PARITY_MAX_RANK];
@@ -122,6 +130,7 @@ typedef union {
     parity_norm_geometry norm;
     parity_batch_norm_geometry batchNorm;
     parity_pool_geometry pool;
+    parity_slice_geometry slice;
     parity_elementwise_geometry elementwise;
     parity_perm_geometry perm;
 } parity_op_geometry;
@@ -137,6 +146,9 @@ void parity_dot_matrix(const parity_dot_geometry *pG, uint64_t iMat, uint64_t *p
  * count (at most K) and the output channel in *pO. */
 uint64_t parity_conv_taps(const parity_conv_geometry *pG, const double *x, const double *w,
                           uint64_t linear, double *aX, double *aW, uint64_t *pO);
+/* The input offset that output element `linear` of a slicing op reads (op_slice.c). */
+uint64_t parity_slice_source(const parity_slice_geometry *pG, const uint64_t *aOutDim,
+                             int outRank, uint64_t linear);
 /* max_pool2d's output element `linear`: the largest tap of its window, NaN if one is NaN
  * (op_max_pool2d.c; the builtin kernels walk the window their own ways). */
 double parity_pool_max(const parity_pool_geometry *pG, const double *x, uint64_t linear);

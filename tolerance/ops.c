@@ -19,7 +19,7 @@ const char *parity_op_family_name(parity_op_family family)
 {
     static const char *const azName[PARITY_FAMILY_COUNT] = {
         "unary", "binary", "reduce", "rowwise", "norm", "matmul", "linear", "bmm", "conv2d",
-        "attention", "transpose", "permute", "reshape", "cast", "batch_norm", "pool"
+        "attention", "transpose", "permute", "reshape", "cast", "batch_norm", "pool", "slice"
     };
     return (unsigned)family < PARITY_FAMILY_COUNT ? azName[family] : "unknown";
 }
@@ -41,6 +41,8 @@ static const struct { const char *zAten, *zOp; } aAtenAlias[] = {
      * inference only (op_batch_norm.c refuses training = 1); _legit_no_training has no
      * training argument */
     { "native_batch_norm", "batch_norm" },
+    /* select.int(self, dim, index), slice.Tensor(self, dim, start, end, step),
+     * split.Tensor(self, split_size, dim): same names, the registry's parameters */
     /* output 0 the values (1 the indices, which the capture keeps apart) */
     { "max_pool2d_with_indices", "max_pool2d" },
     { "_native_batch_norm_legit_no_training", "batch_norm" },

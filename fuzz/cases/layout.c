@@ -234,6 +234,28 @@ static int lay_max_pool2d(const parity_case_spec *pS, parity_case *pC, char *zEr
     return 0;
 }
 
+/* dims: A, B, C (rank 1..3, v % 3 + 1); the sliced dim is the last (bit 2: the first).
+ * select: the last index (bit 3: index -1, from the end); slice: start 1 (when it fits),
+ * step 2 (bit 3: 1) to the end; split: split_size half the dim, at least 1. */
+static int lay_slice(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
+{
+    int rank = (int)(pS->variant % 3) + 1, dim = ((pS->variant >> 2) & 1) ? 0 : rank - 1;
+    int64_t size;
+    (void)zErr; (void)nErr;
+    add_input(pS, pC, "x", pS->dtype, rank, aIdentity);
+    size = (int64_t)pC->aIn[0].aDim[dim];
+    param_int(pC, "dim", dim);
+    if (pC->pDef == &parity_op_select) {
+        param_int(pC, "index", ((pS->variant >> 3) & 1) ? -1 : size - 1);
+    } else if (pC->pDef == &parity_op_slice) {
+        param_int(pC, "start", size > 1 ? 1 : 0);
+        param_int(pC, "step", ((pS->variant >> 3) & 1) ? 1 : 2);
+    } else {
+        param_int(pC, "split_size", size / 2 > 0 ? size / 2 : 1);
+    }
+    return 0;
+}
+
 /* ---- dot products ------------------------------------------------------------------ */
 
 /* dims: M, K, N, B. variant: 0 [M,K]x[K,N]; 1 [B,M,K]x[K,N]; 2 [K]x[K,N]; 3 [M,K]x[K];
@@ -396,6 +418,7 @@ static const family_layout aFamily[PARITY_FAMILY_COUNT] = {
     [PARITY_FAMILY_BATCH_NORM] = { 4, { R_BAT, R_ROW, R_ROW, R_ROW }, 4, 4, lay_batch_norm },
     [PARITY_FAMILY_POOL] = { 6, { R_BAT, R_ROW, R_ROW, R_ROW, R_KER, R_KER }, 16, 16,
                              lay_max_pool2d },
+    [PARITY_FAMILY_SLICE] = { 3, { R_ROW, R_ROW, R_ROW }, 16, 16, lay_slice },
 };
 
 /* The per-op view (parity_layout_info), made once from the registry. */

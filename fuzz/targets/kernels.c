@@ -48,6 +48,7 @@ static kern_fn kern_find(const kern_entry *aTable, const parity_op_def *pDef)
     case PARITY_FAMILY_PERMUTE:
     case PARITY_FAMILY_RESHAPE: return parity_kern_layout;
     case PARITY_FAMILY_CAST: return parity_kern_cast;
+    case PARITY_FAMILY_SLICE: return parity_kern_slice;
     default: return NULL;
     }
 }
@@ -657,4 +658,27 @@ void parity_kern_batch_norm_open(kern_batch_norm *pBn, const parity_case *pCase,
     pBn->S = pG->S;
     pBn->C = pG->C;
     pBn->n = pG->N * pG->C * pG->S;
+}
+
+/* ---- select, slice, split ------------------------------------------------------------- */
+
+/* The input as [outer, size, inner] around the sliced dim: output (o, i, j) is input
+ * (o, start + i step, j); select has one i. */
+int parity_kern_slice(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                      double *aOut, char *zErr, size_t nErr)
+{
+    const parity_slice_geometry *pG = &pK->pCall->geom.slice;
+    const parity_operand *pX = &pCase->aIn[0];
+    uint64_t outer = 1, inner = 1, size = pX->aDim[pG->dim], count, o, i, j, n = 0;
+    int d;
+    (void)defects; (void)zErr; (void)nErr;
+    for (d = 0; d < pG->dim; d++) outer *= pX->aDim[d];
+    for (d = pG->dim + 1; d < pX->rank; d++) inner *= pX->aDim[d];
+    count = pG->drop ? 1 : (inner ? pCase->nOut / (outer * inner) : 0);
+    for (o = 0; o < outer; o++)
+        for (i = 0; i < count; i++)
+            for (j = 0; j < inner; j++)
+                aOut[n++] = kern_out(pK, pX->aValue[(o * size + (uint64_t)pG->start +
+                                                     i * (uint64_t)pG->step) * inner + j]);
+    return 0;
 }

@@ -224,4 +224,8 @@ typedef struct {
 void parity_kern_batch_norm_open(kern_batch_norm *pBn, const parity_case *pCase,
                                  const kern_ctx *pK);
 
+/* select, slice, split: the one kernel of their family (exact), on both sides. */
+int parity_kern_slice(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                      double *aOut, char *zErr, size_t nErr);
+
 #endif
