@@ -516,6 +516,24 @@ def torchscript_trace(module, args):
     return torch.jit.trace(module.eval(), args, check_trace=False)
 
 
+def mkldnn(module, args):
+    """oneDNN (mkldnn) layouts for the leaves it converts (Conv2d, Linear), the rest as is."""
+    import copy
+    import torch.utils.mkldnn
+    if not isinstance(module, (torch.nn.Conv2d, torch.nn.Linear)):
+        return module
+    m = torch.utils.mkldnn.to_mkldnn(copy.deepcopy(module))
+    return lambda x: m(x.to_mkldnn()).to_dense()
+
+
+def channels_last(module, args):
+    """The leaf with its weights and 4-D inputs in channels_last memory format."""
+    import copy
+    m = copy.deepcopy(module).to(memory_format=torch.channels_last)
+    return lambda x: m(x.contiguous(memory_format=torch.channels_last)
+                       if x.dim() == 4 else x).contiguous()
+
+
 def torch_compile(module, args):
     """torch.compile (Inductor), torch >= 2."""
     return torch.compile(module)

@@ -198,6 +198,25 @@ class RealModels(unittest.TestCase):
             with self.subTest(kind=kind):
                 self.check_compiled(kind, pt.torchscript_trace, "torchscript-trace")
 
+    def test_mkldnn_and_channels_last_per_module_pass(self):
+        for kind in ("mlp", "cnn"):
+            for name, fn in (("mkldnn", pt.mkldnn), ("channels_last", pt.channels_last)):
+                with self.subTest(kind=kind, compiler=name):
+                    self.check_compiled(kind, fn, name)
+
+    def test_whole_model_keeps_only_the_output_and_passes(self):
+        for kind in ("mlp", "cnn"):
+            with self.subTest(kind=kind):
+                model, args, eager = self.eager(kind)
+                compiled = self.path("%s_whole.h5" % kind)
+                pt.capture_compiled(model, args, compiled,
+                                    whole_model=pt.whole(pt.torchscript_freeze))
+                doc = self.diff(eager, compiled)
+                self.assert_pass(doc)
+                self.assertEqual(self.tensor(doc, "/out")["status"], "pass")
+                self.assertEqual(self.tensor(doc, "/fc1/out" if kind == "mlp" else "/conv1/out")
+                                 ["status"], "missing_in_compiled")
+
     @unittest.skipUnless(TORCH2, "torch.compile needs torch >= 2")
     def test_torch_compile_per_module_passes(self):
         self.check_compiled("mlp", pt.torch_compile, "inductor")
