@@ -467,9 +467,11 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
                               itertools.chain(model.named_parameters(), model.named_buffers())):
         if id(q) in rec.by_id:
             rec.by_id[id(p)] = rec.by_id[id(q)]
+    whole_fn = whole_model(work, inputs) if whole_model is not None else None
+    telemetry = _warm_up(whole_fn if whole_fn is not None else work, inputs)
     with torch.no_grad():
-        if whole_model is not None:
-            out = whole_model(work, inputs)(*inputs)
+        if whole_fn is not None:
+            out = whole_fn(*inputs)
         else:
             def post(m, args, o, mpath):
                 """A compiled leaf's output: recorded under the leaf's name."""
@@ -500,8 +502,34 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
         elif r.name != "/out":
             rec.names.discard(r.name)
             r.name = rec.unique("/out")
-    _write(path, rec, "compiled", _identity(model, "compiled", compiler, identity))
+    ident = _identity(model, "compiled", compiler, identity)
+    ident.update(telemetry)
+    _write(path, rec, "compiled", ident)
     return out
+
+
+def _warm_up(fn, inputs):
+    """One run before the recorded one, so lazy compilers (torch.compile) compile outside
+    it; under torch >= 2 the telemetry torch._dynamo counted then (FORMAT.md's keys): the
+    warm-up's wall time as compile_time_s, graph breaks, and recompiles (frames compiled
+    beyond one per compiled callable). Empty when nothing was compiled by dynamo."""
+    import time
+    try:
+        from torch._dynamo.utils import counters
+    except Exception:   # torch 1.13: no dynamo
+        counters = None
+    if counters is not None:
+        counters.clear()
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        fn(*inputs)
+    seconds = time.perf_counter() - t0
+    if counters is None or not counters["frames"].get("total"):
+        return {}
+    frames = counters["frames"]["total"]
+    return {"compile_time_s": float(seconds),
+            "graph_breaks": int(sum(counters["graph_break"].values())),
+            "recompiles": int(max(0, frames - counters["stats"].get("unique_graphs", frames)))}
 
 
 # ---- compilers for capture_compiled ----------------------------------------------------

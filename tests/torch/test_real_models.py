@@ -219,7 +219,12 @@ class RealModels(unittest.TestCase):
 
     @unittest.skipUnless(TORCH2, "torch.compile needs torch >= 2")
     def test_torch_compile_per_module_passes(self):
-        self.check_compiled("mlp", pt.torch_compile, "inductor")
+        doc = self.check_compiled("mlp", pt.torch_compile, "inductor")
+        # torch._dynamo's telemetry, side by side in the report (never compared)
+        tel = doc["telemetry"]["compiled"]
+        self.assertGreater(tel["compile_time_s"], 0.0, tel)
+        self.assertEqual(tel["graph_breaks"], 0, tel)
+        self.assertIn("recompiles", tel)
 
     def test_injected_weight_bug_is_first_divergence_local(self):
         model, args, eager = self.eager("cnn")
