@@ -438,6 +438,11 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
     import copy
     model = module
     model.eval()
+    try:   # a fresh dynamo, so an earlier capture's compiled code and counters do not leak in
+        import torch._dynamo
+        torch._dynamo.reset()
+    except ImportError:
+        pass
     work = copy.deepcopy(run_module if run_module is not None else model)
     leaf_args = {}
     if compile_leaf is not None:
@@ -563,7 +568,13 @@ def channels_last(module, args):
 
 
 def torch_compile(module, args):
-    """torch.compile (Inductor), torch >= 2."""
+    """torch.compile (Inductor), torch >= 2. Every compiled module runs through one wrapper
+    function of dynamo's, whose recompile limit (8) a model's leaves exceed: past it dynamo
+    silently runs the leaf eagerly, so the limit is raised here."""
+    import torch._dynamo
+    for name in ("recompile_limit", "cache_size_limit"):
+        if getattr(torch._dynamo.config, name, 1 << 20) < 1024:
+            setattr(torch._dynamo.config, name, 1024)
     return torch.compile(module)
 
 

@@ -42,7 +42,8 @@ static int same_special(double a, double b)
  * by the bound, which is infinite there (settle_bounds). */
 static int vacuous_nonfinite(const parity_op_call *pCall, double rounded, double v)
 {
-    return pCall->overflowPossible && rounded == rounded && !isfinite(v);
+    return pCall->overflowPossible && (rounded == rounded || pCall->nonfiniteAny) &&
+           !isfinite(v);
 }
 
 /* splitmix64's finaliser (Steele, Lea & Flood, OOPSLA 2014): a well-mixed hash of the
@@ -306,6 +307,7 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
         }
         pCall->probBound = NAN;
         pCall->overflowPossible = 0;
+        pCall->nonfiniteAny = 0;
         if (pCall->pDef->xElement(pCall, i, ref, &el.bound) != 0) {
             snprintf(zErr, nErr, "%s: reference failed at element %llu", pCall->pDef->zName,
                      (unsigned long long)i);

@@ -173,7 +173,14 @@ static int ln_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double
         /* An infinite weight or bias times (x - mu) r, whose sign a correct kernel's
          * rounding may flip when x is close to the mean (or make 0 * Inf = NaN): any
          * non-finite result is as right as the reference's (ops.h, overflowPossible). */
-        if (!isfinite(w) || !isfinite(b)) pCall->overflowPossible = 1;
+        if (!isfinite(w) || !isfinite(b)) {
+            pCall->overflowPossible = 1;
+            /* a NaN no operand brought (x, w, b and the row's statistics are numbers):
+             * x - mu = 0 exactly against an infinite weight, where a kernel whose mean is
+             * off by a rounding gives an infinity (the clean campaign's seed 2, float16) */
+            pCall->nonfiniteAny = mpfr_nan_p(ref) && x == x && w == w && b == b &&
+                                  mu == mu && !mpfr_nan_p(pP->aRRef[iRow]);
+        }
         *pBound = 0.0;   /* non-finite: the reference decides by value */
         return 0;
     }

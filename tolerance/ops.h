@@ -124,6 +124,11 @@ typedef struct {
      * determined. The bound being infinite there, a finite value passes too: the rsqrt of
      * an overflowed variance is 0 and a norm's row becomes its bias. */
     int overflowPossible;
+    /* Set by xElement, with overflowPossible, where the reference is a NaN that no NaN
+     * operand made (0 * Inf, Inf - Inf: layer_norm's x - mu = 0 against an infinite
+     * weight) and a correct kernel's rounding can as well give an infinity of either sign:
+     * any non-finite value is then accepted (judge.c). Cleared before each call. */
+    int nonfiniteAny;
 } parity_op_call;
 
 struct parity_op_def {

@@ -674,7 +674,7 @@ int parity_kern_slice(const parity_case *pCase, const kern_ctx *pK, uint32_t def
     (void)defects; (void)zErr; (void)nErr;
     for (d = 0; d < pG->dim; d++) outer *= pX->aDim[d];
     for (d = pG->dim + 1; d < pX->rank; d++) inner *= pX->aDim[d];
-    count = pG->drop ? 1 : (inner ? pCase->nOut / (outer * inner) : 0);
+    count = pG->drop ? 1 : (outer > 0 && inner > 0 ? pCase->nOut / (outer * inner) : 0);
     for (o = 0; o < outer; o++)
         for (i = 0; i < count; i++)
             for (j = 0; j < inner; j++)
