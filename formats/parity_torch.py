@@ -33,6 +33,7 @@ and rstd, max_pool's indices) are written as /<name>#K with `output_of` and no `
 model judges them as if they were output 0.
 """
 import datetime
+import importlib
 import itertools
 
 import h5py
@@ -439,9 +440,9 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
     model = module
     model.eval()
     try:   # a fresh dynamo, so an earlier capture's compiled code and counters do not leak in
-        import torch._dynamo
-        torch._dynamo.reset()
-    except ImportError:
+        # (importlib: "import torch._dynamo" here would make torch a local of this function)
+        importlib.import_module("torch._dynamo").reset()
+    except ImportError:   # torch 1.13
         pass
     work = copy.deepcopy(run_module if run_module is not None else model)
     leaf_args = {}
@@ -571,10 +572,10 @@ def torch_compile(module, args):
     """torch.compile (Inductor), torch >= 2. Every compiled module runs through one wrapper
     function of dynamo's, whose recompile limit (8) a model's leaves exceed: past it dynamo
     silently runs the leaf eagerly, so the limit is raised here."""
-    import torch._dynamo
+    config = importlib.import_module("torch._dynamo").config
     for name in ("recompile_limit", "cache_size_limit"):
-        if getattr(torch._dynamo.config, name, 1 << 20) < 1024:
-            setattr(torch._dynamo.config, name, 1024)
+        if getattr(config, name, 1 << 20) < 1024:
+            setattr(config, name, 1024)
     return torch.compile(module)
 
 
