@@ -55,8 +55,9 @@ _UNDEFINED = {"empty", "empty_strided", "new_empty", "new_empty_strided", "empty
 _RESHAPES = {"aten.view.default", "aten._unsafe_view.default", "aten._reshape_alias.default",
              "aten.reshape.default"}
 
-# View and alias ops return a tensor sharing its input's storage; recorded like any other op.
-_FLOAT_STORED = {torch.float64: None, torch.float32: None, torch.float16: None}
+# Stored as numpy stores them (float16 as IEEE half); bfloat16 goes as its bits (_to_numpy).
+_NATIVE = (torch.float64, torch.float32, torch.float16, torch.int8, torch.int16, torch.int32,
+           torch.int64, torch.uint8, torch.bool)
 
 
 def _to_numpy(t):
@@ -67,8 +68,7 @@ def _to_numpy(t):
     t = t.cpu().contiguous()
     if t.dtype == torch.bfloat16:
         return t.view(torch.int16).numpy().view(numpy.uint16), "bfloat16"
-    if t.dtype in _FLOAT_STORED or t.dtype in (torch.int8, torch.int16, torch.int32,
-                                               torch.int64, torch.uint8, torch.bool):
+    if t.dtype in _NATIVE:
         return t.numpy(), None
     raise TypeError("parity_torch: dtype %s has no capture form" % t.dtype)
 
@@ -252,7 +252,8 @@ def _op_attrs(func, args, kwargs):
 
 def _op_name(func):
     """The capture's op: the aten overload name (aten.addmm.default), which the registry
-    maps to its own ops; a 2-D, non-transposed convolution is conv2d."""
+    maps to its own ops (the dispatch mode rewrites convolution and linear's
+    decomposition on top of it)."""
     return "aten.%s" % str(func).split("aten.", 1)[-1] if "aten" in str(func) else str(func)
 
 
