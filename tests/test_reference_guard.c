@@ -769,6 +769,20 @@ static void ev_slice(const gcase *pC, mpfr_t *aM)
             }
 }
 
+/* embedding: output row r is weight row indices[r]; an index that is no integer in
+ * [0, V) gives NaN. */
+static void ev_embedding(const gcase *pC, mpfr_t *aM)
+{
+    const parity_operand *W = &pC->aIn[0], *I = &pC->aIn[1];
+    uint64_t V = W->aDim[0], D = W->aDim[1], r, j;
+    for (r = 0; r < I->nElem; r++) {
+        double ix = I->aValue[r];
+        int ok = ix >= 0 && ix < (double)V && ix == (double)(int64_t)ix;
+        for (j = 0; j < D; j++)
+            mpfr_set_d(aM[r * D + j], ok ? W->aValue[(uint64_t)ix * D + j] : NAN, MPFR_RNDN);
+    }
+}
+
 static void evaluate(const gcase *pC, mpfr_t *aM)
 {
     static const char *const azElem[] = {
@@ -788,6 +802,7 @@ static void evaluate(const gcase *pC, mpfr_t *aM)
     else if (is_op(pC, "batch_norm")) ev_batch_norm(pC, aM);
     else if (is_op(pC, "max_pool2d")) ev_max_pool2d(pC, aM);
     else if (is_op(pC, "select") || is_op(pC, "slice") || is_op(pC, "split")) ev_slice(pC, aM);
+    else if (is_op(pC, "embedding")) ev_embedding(pC, aM);
     else ev_reduce(pC, aM);
 }
 
@@ -1095,6 +1110,18 @@ static int build_guard(gcase *pC, const char *zOp, int v)
         }
         return 1;
     }
+    if (strcmp(zOp, "embedding") == 0) {
+        /* weight [6, 3] with specials; indices 0..5, and (v 1) an out-of-range and a
+         * fractional one, which read as NaN */
+        double *ix;
+        if (v > 1) return 0;
+        IN(pC, 191 + (uint64_t)v, -3, 3, 1, 6, 3);
+        ix = IN(pC, 193, 0, 1, 0, 2, 4);
+        ix[0] = 5; ix[1] = 0; ix[2] = 3; ix[3] = 3; ix[4] = 1; ix[5] = 2; ix[6] = 4; ix[7] = 0;
+        if (v == 1) { ix[2] = 6; ix[5] = 1.5; }
+        OUT(pC, 2, 4, 3);
+        return 1;
+    }
     if (strcmp(zOp, "max_pool2d") == 0) {
         /* v 0: k 2 (stride 2); 1: k 3 stride 1 padding 1; 2: k 3 stride 2 dilation 2, ceil */
         static const int64_t aK[3] = { 2, 3, 3 }, aS[3] = { 2, 1, 2 }, aP[3] = { 0, 1, 0 },
@@ -1134,7 +1161,8 @@ enum { CMP_REL, CMP_EXACT, CMP_EXACT_SIGNED };
 static int exact_mode(const char *zOp)
 {
     static const char *const azSigned[] = { "neg", "abs", "transpose", "permute", "reshape",
-                                            "cast", "select", "slice", "split", NULL };
+                                            "cast", "select", "slice", "split", "embedding",
+                                            NULL };
     static const char *const azExact[] = { "relu", "maximum", "minimum", "amax", "amin",
                                            "max_pool2d", NULL };
     if (in_list(zOp, azSigned)) return CMP_EXACT_SIGNED;
@@ -1286,7 +1314,7 @@ Test(reference_guard, every_registered_op_has_an_independent_reference, .timeout
 
 static const char *const kExactOps[] = {
     "relu", "neg", "abs", "maximum", "minimum", "transpose", "permute", "reshape", "cast",
-    "amax", "amin", "max_pool2d", "select", "slice", "split", NULL };
+    "amax", "amin", "max_pool2d", "select", "slice", "split", "embedding", NULL };
 
 /* Cases for the bound checks: values uniform in [-1, 1] (positive for log, sqrt, rsqrt:
  * their bounds at NaN results are 0), the op's length `len` (K, C, row length, S) and, for
@@ -1351,6 +1379,13 @@ static void build_len(gcase *pC, const char *zOp, uint64_t len, uint64_t len2, u
         if (strcmp(zOp, "select") == 0) { gc_attr_int(pC, "index", 0); OUT(pC, 2, 3); }
         else if (strcmp(zOp, "slice") == 0) OUT(pC, 2, len, 3);
         else { gc_attr_int(pC, "split_size", (int64_t)len); OUT(pC, 2, len, 3); }
+    } else if (strcmp(zOp, "embedding") == 0) {
+        double *ix;
+        uint64_t k;
+        IN(pC, seed, -1, 1, 0, len, 3);
+        ix = IN(pC, seed + 1, 0, 1, 0, 4);
+        for (k = 0; k < 4; k++) ix[k] = (double)(k % len);
+        OUT(pC, 4, 3);
     } else if (strcmp(zOp, "max_pool2d") == 0) {
         IN(pC, seed, -1, 1, 0, 1, 2, 4, len); OUT(pC, 1, 2, 2, len / 2);
         gc_attr_ints(pC, "kernel_size", (int64_t[]){2, 2}, 2, 1);

@@ -117,6 +117,11 @@ typedef struct {
     uint64_t aInStride[PARITY_MAX_RANK];
 } parity_slice_geometry;
 
+/* embedding: weight [V, D]; output row r is weight row indices[r]. */
+typedef struct {
+    uint64_t V, D;
+} parity_embedding_geometry;
+
 /* transpose, permute: output dim d reads input dim aPerm[d]. */
 typedef struct {
     int aPerm[PARITY_MAX_RANK];
@@ -131,6 +136,7 @@ typedef union {
     parity_batch_norm_geometry batchNorm;
     parity_pool_geometry pool;
     parity_slice_geometry slice;
+    parity_embedding_geometry embedding;
     parity_elementwise_geometry elementwise;
     parity_perm_geometry perm;
 } parity_op_geometry;
@@ -146,6 +152,8 @@ void parity_dot_matrix(const parity_dot_geometry *pG, uint64_t iMat, uint64_t *p
  * count (at most K) and the output channel in *pO. */
 uint64_t parity_conv_taps(const parity_conv_geometry *pG, const double *x, const double *w,
                           uint64_t linear, double *aX, double *aW, uint64_t *pO);
+/* The weight row an embedding index selects, or -1 when it is no integer in [0, V). */
+int64_t parity_embedding_row(const parity_embedding_geometry *pG, double index);
 /* The input offset that output element `linear` of a slicing op reads (op_slice.c). */
 uint64_t parity_slice_source(const parity_slice_geometry *pG, const uint64_t *aOutDim,
                              int outRank, uint64_t linear);

@@ -19,7 +19,7 @@ const char *parity_op_family_name(parity_op_family family)
 {
     static const char *const azName[PARITY_FAMILY_COUNT] = {
         "unary", "binary", "reduce", "rowwise", "norm", "matmul", "linear", "bmm", "conv2d",
-        "attention", "transpose", "permute", "reshape", "cast", "batch_norm", "pool", "slice"
+        "attention", "transpose", "permute", "reshape", "cast", "batch_norm", "pool", "slice", "embedding"
     };
     return (unsigned)family < PARITY_FAMILY_COUNT ? azName[family] : "unknown";
 }

@@ -64,6 +64,7 @@ typedef enum {
     PARITY_FAMILY_BATCH_NORM, /* x, (weight, bias)?, running_mean, running_var; geom.batchNorm */
     PARITY_FAMILY_POOL,       /* max_pool2d: kernel_size, stride, padding, dilation; geom.pool */
     PARITY_FAMILY_SLICE,      /* select, slice, split along 'dim'; geom.slice */
+    PARITY_FAMILY_EMBEDDING,  /* weight [V, D], indices; geom.embedding */
     PARITY_FAMILY_COUNT
 } parity_op_family;
 

@@ -256,6 +256,19 @@ static int lay_slice(const parity_case_spec *pS, parity_case *pC, char *zErr, si
     return 0;
 }
 
+/* dims: V, D, I. weight [V, D] and indices [I] in the case's dtype: a recipe's values are
+ * indices where they are integers in [0, V) (the "ints" recipe draws -8..8), and NaN rows
+ * on every side elsewhere (the registry's rule): weak as a fuzz of lookups, but every side
+ * runs. variant: bit 0 indices of rank 2 ([I, 1]). */
+static int lay_embedding(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
+{
+    static const int aW[2] = { 0, 1 }, aI[2] = { 2, -1 };
+    (void)zErr; (void)nErr;
+    add_input(pS, pC, "weight", pS->dtype, 2, aW);
+    add_input(pS, pC, "indices", pS->dtype, (pS->variant & 1) ? 2 : 1, aI);
+    return 0;
+}
+
 /* ---- dot products ------------------------------------------------------------------ */
 
 /* dims: M, K, N, B. variant: 0 [M,K]x[K,N]; 1 [B,M,K]x[K,N]; 2 [K]x[K,N]; 3 [M,K]x[K];
@@ -419,6 +432,7 @@ static const family_layout aFamily[PARITY_FAMILY_COUNT] = {
     [PARITY_FAMILY_POOL] = { 6, { R_BAT, R_ROW, R_ROW, R_ROW, R_KER, R_KER }, 16, 16,
                              lay_max_pool2d },
     [PARITY_FAMILY_SLICE] = { 3, { R_ROW, R_ROW, R_ROW }, 16, 16, lay_slice },
+    [PARITY_FAMILY_EMBEDDING] = { 3, { R_ROW, R_ROW, R_ROW }, 2, 2, lay_embedding },
 };
 
 /* The per-op view (parity_layout_info), made once from the registry. */

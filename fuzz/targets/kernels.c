@@ -49,6 +49,7 @@ static kern_fn kern_find(const kern_entry *aTable, const parity_op_def *pDef)
     case PARITY_FAMILY_RESHAPE: return parity_kern_layout;
     case PARITY_FAMILY_CAST: return parity_kern_cast;
     case PARITY_FAMILY_SLICE: return parity_kern_slice;
+    case PARITY_FAMILY_EMBEDDING: return parity_kern_embedding;
     default: return NULL;
     }
 }
@@ -680,5 +681,23 @@ int parity_kern_slice(const parity_case *pCase, const kern_ctx *pK, uint32_t def
             for (j = 0; j < inner; j++)
                 aOut[n++] = kern_out(pK, pX->aValue[(o * size + (uint64_t)pG->start +
                                                      i * (uint64_t)pG->step) * inner + j]);
+    return 0;
+}
+
+/* ---- embedding ---------------------------------------------------------------------- */
+
+/* Row by row: a copy of the weight row each index selects (NaN for one out of range). */
+int parity_kern_embedding(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                          double *aOut, char *zErr, size_t nErr)
+{
+    const parity_embedding_geometry *pG = &pK->pCall->geom.embedding;
+    const double *w = pCase->aIn[0].aValue, *idx = pCase->aIn[1].aValue;
+    uint64_t r, j, nRow = pCase->aIn[1].nElem;
+    (void)defects; (void)zErr; (void)nErr;
+    for (r = 0; r < nRow; r++) {
+        int64_t row = parity_embedding_row(pG, idx[r]);
+        for (j = 0; j < pG->D; j++)
+            aOut[r * pG->D + j] = kern_out(pK, row < 0 ? NAN : w[(uint64_t)row * pG->D + j]);
+    }
     return 0;
 }

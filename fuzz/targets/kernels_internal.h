@@ -228,4 +228,8 @@ void parity_kern_batch_norm_open(kern_batch_norm *pBn, const parity_case *pCase,
 int parity_kern_slice(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                       double *aOut, char *zErr, size_t nErr);
 
+/* embedding: the one kernel of its family (exact), on both sides. */
+int parity_kern_embedding(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                          double *aOut, char *zErr, size_t nErr);
+
 #endif
