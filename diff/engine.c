@@ -22,15 +22,6 @@ void parity_diff_options_init(parity_diff_options *pOpt)
     memset(pOpt, 0, sizeof *pOpt);
 }
 
-static int same_shape(const parity_tensor_info *a, const parity_tensor_info *b)
-{
-    int i;
-    if (a->rank != b->rank) return 0;
-    for (i = 0; i < a->rank; i++)
-        if (a->aDim[i] != b->aDim[i]) return 0;
-    return 1;
-}
-
 static void choose_tolerance(const parity_diff_options *pOpt, parity_dtype dt, int isInput,
                              parity_tolerance *pTol)
 {
@@ -96,7 +87,7 @@ static void judge_pair(const parity_diff_options *pOpt, parity_capture *pEagerCa
                  parity_dtype_name(parity_cmp_dtype(pE->dtype, pC->dtype)));
         parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning, zMsg);
     }
-    if (!same_shape(pE, pC)) { pR->status = PARITY_ST_SHAPE_MISMATCH; return; }
+    if (!parity_tensor_same_shape(pE, pC)) { pR->status = PARITY_ST_SHAPE_MISMATCH; return; }
 
     parity_diff_progress(pOpt, parity_capture_filename(pEagerCap));
     if (parity_tensor_reader_open(pEagerCap, iE, &pRdE, zErr, sizeof zErr) != 0) {

@@ -64,8 +64,7 @@ static int load_inputs(parity_capture *pCap, const parity_capture *pLike, char *
             snprintf(zErr, nErr, "input %s is %s", azInput[k], pT ? "unusable" : "not captured");
             return 1;
         }
-        if (pL && (pL->rank != pT->rank ||
-                   memcmp(pL->aDim, pT->aDim, (size_t)pT->rank * sizeof pT->aDim[0]) != 0)) {
+        if (pL && !parity_tensor_same_shape(pL, pT)) {
             snprintf(zErr, nErr, "input %s has another shape in the compiled capture", azInput[k]);
             return 1;
         }
@@ -96,9 +95,7 @@ static int fused_intermediate(parity_capture *pEagerCap, parity_capture *pCompCa
         long iE = parity_capture_find(pEagerCap, pE->azInput[k]);
         const parity_tensor_info *pC = iC >= 0 ? parity_capture_tensor(pCompCap, (size_t)iC) : NULL;
         const parity_tensor_info *pI = iE >= 0 ? parity_capture_tensor(pEagerCap, (size_t)iE) : NULL;
-        int absent = !pC || pC->zError ||
-                     (pI && (pI->rank != pC->rank ||
-                             memcmp(pI->aDim, pC->aDim, (size_t)pC->rank * sizeof pC->aDim[0]) != 0));
+        int absent = !pC || pC->zError || (pI && !parity_tensor_same_shape(pI, pC));
         if (absent && pI && pI->zOp) return 1;
     }
     return 0;

@@ -85,6 +85,9 @@ void parity_capture_close(parity_capture *pCap);
 const char *parity_capture_filename(const parity_capture *pCap);
 size_t parity_capture_count(const parity_capture *pCap);
 const parity_tensor_info *parity_capture_tensor(const parity_capture *pCap, size_t i);
+/* Do the two tensors have the same shape (rank and every dim)? */
+int parity_tensor_same_shape(const parity_tensor_info *pA, const parity_tensor_info *pB);
+
 /* Index of the tensor at zPath (with or without the leading "/"), or -1. */
 long parity_capture_find(const parity_capture *pCap, const char *zPath);
 const parity_attr *parity_capture_root_attrs(const parity_capture *pCap, size_t *pnAttr);

@@ -851,6 +851,15 @@ const parity_tensor_info *parity_capture_tensor(const parity_capture *pCap, size
     return i < pCap->nTensor ? &pCap->aTensor[i] : NULL;
 }
 
+int parity_tensor_same_shape(const parity_tensor_info *pA, const parity_tensor_info *pB)
+{
+    int i;
+    if (pA->rank != pB->rank) return 0;
+    for (i = 0; i < pA->rank; i++)
+        if (pA->aDim[i] != pB->aDim[i]) return 0;
+    return 1;
+}
+
 long parity_capture_find(const parity_capture *pCap, const char *zPath)
 {
     size_t lo = 0, hi = pCap->nTensor;

@@ -149,10 +149,6 @@ class _Recorder:
         self.names.add(name)
         return name
 
-    @property
-    def by_name(self):
-        return {r.name: r for r in self.records}
-
     def add(self, rec, tensor=None):
         rec.name = self.unique(rec.name)
         self.records.append(rec)
@@ -161,21 +157,21 @@ class _Recorder:
             self.alive.append(tensor)
         return rec
 
-    def name_of(self, t):
-        """The name of a tensor an op consumes: recorded, a parameter, else a constant."""
+    def record_of(self, t):
+        """The record of a tensor an op consumes: recorded, a parameter, else a constant.
+        Inputs hold records, not names, and take their names when the file is written: a
+        module's output is renamed /<path>/out after its consumers may have named it."""
         rec = self.by_id.get(id(t))
         if rec is not None:
-            return rec.name
+            return rec
         if id(t) in self.params:
             name, p = self.params[id(t)]
             data, dt = self.snapshot(p)
-            rec = self.add(_Record(name, data, attrs={"dtype": dt} if dt else {}), p)
-            return rec.name
+            return self.add(_Record(name, data, attrs={"dtype": dt} if dt else {}), p)
         mpath = self.stack[-1] if self.stack else ""
         data, dt = self.snapshot(t)
-        rec = self.add(_Record(self._join(mpath, "const"), data,
-                               attrs={"dtype": dt} if dt else {}), t)
-        return rec.name
+        return self.add(_Record(self._join(mpath, "const"), data,
+                                attrs={"dtype": dt} if dt else {}), t)
 
     def add_input(self, k, t):
         data, dt = self.snapshot(t)
@@ -268,7 +264,7 @@ if TorchDispatchMode is not None:
             if self.rec.paused or str(func).split(".")[1 if "aten." in str(func) else 0] in _UNDEFINED:
                 return func(*args, **kwargs)
             attrs, tensors = _op_attrs(func, args, kwargs)
-            inputs = [self.rec.name_of(t) for t in tensors]
+            inputs = [self.rec.record_of(t) for t in tensors]
             out = func(*args, **kwargs)
             outs = out if isinstance(out, (tuple, list)) else (out,)
             mpath = self.rec.stack[-1] if self.rec.stack else ""
@@ -298,7 +294,7 @@ if TorchDispatchMode is not None:
                 else:
                     a = {"dtype": dt} if dt else {}
                     self.rec.add(_Record(first.name + "#%d" % j, data, attrs=a,
-                                         output_of=first.name), o)
+                                         output_of=first), o)
             return out
 
         def as_linear_nd(self, opname, tensors, out, inputs, attrs):
@@ -310,11 +306,11 @@ if TorchDispatchMode is not None:
             lin = self.rec.by_id.get(id(tensors[0]))
             if lin is None or lin.op != "linear" or not lin.inputs:
                 return opname, inputs, attrs
-            flat = self.rec.by_name.get(lin.inputs[0])
-            if flat is None or flat.op not in _RESHAPES or len(flat.inputs) != 1:
+            flat = lin.inputs[0]
+            if flat.op not in _RESHAPES or len(flat.inputs) != 1:
                 return opname, inputs, attrs
-            src = self.rec.by_name.get(flat.inputs[0])
-            if src is None or tuple(src.data.shape[:-1]) != tuple(out.shape[:-1]):
+            src = flat.inputs[0]
+            if tuple(src.data.shape[:-1]) != tuple(out.shape[:-1]):
                 return opname, inputs, attrs
             return "linear", [flat.inputs[0]] + lin.inputs[1:], {}
 
@@ -349,11 +345,12 @@ def _write(path, rec, side, identity):
             if r.op:
                 d.attrs["op"] = r.op
             if r.inputs is not None:
-                d.attrs["inputs"] = numpy.array(r.inputs, dtype=h5py.string_dtype())
+                d.attrs["inputs"] = numpy.array([i.name for i in r.inputs],
+                                                dtype=h5py.string_dtype())
             if r.order is not None:
                 d.attrs["order"] = numpy.int64(r.order)
             if r.output_of:
-                d.attrs["output_of"] = r.output_of
+                d.attrs["output_of"] = r.output_of.name
             for key, value in r.attrs.items():
                 d.attrs[key] = value
     import os

@@ -175,6 +175,26 @@ class RealModels(unittest.TestCase):
             if op not in known_gaps:
                 self.assertEqual(len(models), 1, "%s judged by %s" % (op, models))
 
+    def test_inputs_name_tensors_renamed_after_they_were_consumed(self):
+        """A parent consumes a child's output, then returns it: the output is renamed /out
+        after the consumer named it; the consumer's inputs must follow the rename."""
+        class Reuse(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(8, 8)
+
+            def forward(self, x):
+                y = self.fc(x)
+                self.side = torch.relu(y)
+                return y
+        torch.manual_seed(0)
+        path = self.path("reuse.h5")
+        pt.capture_eager(Reuse().eval(), (torch.randn(2, 8),), path)
+        doc = self.diff(path, path)
+        self.assert_pass(doc)
+        self.assertEqual(doc["warnings"], [], doc["_text"])
+        self.assertEqual(self.tensor(doc, "/0.relu")["judgement"]["model"], "relu")
+
     def check_compiled(self, kind, compile_leaf, compiler):
         model, args, eager = self.eager(kind)
         compiled = self.path("%s_%s.h5" % (kind, compiler))
