@@ -101,15 +101,16 @@ static int fused_intermediate(parity_capture *pEagerCap, parity_capture *pCompCa
     return 0;
 }
 
-/* Does the op accept eager's operands with an output in dtype outDtype? (Prepare only.) */
+/* Does the op accept eager's operands with an output in dtype outDtype? Prepare only
+ * (parity_op_begin_shape): no xLoad, which would copy or scan the operands once more. */
 static int narrows_ok(const parity_op_def *pDef, const parity_tensor_info *pE,
                       parity_dtype outDtype, parity_operand *aIn, parity_dtype accDtype)
 {
     parity_op_call call;
     char zErr[PARITY_ERR_LEN];
-    if (parity_op_begin(&call, pDef, aIn, pE->nInput, outDtype, pE->rank, pE->aDim, accDtype,
-                        pE->aAttr, pE->nAttr, zErr, sizeof zErr) != 0)
-        return 0;
+    if (parity_op_begin_shape(&call, pDef, aIn, pE->nInput, outDtype, pE->rank, pE->aDim,
+                              accDtype, pE->aAttr, pE->nAttr, zErr, sizeof zErr) != 0)
+        return 0;   /* it has ended the call */
     parity_op_end(&call);
     return 1;
 }
