@@ -4,7 +4,7 @@
  *
  * The rule. Each op tensor is judged twice when the compiled capture holds the op's inputs:
  *  - local: the compiled output against the reference recomputed from the compiled
- *    inputs. Beyond the bound means the compiled kernel is wrong for what it was given:
+ *    inputs (those the compiled tensor names itself, when it names the same op). Beyond the bound means the compiled kernel is wrong for what it was given:
  *    fail, cause "local".
  *  - divergence: both outputs against the reference from the eager inputs (the classes
  *    within / compiled_worse / eager_worse / both_beyond of judge.h). When the local check
@@ -82,6 +82,18 @@ static int load_inputs(parity_capture *pCap, const parity_capture *pLike, char *
         }
     }
     return 0;
+}
+
+/* The names of the compiled op's operands: its own 'inputs' when it declares the same op
+ * over as many (an op the compiled side ran itself consumed what it names there: under
+ * autocast the bf16 casts of eager's float32 tensors, which eager never had), else eager's
+ * names, looked up in the compiled capture. */
+static char **compiled_input_names(const parity_tensor_info *pE, const parity_tensor_info *pC,
+                                   const parity_op_def *pDef)
+{
+    if (pC->zOp && pC->nInput == pE->nInput && parity_op_find(pC->zOp) == pDef)
+        return pC->azInput;
+    return pE->azInput;
 }
 
 /* Is some input of pE missing (or unusable) in the compiled capture while the eager capture
@@ -420,7 +432,8 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
     if (parity_operand_load(pEagerCap, iE, &outE, zErr, sizeof zErr) != 0) goto read_error;
     parity_diff_progress(pOpt, parity_capture_filename(pCompCap));
     if (parity_operand_load(pCompCap, (size_t)iC, &outC, zErr, sizeof zErr) != 0) goto read_error;
-    rcC = load_inputs(pCompCap, pEagerCap, pE->azInput, pE->nInput, aInC, nBudget, zErr, sizeof zErr);
+    rcC = load_inputs(pCompCap, pEagerCap, compiled_input_names(pE, pC, pDef), pE->nInput, aInC,
+                      nBudget, zErr, sizeof zErr);
     if (rcC < 0) goto read_error;
     haveInC = rcC == 0;
     if (!haveInC && fused_intermediate(pEagerCap, pCompCap, pE)) {

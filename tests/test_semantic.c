@@ -835,6 +835,72 @@ Test(semantic, linear_bf16_operands_fail_fp32_contract)
     diff_free(&run);
 }
 
+/* bf16 autocast run op by op on the compiled side: the compiled capture holds the casts
+ * it made (/xb, /wb, op cast) and its linear names them as inputs. The local check must run
+ * over what the compiled kernel consumed, its own inputs, not eager's float32 ones of the
+ * same op: then a correct kernel passes with no contract declared, and a wrong one (every
+ * output scaled by 1.01) still fails locally. */
+static void write_bf16_linear_own_casts(float cScale)
+{
+    enum { R = 16, K = 256, N = 64 };
+    float *x = xmalloc(sizeof(float) * R * K), *w = xmalloc(sizeof(float) * N * K);
+    float *xb = xmalloc(sizeof(float) * R * K), *wb = xmalloc(sizeof(float) * N * K);
+    float *e = xmalloc(sizeof(float) * R * N), *c = xmalloc(sizeof(float) * R * N);
+    uint16_t *xbBits = xmalloc(2 * R * K), *wbBits = xmalloc(2 * N * K), *cBits = xmalloc(2 * R * N);
+    uint64_t dX[2] = { R, K }, dW[2] = { N, K }, dY[2] = { R, N }, seed = 12;
+    const char *azIn[] = { "/x", "/w" }, *azOwn[] = { "/xb", "/wb" };
+    const char *azX[] = { "/x" }, *azW[] = { "/w" };
+    parity_writer *pW;
+    int k;
+    fill_range(&seed, x, (size_t)R * K, -1.0f, 1.0f);
+    fill_range(&seed, w, (size_t)N * K, -1.0f, 1.0f);
+    for (k = 0; k < R * K; k++) xbBits[k] = bf16_bits(xb[k] = bf16r(x[k]));
+    for (k = 0; k < N * K; k++) wbBits[k] = bf16_bits(wb[k] = bf16r(w[k]));
+    linear_f32(x, w, NULL, e, R, K, N, 0);
+    linear_f32(xb, wb, NULL, c, R, K, N, 0);
+    for (k = 0; k < R * N; k++) cBits[k] = bf16_bits(c[k] * cScale);
+    pW = cap_open("e.h5", "eager");
+    cap_f32(pW, "/x", 2, dX, x);
+    cap_f32(pW, "/w", 2, dW, w);
+    cap_f32(pW, "/y", 2, dY, e);
+    cap_op(pW, "/y", "linear", azIn, 2, 0);
+    cap_close(pW);
+    pW = cap_open("c.h5", "compiled");
+    cap_f32(pW, "/x", 2, dX, x);
+    cap_f32(pW, "/w", 2, dW, w);
+    cap_bf16(pW, "/xb", 2, dX, xbBits);
+    cap_op(pW, "/xb", "cast", azX, 1, 0);
+    cr_assert(parity_writer_attr_string(pW, "/xb", "to", "bfloat16") == 0);
+    cap_bf16(pW, "/wb", 2, dW, wbBits);
+    cap_op(pW, "/wb", "cast", azW, 1, 1);
+    cr_assert(parity_writer_attr_string(pW, "/wb", "to", "bfloat16") == 0);
+    cap_bf16(pW, "/y", 2, dY, cBits);
+    cap_op(pW, "/y", "linear", azOwn, 2, 2);
+    cap_close(pW);
+    free(x); free(w); free(xb); free(wb); free(e); free(c); free(xbBits); free(wbBits); free(cBits);
+}
+
+Test(semantic, compiled_op_is_checked_over_its_own_inputs)
+{
+    diff_run run;
+    json_t *pJ;
+    write_bf16_linear_own_casts(1.0f);
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 0);
+    cr_assert_str_eq(status_of(&run, "/y"), "pass", "%s", run.zOut);
+    pJ = judgement_of(&run, "/y");
+    cr_assert(json_is_true(json_object_get(pJ, "local_check")), "%s", run.zOut);
+    cr_assert_eq(json_integer_value(json_object_get(pJ, "local_failures")), 0);
+    diff_free(&run);
+
+    write_bf16_linear_own_casts(1.01f);
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 1);
+    cr_assert_str_eq(status_of(&run, "/y"), "fail");
+    cr_assert_str_eq(cause_of(&run, "/y"), "local");
+    diff_free(&run);
+}
+
 Test(semantic, linear_bf16_operands_pass_bf16_contract)
 {
     diff_run run;
