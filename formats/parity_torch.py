@@ -28,13 +28,16 @@ torch's decomposition of linear, addmm(b, x, t(W)) or mm(x, t(W)), is written as
 "linear" over x, W and b (the t stays in the capture as its own tensor); for x of rank > 2,
 view(x) -> addmm -> view back, the last view is the linear over x.
 
-Multi-output ops keep output 0 under the op's name; further tensor outputs (a norm's mean
-and rstd, max_pool's indices) are written as /<name>#K with `output_of` and no `op`, so no
-model judges them as if they were output 0.
+Multi-output ops keep output 0 under the op's name; further tensor outputs are written as
+/<name>#K: a split's as the slices of its input they are (op aten.slice.Tensor), the others
+(a norm's mean and rstd, max_pool's indices, attention's logsumexp) with `output_of` and no
+`op`, so no model judges them as if they were output 0, and only when an op consumed them.
 """
+import contextlib
 import datetime
 import importlib
 import itertools
+import warnings
 
 import h5py
 import numpy
@@ -50,6 +53,11 @@ PARITY_FORMAT = 1
 # Factory ops whose output holds no defined data (batch_norm's eval-mode save_mean in
 # torch 1.13): recorded, they would differ at random between runs.
 _UNDEFINED = {"empty", "empty_strided", "new_empty", "new_empty_strided", "empty_like"}
+
+# torch's fused fast paths (TransformerEncoderLayer and MultiheadAttention with batch_first
+# under no_grad): one aten call for a whole layer, which no registry op models.
+_FUSED = {"_transformer_encoder_layer_fwd", "_native_multi_head_attention",
+          "_transformer_decoder_only_layer_fwd", "_native_decoder_only_multi_head_attention"}
 
 # The shape-only ops (the registry's reshape rule).
 _RESHAPES = {"aten.view.default", "aten._unsafe_view.default", "aten._reshape_alias.default",
@@ -110,7 +118,7 @@ class _Recorder:
         self.by_id = {}               # id(tensor) -> record (the latest that produced it)
         self.alive = []               # keeps recorded tensors alive, so ids stay unique
         self.stack = []               # module paths being run
-        self.op_index = {}            # module path -> ops run in it so far
+        self.op_index = {}            # (module path, op) -> calls of that op in it so far
         self.calls = {}               # module path -> times its forward ran
         self.order = itertools.count()
         self.params = {}
@@ -178,20 +186,27 @@ class _Recorder:
         self.add(_Record("/input/%d" % k, data, attrs={"dtype": dt} if dt else {}), t)
 
     def module_output(self, mpath, inputs, output):
-        """Names the record behind a module's output /<path>/out (outermost wins)."""
-        if not isinstance(output, torch.Tensor):
-            return
-        if any(output is x for x in inputs if isinstance(x, torch.Tensor)):
-            return    # the module passed an input through (dropout in eval)
-        rec = self.by_id.get(id(output))
-        if rec is None:
+        """Names the records behind a module's output /<path>/out (outermost wins). A tuple
+        output with one tensor in it (MultiheadAttention's (out, None)) is named the same;
+        with several, tensor j of it is /<path>/out_<j>."""
+        if isinstance(output, torch.Tensor):
+            outs = [("out", output)]
+        elif isinstance(output, (tuple, list)):
+            tensors = [(j, o) for j, o in enumerate(output) if isinstance(o, torch.Tensor)]
+            outs = [("out" if len(tensors) == 1 else "out_%d" % j, o) for j, o in tensors]
+        else:
             return
         n = self.calls.get(mpath, 0)
-        want = self._join(mpath, "out") + ("" if n <= 1 else ".%d" % (n - 1))
-        if rec.name == want:
-            return
-        self.names.discard(rec.name)
-        rec.name = self.unique(want)
+        for leaf, o in outs:
+            if any(o is x for x in inputs if isinstance(x, torch.Tensor)):
+                continue    # the module passed an input through (dropout in eval)
+            rec = self.by_id.get(id(o))
+            if rec is None:
+                continue
+            want = self._join(mpath, leaf) + ("" if n <= 1 else ".%d" % (n - 1))
+            if rec.name != want:
+                self.names.discard(rec.name)
+                rec.name = self.unique(want)
 
     def hooks(self, model, on_compiled_output=None):
         """Pre and post hooks on every module: the module stack, call counts, output names.
@@ -253,6 +268,39 @@ def _op_name(func):
     return "aten.%s" % str(func).split("aten.", 1)[-1] if "aten" in str(func) else str(func)
 
 
+try:
+    from torch.overrides import TorchFunctionMode
+except ImportError:  # pragma: no cover - torch < 1.13
+    TorchFunctionMode = None
+
+
+@contextlib.contextmanager
+def _fast_paths(enabled):
+    """Runs the block with torch's fused fast paths on or off. Off, TransformerEncoderLayer
+    and MultiheadAttention take their op-by-op path, the same function, so every op is
+    recorded and judged. torch >= 2.1 has a switch; torch 1.13 has none, but skips the fast
+    path whenever has_torch_function is true, which an active TorchFunctionMode makes it
+    (this one passes every call through unchanged)."""
+    if enabled:
+        yield
+        return
+    mha = getattr(torch.backends, "mha", None)
+    if mha is not None and hasattr(mha, "set_fastpath_enabled"):
+        was = mha.get_fastpath_enabled()
+        mha.set_fastpath_enabled(False)
+        try:
+            yield
+        finally:
+            mha.set_fastpath_enabled(was)
+        return
+
+    class PassThrough(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+    with PassThrough():
+        yield
+
+
 if TorchDispatchMode is not None:
     class _EagerMode(TorchDispatchMode):
         def __init__(self, rec):
@@ -268,8 +316,6 @@ if TorchDispatchMode is not None:
             out = func(*args, **kwargs)
             outs = out if isinstance(out, (tuple, list)) else (out,)
             mpath = self.rec.stack[-1] if self.rec.stack else ""
-            k = self.rec.op_index.get(mpath, 0)
-            self.rec.op_index[mpath] = k + 1
             opname = _op_name(func)
             if opname == "aten.convolution.default" and not attrs.get("transposed", 1) and \
                     tensors[0].dim() == 4:
@@ -280,6 +326,15 @@ if TorchDispatchMode is not None:
             opname, inputs, attrs = self.as_linear(opname, tensors, inputs, attrs)
             opname, inputs, attrs = self.as_linear_nd(opname, tensors, out, inputs, attrs)
             short = opname.split(".")[1] if opname.startswith("aten.") else opname
+            # counted per op, so an op one side inserts (autocast's casts, a copy to a
+            # layout) does not shift the names of the ops both sides run
+            k = self.rec.op_index.get((mpath, short), 0)
+            self.rec.op_index[(mpath, short)] = k + 1
+            if short in _FUSED:
+                warnings.warn("parity_torch: torch ran its fused fast path %s in /%s; paritydiff "
+                              "has no model for it (per-dtype tolerance only); capture with "
+                              "fastpath=False to record and judge its ops"
+                              % (opname, mpath.replace(".", "/")), stacklevel=2)
             first = None
             for j, o in enumerate(outs):
                 if not isinstance(o, torch.Tensor) or (j > 0 and o.numel() == 0):
@@ -291,6 +346,14 @@ if TorchDispatchMode is not None:
                 if first is None:
                     first = self.rec.add(_Record(self.rec._join(mpath, "%d.%s" % (k, short)),
                                                  data, opname, inputs, next(self.rec.order), a), o)
+                elif short == "split" and "split_size" in attrs:
+                    # chunk j of a split is a slice of its input: the registry's exact rule
+                    dim, size = int(attrs.get("dim", 0)), int(attrs["split_size"])
+                    a.pop("split_size")
+                    a.update(dim=numpy.int64(dim), start=numpy.int64(j * size),
+                             end=numpy.int64(j * size + o.shape[dim]), step=numpy.int64(1))
+                    self.rec.add(_Record(first.name + "#%d" % j, data, "aten.slice.Tensor",
+                                         inputs[:1], next(self.rec.order), a), o)
                 else:
                     a = {"dtype": dt} if dt else {}
                     self.rec.add(_Record(first.name + "#%d" % j, data, attrs=a,
@@ -340,7 +403,10 @@ def _write(path, rec, side, identity):
         for key, value in identity.items():
             if value is not None:
                 f.attrs[key] = value if isinstance(value, (int, float)) else str(value)
+        consumed = {id(i) for r in rec.records for i in (r.inputs or ())}
         for r in rec.records:
+            if r.output_of is not None and id(r) not in consumed:
+                continue   # an auxiliary output nothing read (a norm's mean, sdpa's lse)
             d = f.create_dataset(r.name, data=r.data)
             if r.op:
                 d.attrs["op"] = r.op
@@ -370,9 +436,11 @@ def _identity(model, side, compiler, extra):
     return ident
 
 
-def capture_eager(module, inputs, path, **identity):
+def capture_eager(module, inputs, path, fastpath=False, **identity):
     """Runs module(*inputs) eagerly under no_grad and writes every aten op to path.
-    identity: root attributes (model, workload, shape_bucket, commit, ...)."""
+    fastpath: let torch take its fused fast paths (one op for a whole encoder layer, which
+    has no model); off by default, so the layer's own ops are recorded (root attribute
+    fastpath = "off" or "on"). identity: root attributes (model, workload, commit, ...)."""
     model = module
     if TorchDispatchMode is None:
         raise RuntimeError("parity_torch needs torch >= 1.13 (TorchDispatchMode)")
@@ -383,11 +451,12 @@ def capture_eager(module, inputs, path, **identity):
     rec.add_params()
     handles = rec.hooks(model)
     try:
-        with torch.no_grad(), _EagerMode(rec):
+        with torch.no_grad(), _fast_paths(fastpath), _EagerMode(rec):
             out = model(*inputs)
     finally:
         for h in handles:
             h.remove()
+    identity["fastpath"] = "on" if fastpath else "off"
     if isinstance(out, torch.Tensor) and id(out) in rec.by_id:
         r = rec.by_id[id(out)]
         if r.name != "/out":
@@ -422,7 +491,7 @@ def _leaves(model):
 
 
 def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, compiler=None,
-                     run_module=None, contract=None, **identity):
+                     run_module=None, contract=None, fastpath=False, **identity):
     """Runs the compiled module and writes its module outputs under eager's names.
 
     compile_leaf(leaf, example_args) -> callable compiles each leaf module on its own;
@@ -433,6 +502,9 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
     compiled kernels' dtype contract: {torch.nn.Linear: {"compute_dtype": "bfloat16"}} for
     bf16 autocast against float32 eager (paritydiff refuses compute_dtype on an op that is
     no dot product, so name only the leaves that run one).
+    fastpath: as for capture_eager. Off, the leaves of an encoder layer run (and compile);
+    on, torch's fused layer runs instead of them, outside any compiled leaf, and is recorded
+    as the layer's output: torch's fast path against eager's op-by-op path.
     """
     import copy
     model = module
@@ -442,70 +514,78 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
         importlib.import_module("torch._dynamo").reset()
     except ImportError:   # torch 1.13
         pass
-    work = copy.deepcopy(run_module if run_module is not None else model)
-    leaf_args = {}
-    if compile_leaf is not None:
-        handles = []
-        def keep(mod, args, out, p):
-            leaf_args.setdefault(p, args)   # returns nothing: a hook's value replaces out
-        for p, m in _leaves(work):
-            handles.append(m.register_forward_hook(
-                lambda mod, args, out, p=p: keep(mod, args, out, p)))
-        with torch.no_grad():
-            work(*inputs)
-        for h in handles:
-            h.remove()
-        for p, m in _leaves(work):
-            if p not in leaf_args:
-                continue
-            parent = work.get_submodule(".".join(p.split(".")[:-1])) if "." in p else work
+    with _fast_paths(fastpath):   # compiled, warmed up and run alike
+        work = copy.deepcopy(run_module if run_module is not None else model)
+        leaf_args = {}
+        if compile_leaf is not None:
+            handles = []
+            def keep(mod, args, out, p):
+                leaf_args.setdefault(p, args)   # returns nothing: a hook's value replaces out
+            for p, m in _leaves(work):
+                handles.append(m.register_forward_hook(
+                    lambda mod, args, out, p=p: keep(mod, args, out, p)))
             with torch.no_grad():
-                fn = compile_leaf(m, leaf_args[p])
-            setattr(parent, p.split(".")[-1], _Compiled(fn, m))
-    rec = _Recorder(model)
-    for k, t in enumerate(inputs):
-        rec.add_input(k, t)
-    rec.add_params()   # as eager names them: the data the compiled side was given
-    # the compiled copy's own parameters are the same data under the same names
-    for (n, p), (_, q) in zip(itertools.chain(work.named_parameters(), work.named_buffers()),
-                              itertools.chain(model.named_parameters(), model.named_buffers())):
-        if id(q) in rec.by_id:
-            rec.by_id[id(p)] = rec.by_id[id(q)]
-    whole_fn = whole_model(work, inputs) if whole_model is not None else None
-    telemetry = _warm_up(whole_fn if whole_fn is not None else work, inputs)
-    with torch.no_grad():
-        if whole_fn is not None:
-            out = whole_fn(*inputs)
-        else:
-            def post(m, args, o, mpath):
-                """A compiled leaf's output: recorded under the leaf's name."""
-                if not isinstance(o, torch.Tensor) or \
-                        any(o is x for x in args if isinstance(x, torch.Tensor)):
-                    return
-                data, dt = rec.snapshot(o)
-                attrs = {"dtype": dt} if dt else {}
-                orig = object.__getattribute__(m, "orig")
-                for kind, declared in (contract or {}).items():
-                    if isinstance(orig, kind):
-                        attrs.update(declared)
-                        break
-                rec.add(_Record("/0.compiled", data, attrs=attrs), o)
-                rec.module_output(mpath, args, o)
-            handles = rec.hooks(work, post)
-            try:
-                with _EagerMode(rec):   # ops outside the compiled leaves run eagerly here too
-                    out = work(*inputs)
-            finally:
-                for h in handles:
-                    h.remove()
-    if isinstance(out, torch.Tensor):
-        r = rec.by_id.get(id(out))
-        if r is None:
-            data, dt = rec.snapshot(out)
-            rec.add(_Record("/out", data, attrs={"dtype": dt} if dt else {}), out)
-        elif r.name != "/out":
-            rec.names.discard(r.name)
-            r.name = rec.unique("/out")
+                work(*inputs)
+            for h in handles:
+                h.remove()
+            for p, m in _leaves(work):
+                if p not in leaf_args:
+                    continue
+                parent = work.get_submodule(".".join(p.split(".")[:-1])) if "." in p else work
+                with torch.no_grad():
+                    fn = compile_leaf(m, leaf_args[p])
+                setattr(parent, p.split(".")[-1], _Compiled(fn, m))
+        rec = _Recorder(model)
+        for k, t in enumerate(inputs):
+            rec.add_input(k, t)
+        rec.add_params()   # as eager names them: the data the compiled side was given
+        # the compiled copy's own parameters are the same data under the same names (by
+        # name: the compiled leaves hide theirs, so the two lists do not pair up in order)
+        mine = dict(itertools.chain(model.named_parameters(), model.named_buffers()))
+        for n, p in itertools.chain(work.named_parameters(), work.named_buffers()):
+            q = mine.get(n)
+            if q is not None and id(q) in rec.by_id:
+                rec.by_id[id(p)] = rec.by_id[id(q)]
+        whole_fn = whole_model(work, inputs) if whole_model is not None else None
+        telemetry = _warm_up(whole_fn if whole_fn is not None else work, inputs)
+        with torch.no_grad():
+            if whole_fn is not None:
+                out = whole_fn(*inputs)
+            else:
+                def post(m, args, o, mpath):
+                    """A compiled leaf's output: recorded under the leaf's name."""
+                    if not isinstance(o, torch.Tensor) or \
+                            any(o is x for x in args if isinstance(x, torch.Tensor)):
+                        return
+                    data, dt = rec.snapshot(o)
+                    attrs = {"dtype": dt} if dt else {}
+                    orig = object.__getattribute__(m, "orig")
+                    for kind, declared in (contract or {}).items():
+                        if isinstance(orig, kind):
+                            attrs.update(declared)
+                            break
+                    rec.add(_Record("/0.compiled", data, attrs=attrs), o)
+                    rec.module_output(mpath, args, o)
+                handles = rec.hooks(work, post)
+                try:
+                    with _EagerMode(rec):   # ops outside the compiled leaves run eagerly here too
+                        out = work(*inputs)
+                finally:
+                    for h in handles:
+                        h.remove()
+        if isinstance(out, torch.Tensor):
+            r = rec.by_id.get(id(out))
+            if r is None:
+                data, dt = rec.snapshot(out)
+                rec.add(_Record("/out", data, attrs={"dtype": dt} if dt else {}), out)
+            elif r.name != "/out":
+                rec.names.discard(r.name)
+                r.name = rec.unique("/out")
+    identity["fastpath"] = "on" if fastpath else "off"
+    if compiler is None:   # the compiler function's name (torchscript_freeze, ...)
+        compiler = getattr(compile_leaf or whole_model, "__name__", None)
+        if compiler == "<lambda>":
+            compiler = None
     ident = _identity(model, "compiled", compiler, identity)
     ident.update(telemetry)
     _write(path, rec, "compiled", ident)
@@ -562,8 +642,10 @@ def channels_last(module, args):
     """The leaf with its weights and 4-D inputs in channels_last memory format."""
     import copy
     m = copy.deepcopy(module).to(memory_format=torch.channels_last)
-    return lambda x: m(x.contiguous(memory_format=torch.channels_last)
-                       if x.dim() == 4 else x).contiguous()
+    # a leaf given no 4-D input runs as it is: dropout in eval passes its input through,
+    # and a .contiguous() copy of a strided input would be an output eager does not have
+    return lambda x: m(x.contiguous(memory_format=torch.channels_last)).contiguous() \
+        if x.dim() == 4 else m(x)
 
 
 def torch_compile(module, args):
@@ -579,4 +661,7 @@ def torch_compile(module, args):
 
 def whole(compile_fn):
     """compile_fn over the whole model, for capture_compiled(whole_model=...)."""
-    return lambda model, args: compile_fn(model, args)
+    def whole_model(model, args):
+        return compile_fn(model, args)
+    whole_model.__name__ = "whole " + getattr(compile_fn, "__name__", "model")
+    return whole_model
