@@ -167,6 +167,10 @@ typedef struct {
      * tensor being judged and every later one become errors saying so, and the result
      * (a partial report) is still returned. */
     int (*xBeat)(void *pCtx);
+    /* Called before each eager tensor is judged, iDone of nTotal judged so far, and once
+     * after the last with zName NULL and iDone the tensors judged before any time limit
+     * (NULL: never): a progress line. */
+    void (*xTensor)(void *pCtx, size_t iDone, size_t nTotal, const char *zName);
     /* --map-prefix: tensors (and "inputs" entries) of both captures whose path starts with
      * azMapOld[i] are renamed to start with azMapNew[i] before matching, in this order
      * (formats/capture.h, parity_capture_map_prefix). */

@@ -215,7 +215,7 @@ static void push_side_warning(parity_tensor_result *pR, const char *zSide, const
 static int judge_eager_tensors(diff_run *pD)
 {
     parity_diff_result *pRes = pD->pRes;
-    size_t k;
+    size_t k, nJudged = 0;
     int timeUp = 0;
     for (k = 0; k < pD->nE; k++) {
         size_t iE = pD->aOrder[k];
@@ -238,6 +238,7 @@ static int judge_eager_tensors(diff_run *pD)
             continue;
         }
 
+        if (pD->pOpt->xTensor) pD->pOpt->xTensor(pD->pOpt->pProgressCtx, nJudged, pD->nE, pE->zPath);
         pR->zName = parity_result_dup(&pR->oom, pE->zPath);
         pR->zOp = parity_result_dup(&pR->oom, pE->zOp);
         pR->hasOrder = pE->hasOrder;
@@ -255,6 +256,9 @@ static int judge_eager_tensors(diff_run *pD)
         if (!pR->isInput)
             parity_semantic_judge(pD->pOpt, pD->pEagerCap, iE, pD->pCompCap, iC,
                            upstream_failed(pRes, pE), pR);
+        /* judged before the time limit (a judgement it cut short is not) */
+        if (pD->pOpt->xBeat && pD->pOpt->xBeat(pD->pOpt->pProgressCtx) != 0) timeUp = 1;
+        else nJudged++;
         if (pR->status == PARITY_ST_FAIL && pR->cause == PARITY_CAUSE_NONE && !pE->zOp) {
             /* No op above it in the graph: a differing input or plain tensor is its own
              * cause. An input that differs may be an op output written without its "op"
@@ -278,6 +282,7 @@ static int judge_eager_tensors(diff_run *pD)
          * have been set since the last check (parity_result_oom would walk them all) */
         if (pR->oom || pRes->oom) return -1;
     }
+    if (pD->pOpt->xTensor) pD->pOpt->xTensor(pD->pOpt->pProgressCtx, nJudged, pD->nE, NULL);
     return 0;
 }
 

@@ -21,6 +21,7 @@
  * (debugging, and sanitizer runs).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <signal.h>
 #include <time.h>
+#include <unistd.h>
 #include "diff/diff.h"
 #include "formats/process.h"
 #include "reports/report.h"
@@ -50,6 +52,8 @@ typedef struct {
     const char *zTolerance;
     int quiet;
     unsigned timeoutSeconds;   /* --timeout: the child stops itself then (0: never) */
+    int progressFd;            /* the user's stderr for the progress line, or -1: none */
+    int progressTty;           /* ... a terminal: one line rewritten in place */
     const char *zEager, *zCompiled;
 } cli_args;
 
@@ -74,6 +78,8 @@ static void usage(FILE *pOut)
 "Output:\n"
 "      --json FILE         write the JSON report to FILE ('-': stdout, and no text report)\n"
 "  -q, --quiet             no text report; the exit status says it all\n"
+"      --progress          a progress line on stderr even when it is not a terminal\n"
+"                          (on a terminal it is shown unless --quiet)\n"
 "\n"
 "Resources:\n"
 "      --threads N         compute threads (default: all cores)\n"
@@ -172,12 +178,72 @@ static int run_diff(void *pArg)
     return code;
 }
 
-/* The reading child's shared state: the file it reads now ("" before and after). */
+/* The reading child's shared state: the file it reads now ("" before and after), and
+ * the progress line, which only the child writes. */
 typedef struct {
     char zCurrent[1024];
     int judging;               /* the last sign of life came from a model judging */
     double deadline;           /* CLOCK_MONOTONIC seconds the child must stop by (0: none) */
+    int progressFd, progressTty;   /* as in cli_args */
+    int progressShown;         /* a line is on a terminal, to be cleared */
+    double tStart, tShown;     /* when the diff started, and the line was last written */
+    size_t iDone, nTotal;      /* tensors judged so far, of nTotal (0: still reading) */
+    char zTensor[256];         /* the tensor being judged */
 } read_state;
+
+static double monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Writes the whole buffer to fd, or gives up quietly: progress is never worth an error. */
+static void write_all(int fd, const char *z, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, z, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        z += w;
+        n -= (size_t)w;
+    }
+}
+
+/* The progress line, in the child, on the user's stderr (the child's own is captured).
+ * A diff that ends within a second shows none; after that it is rewritten in place five
+ * times a second on a terminal, and written once a second, a line each, elsewhere, where
+ * the end of the judging adds one last line. final: the judging is over. */
+static void progress_show(read_state *pS, int final)
+{
+    double now;
+    char zLine[512];
+    int n;
+    if (pS->progressFd < 0) return;
+    now = monotonic_seconds();
+    if (final) {
+        if (pS->progressTty && pS->progressShown) write_all(pS->progressFd, "\r\033[K", 4);
+        pS->progressShown = 0;
+        if (!pS->progressTty) {
+            n = snprintf(zLine, sizeof zLine, "paritydiff: progress: %zu of %zu tensors judged "
+                         "in %.1f s\n", pS->iDone, pS->nTotal, now - pS->tStart);
+            write_all(pS->progressFd, zLine, (size_t)n);
+        }
+        return;
+    }
+    if (now - pS->tStart < 1.0 || now - pS->tShown < (pS->progressTty ? 0.2 : 1.0)) return;
+    pS->tShown = now;
+    if (pS->nTotal == 0)
+        n = snprintf(zLine, sizeof zLine, "%sparitydiff: progress: reading %.200s, %.0f s%s",
+                     pS->progressTty ? "\r" : "", pS->zCurrent, now - pS->tStart,
+                     pS->progressTty ? "\033[K" : "\n");
+    else
+        n = snprintf(zLine, sizeof zLine, "%sparitydiff: progress: %zu of %zu tensors judged, "
+                     "%.0f s; judging %s%s", pS->progressTty ? "\r" : "", pS->iDone, pS->nTotal,
+                     now - pS->tStart, pS->zTensor, pS->progressTty ? "\033[K" : "\n");
+    if (n > 0) write_all(pS->progressFd, zLine, (size_t)n < sizeof zLine ? (size_t)n : sizeof zLine - 1);
+    pS->progressShown = 1;
+}
 
 /* The engine's progress callback, in the child: the file, and a heartbeat. */
 static void on_progress(void *pCtx, const char *zFile)
@@ -186,13 +252,17 @@ static void on_progress(void *pCtx, const char *zFile)
     snprintf(pState->zCurrent, sizeof pState->zCurrent, "%s", zFile ? zFile : "");
     pState->judging = 0;
     parity_process_beat();
+    if (zFile && pState->nTotal == 0) progress_show(pState, 0);
 }
 
-static double monotonic_seconds(void)
+/* The engine's callback before each tensor is judged, in the child. */
+static void on_tensor(void *pCtx, size_t iDone, size_t nTotal, const char *zName)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    read_state *pState = pCtx;
+    pState->iDone = iDone;
+    pState->nTotal = nTotal;
+    snprintf(pState->zTensor, sizeof pState->zTensor, "%s", zName ? zName : "");
+    progress_show(pState, zName == NULL);
 }
 
 /* The engine's beat while a model judges, in the child: a heartbeat, so a long healthy
@@ -203,6 +273,7 @@ static int on_beat(void *pCtx)
     read_state *pState = pCtx;
     pState->judging = 1;
     parity_process_beat();
+    progress_show(pState, 0);
     return pState->deadline > 0.0 && monotonic_seconds() > pState->deadline;
 }
 
@@ -215,7 +286,11 @@ static int diff_child(void *pArg, const parity_process_child *pSelf)
     cli_args *pArgs = pArg;
     pArgs->diff.xProgress = on_progress;
     pArgs->diff.xBeat = on_beat;
+    pArgs->diff.xTensor = on_tensor;
     pArgs->diff.pProgressCtx = pSelf->pState;
+    ((read_state *)pSelf->pState)->progressFd = pArgs->progressFd;
+    ((read_state *)pSelf->pState)->progressTty = pArgs->progressTty;
+    ((read_state *)pSelf->pState)->tStart = monotonic_seconds();
     if (pArgs->timeoutSeconds)
         ((read_state *)pSelf->pState)->deadline = monotonic_seconds() + pArgs->timeoutSeconds;
     parity_capture_set_heartbeat(parity_process_beat);
@@ -261,6 +336,10 @@ static int run_isolated(cli_args *pArgs, const read_limits *pLimits)
                                                      ? pLimits->timeoutSeconds / 10 : 5));
     pState = parity_process_state(&proc);
     zCurrent = pState->zCurrent[0] ? pState->zCurrent : "the input";
+    if (pState->progressShown && pArgs->progressTty) {
+        fputs("\r\033[K", stderr);   /* a child that died mid-line leaves it behind */
+        fflush(stderr);
+    }
     pass_child_stderr(&proc, proc.end != PARITY_PROCESS_EXITED &&
                              !(proc.end == PARITY_PROCESS_SIGNALED && proc.sig == SIGPIPE));
     switch (proc.end) {
@@ -302,7 +381,8 @@ int main(int argc, char **argv)
 {
     enum { OPT_RTOL = 256, OPT_ATOL, OPT_MAX_ULP, OPT_SIGNED_ZEROS, OPT_STRICT, OPT_JSON,
            OPT_TOLERANCE,
-           OPT_THREADS, OPT_TIMEOUT, OPT_STALL, OPT_MAX_MEMORY, OPT_SLAB, OPT_MAP_PREFIX };
+           OPT_THREADS, OPT_TIMEOUT, OPT_STALL, OPT_MAX_MEMORY, OPT_SLAB, OPT_MAP_PREFIX,
+           OPT_PROGRESS };
     static const struct option aLong[] = {
         { "rtol", required_argument, NULL, OPT_RTOL },
         { "atol", required_argument, NULL, OPT_ATOL },
@@ -319,13 +399,14 @@ int main(int argc, char **argv)
         { "slab-bytes", required_argument, NULL, OPT_SLAB },   /* for tests and benchmarks */
         { "help", no_argument, NULL, 'h' },
         { "map-prefix", required_argument, NULL, OPT_MAP_PREFIX },
+        { "progress", no_argument, NULL, OPT_PROGRESS },
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 }
     };
     cli_args args;
     read_limits limits = { 60, 0, 8192 };
     unsigned long long u;
-    int c;
+    int c, progress = 0;
 
     memset(&args, 0, sizeof args);
     parity_diff_options_init(&args.diff);
@@ -350,6 +431,7 @@ int main(int argc, char **argv)
         case OPT_JSON: args.zJson = optarg; break;
         case OPT_TOLERANCE: args.zTolerance = optarg; break;
         case 'q': args.quiet = 1; break;
+        case OPT_PROGRESS: progress = 1; break;
         case OPT_THREADS:
             if (!parse_uint(optarg, 64, &u) || u == 0) return usage_error("invalid --threads '%s' (1 to 64)", optarg);
             args.diff.nThreads = (int)u;
@@ -397,5 +479,9 @@ int main(int argc, char **argv)
                                                    : "too many operands");
     args.zEager = argv[optind];
     args.zCompiled = argv[optind + 1];
+    args.progressTty = isatty(2);
+    args.progressFd = -1;
+    if (progress || (args.progressTty && !args.quiet))
+        args.progressFd = fcntl(2, F_DUPFD_CLOEXEC, 3);   /* -1: no progress, no harm */
     return run_isolated(&args, &limits);
 }

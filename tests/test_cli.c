@@ -1295,6 +1295,35 @@ static void write_gelu(const char *zFile, size_t n)
     free(aY);
 }
 
+/* --progress with stderr a pipe: a line a second while /y is judged, naming it, then one
+ * saying how many were judged; none without --progress (diff_json wants a clean stderr).
+ * Under --timeout the last line counts only what was judged. */
+static void check_progress_line(const char *zE)
+{
+    const char *azArgv[] = { PARITYDIFF_BIN, "-q", "--progress", "--threads", "1", zE, zE,
+                             NULL, NULL, NULL };
+    const char *zLast;
+    run_result r;
+    run_argv(azArgv, 120.0, &r);
+    expect_clean_stderr(&r, "paritydiff --progress");
+    cr_expect_eq(r.code, 0, "%s", r.zErr);
+    cr_expect_geq(count_lines(r.zErr, 0, NULL, 0), 2, "a line while judging, one at the end:\n%s",
+                  r.zErr);
+    cr_expect(strstr(r.zErr, "paritydiff: progress: 1 of 2 tensors judged, "), "%s", r.zErr);
+    cr_expect(strstr(r.zErr, "; judging /y\n"), "%s", r.zErr);
+    zLast = strstr(r.zErr, "paritydiff: progress: 2 of 2 tensors judged in ");
+    cr_expect(zLast && strchr(zLast, '\n') && strchr(zLast, '\n')[1] == 0, "%s", r.zErr);
+    run_free(&r);
+    azArgv[5] = "--timeout";
+    azArgv[6] = "1";
+    azArgv[7] = zE;
+    azArgv[8] = zE;
+    run_argv(azArgv, 120.0, &r);
+    cr_expect_eq(r.code, 2, "%s", r.zErr);
+    cr_expect(strstr(r.zErr, "paritydiff: progress: 1 of 2 tensors judged in "), "%s", r.zErr);
+    run_free(&r);
+}
+
 Test(cli, long_judgement_is_not_a_stall_and_timeout_reports_what_was_judged)
 {
     const char *zE = tmp_path("g.h5");
@@ -1329,6 +1358,7 @@ Test(cli, long_judgement_is_not_a_stall_and_timeout_reports_what_was_judged)
     cr_expect(strstr(zFirst, "time limit reached while judging"), "%s", zFirst);
     cr_expect_null(strstr(g_last.zErr, "corrupt"), "%s", g_last.zErr);
     json_decref(pDoc);
+    check_progress_line(zE);
 }
 
 /* float16 stored as its bit patterns in int16 (t.view(torch.int16)) with dtype = "float16"
