@@ -49,8 +49,8 @@ const char *const parity_identity_keys[] = {
 };
 
 const char *const parity_telemetry_keys[] = {
-    "compile_time_s", "recompiles", "graph_breaks", "fallback_ops", "latency_p50_ms",
-    "latency_p99_ms", NULL
+    "compile_time_s", "recompiles", "graph_breaks", "fallback_ops", "eager_frames",
+    "latency_p50_ms", "latency_p99_ms", NULL
 };
 
 int parity_is_telemetry_key(const char *zKey)

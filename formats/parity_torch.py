@@ -595,8 +595,10 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
 def _warm_up(fn, inputs):
     """One run before the recorded one, so lazy compilers (torch.compile) compile outside
     it; under torch >= 2 the telemetry torch._dynamo counted then (FORMAT.md's keys): the
-    warm-up's wall time as compile_time_s, graph breaks, and recompiles (frames compiled
-    beyond one per compiled callable). Empty when nothing was compiled by dynamo."""
+    warm-up's wall time as compile_time_s, graph breaks, recompiles (frames compiled
+    beyond one per compiled callable) and eager_frames (frames dynamo gave up on and ran
+    eagerly: its counted frames less those it compiled). Empty when dynamo compiled
+    nothing."""
     import time
     try:
         from torch._dynamo.utils import counters
@@ -613,7 +615,8 @@ def _warm_up(fn, inputs):
     frames = counters["frames"]["total"]
     return {"compile_time_s": float(seconds),
             "graph_breaks": int(sum(counters["graph_break"].values())),
-            "recompiles": int(max(0, frames - counters["stats"].get("unique_graphs", frames)))}
+            "recompiles": int(max(0, frames - counters["stats"].get("unique_graphs", frames))),
+            "eager_frames": int(max(0, frames - counters["frames"].get("ok", frames)))}
 
 
 # ---- compilers for capture_compiled ----------------------------------------------------

@@ -286,6 +286,7 @@ class RealModels(unittest.TestCase):
                 self.assertGreater(tel["compile_time_s"], 0.0, tel)
                 self.assertEqual(tel["graph_breaks"], 0, tel)
                 self.assertIn("recompiles", tel)
+                self.assertEqual(tel["eager_frames"], 0, tel)
 
     def test_metadata_that_misdescribes_the_call_is_said(self):
         """A tanh GELU captured without its 'approximate': eager and compiled break the erf
