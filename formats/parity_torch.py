@@ -74,10 +74,12 @@ def _to_numpy(t):
     if t.is_mkldnn:
         t = t.to_dense()
     t = t.cpu().contiguous()
+    # copies: t.numpy() shares the tensor's memory, and an in-place op run later (relu_)
+    # would rewrite what was recorded for the op that produced the tensor
     if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(numpy.uint16), "bfloat16"
+        return t.view(torch.int16).numpy().view(numpy.uint16).copy(), "bfloat16"
     if t.dtype in _NATIVE:
-        return t.numpy(), None
+        return t.numpy().copy(), None
     raise TypeError("parity_torch: dtype %s has no capture form" % t.dtype)
 
 
@@ -103,11 +105,21 @@ def _attr_value(v):
 
 
 class _Record:
-    __slots__ = ("name", "data", "op", "inputs", "order", "attrs", "output_of")
+    __slots__ = ("name", "data", "op", "inputs", "order", "attrs", "output_of", "version")
 
     def __init__(self, name, data, op=None, inputs=None, order=None, attrs=None, output_of=None):
         self.name, self.data, self.op, self.inputs = name, data, op, inputs
         self.order, self.attrs, self.output_of = order, attrs or {}, output_of
+        self.version = None           # the tensor's version counter when data was taken
+
+
+def _version_of(t):
+    """t's in-place version counter (shared with its views), None where it has none
+    (tensors made under inference_mode)."""
+    try:
+        return t._version
+    except (RuntimeError, AttributeError):
+        return None
 
 
 class _Recorder:
@@ -129,6 +141,7 @@ class _Recorder:
                     self.params[id(p)] = (self._join(mpath, pname), p)
         self.names = set()
         self.paused = 0               # > 0 while a compiled leaf runs: its insides are fused
+        self.entered = []             # per module being run: its tensor inputs' records then
 
     def snapshot(self, t):
         """_to_numpy with recording paused: the copy is ours, not the model's op."""
@@ -161,6 +174,7 @@ class _Recorder:
         rec.name = self.unique(rec.name)
         self.records.append(rec)
         if tensor is not None:
+            rec.version = _version_of(tensor)
             self.by_id[id(tensor)] = rec
             self.alive.append(tensor)
         return rec
@@ -185,10 +199,28 @@ class _Recorder:
         data, dt = self.snapshot(t)
         self.add(_Record("/input/%d" % k, data, attrs={"dtype": dt} if dt else {}), t)
 
-    def module_output(self, mpath, inputs, output):
+    def mutated_since(self, rec, o):
+        """Has o changed since rec took its data? Not when its version counter has not
+        moved; else the data tells (an in-place op's own record sees the counter before
+        torch bumps it, above the dispatch mode)."""
+        now = _version_of(o)
+        if rec.version is not None and now == rec.version:
+            return False
+        data, _ = self.snapshot(o)
+        return data.shape != rec.data.shape or data.tobytes() != rec.data.tobytes()
+
+    def passes_through(self, o, inputs, entry):
+        """Did the module return input o as it got it (dropout in eval)? Not when an op in
+        it changed o in place (ReLU(inplace=True)): then o's record is a newer one."""
+        if not any(o is x for x in inputs if isinstance(x, torch.Tensor)):
+            return False
+        return entry is None or self.by_id.get(id(o)) is entry.get(id(o))
+
+    def module_output(self, mpath, inputs, output, entry=None):
         """Names the records behind a module's output /<path>/out (outermost wins). A tuple
         output with one tensor in it (MultiheadAttention's (out, None)) is named the same;
-        with several, tensor j of it is /<path>/out_<j>."""
+        with several, tensor j of it is /<path>/out_<j>. entry: the records its tensor
+        inputs had when it was entered."""
         if isinstance(output, torch.Tensor):
             outs = [("out", output)]
         elif isinstance(output, (tuple, list)):
@@ -198,11 +230,17 @@ class _Recorder:
             return
         n = self.calls.get(mpath, 0)
         for leaf, o in outs:
-            if any(o is x for x in inputs if isinstance(x, torch.Tensor)):
-                continue    # the module passed an input through (dropout in eval)
+            if self.passes_through(o, inputs, entry):
+                continue
             rec = self.by_id.get(id(o))
             if rec is None:
                 continue
+            if self.mutated_since(rec, o):
+                # changed through a view after its op recorded it (y[..., -k:] = 0): the
+                # module's output is what it holds now, a tensor of its own without an op
+                data, dt = self.snapshot(o)
+                rec = self.add(_Record(rec.name + "~", data, order=next(self.order),
+                                       attrs={"dtype": dt} if dt else {}), o)
             want = self._join(mpath, leaf) + ("" if n <= 1 else ".%d" % (n - 1))
             if rec.name != want:
                 self.names.discard(rec.name)
@@ -211,7 +249,7 @@ class _Recorder:
     def hooks(self, model, on_compiled_output=None):
         """Pre and post hooks on every module: the module stack, call counts, output names.
         A compiled leaf (_Compiled) pauses recording while it runs; its output is named by
-        on_compiled_output(module, args, out, path)."""
+        on_compiled_output(module, args, out, path, entry)."""
         handles = []
         for mpath, mod in model.named_modules():
             compiled = isinstance(mod, _Compiled)
@@ -219,16 +257,19 @@ class _Recorder:
             def pre(m, args, mpath=mpath, compiled=compiled):
                 self.calls[mpath] = self.calls.get(mpath, 0) + 1
                 self.stack.append(mpath)
+                self.entered.append({id(x): self.by_id.get(id(x)) for x in args
+                                     if isinstance(x, torch.Tensor)})
                 if compiled:
                     self.paused += 1
 
             def post(m, args, out, mpath=mpath, compiled=compiled):
                 self.stack.pop()
+                entry = self.entered.pop()
                 if compiled:
                     self.paused -= 1
-                    on_compiled_output(m, args, out, mpath)
+                    on_compiled_output(m, args, out, mpath, entry)
                 else:
-                    self.module_output(mpath, args, out)
+                    self.module_output(mpath, args, out, entry)
             handles.append(mod.register_forward_pre_hook(pre))
             handles.append(mod.register_forward_hook(post))
         return handles
@@ -552,12 +593,18 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
             if whole_fn is not None:
                 out = whole_fn(*inputs)
             else:
-                def post(m, args, o, mpath):
-                    """A compiled leaf's output: recorded under the leaf's name."""
-                    if not isinstance(o, torch.Tensor) or \
-                            any(o is x for x in args if isinstance(x, torch.Tensor)):
+                def post(m, args, o, mpath, entry):
+                    """A compiled leaf's output: recorded under the leaf's name. An input
+                    it returns is passed through unless the leaf changed it in place
+                    (recording was paused inside: the data tells)."""
+                    if not isinstance(o, torch.Tensor):
                         return
                     data, dt = rec.snapshot(o)
+                    if any(o is x for x in args if isinstance(x, torch.Tensor)):
+                        before = entry.get(id(o))
+                        if before is None or (before.data.shape == data.shape and
+                                              before.data.tobytes() == data.tobytes()):
+                            return
                     attrs = {"dtype": dt} if dt else {}
                     orig = object.__getattribute__(m, "orig")
                     for kind, declared in (contract or {}).items():
@@ -565,7 +612,7 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
                             attrs.update(declared)
                             break
                     rec.add(_Record("/0.compiled", data, attrs=attrs), o)
-                    rec.module_output(mpath, args, o)
+                    rec.module_output(mpath, args, o, entry)
                 handles = rec.hooks(work, post)
                 try:
                     with _EagerMode(rec):   # ops outside the compiled leaves run eagerly here too

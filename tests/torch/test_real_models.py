@@ -171,6 +171,34 @@ class RealModels(unittest.TestCase):
         for op, models in seen.items():
             self.assertEqual(len(models), 1, "%s judged by %s" % (op, models))
 
+    def test_in_place_ops_keep_what_each_op_produced(self):
+        """ReLU(inplace=True) rewrites its input: the linear before it must keep its own
+        values (a capture aliasing the tensor recorded the relu's), and the relu module's
+        output is its own, on both sides."""
+        import h5py
+        import numpy
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(inplace=True),
+                                    torch.nn.Linear(8, 4)).eval()
+        args = (torch.randn(3, 8),)
+        eager = self.path("inplace.h5")
+        pt.capture_eager(model, args, eager)
+        with h5py.File(eager, "r") as f:
+            self.assertGreater(int((f["/0/out"][()] < 0).sum()), 0, "the linear's own output")
+            self.assertEqual(int((f["/1/out"][()] < 0).sum()), 0)
+            self.assertTrue(numpy.array_equal(f["/1/out"][()], numpy.maximum(f["/0/out"][()], 0)))
+        compilers = [pt.torchscript_trace] + ([pt.torch_compile] if TORCH2 else [])
+        for fn in compilers:
+            with self.subTest(compiler=fn.__name__):
+                compiled = self.path("inplace_%s.h5" % fn.__name__)
+                pt.capture_compiled(model, args, compiled, compile_leaf=fn)
+                doc = self.diff(eager, compiled)
+                self.assert_pass(doc)
+                for name, op in (("/0/out", "linear"), ("/1/out", "relu"), ("/out", "linear")):
+                    t = self.tensor(doc, name)
+                    self.assertEqual((t["status"], t["judgement"]["model"]), ("pass", op), name)
+                    self.assertTrue(t["judgement"]["local_check"], name)
+
     def test_fused_fast_path_is_off_by_default_and_warned_when_on(self):
         """batch_first=True under no_grad: torch's one-call encoder layer has no model, so
         the helper records the op-by-op path unless asked; asked, it warns, and the fused
