@@ -34,6 +34,10 @@ OPS = {
     "tanh": (torch.tanh, {}),
     "exp": (torch.exp, {}),
     "erf": (torch.erf, {}),
+    "sqrt": (torch.sqrt, {}),
+    "rsqrt": (torch.rsqrt, {}),
+    "reciprocal": (torch.reciprocal, {}),
+    "log": (torch.log, {}),
 }
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
