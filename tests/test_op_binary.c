@@ -602,3 +602,180 @@ Test(binary, broadcasting_takes_zero_against_one)
     cr_expect_eq(call.geom.dot.nMat, 0);
     parity_op_end(&call);
 }
+
+/* ---- addmm, baddbmm -------------------------------------------------------------- */
+
+/* addmm(c, a, b, beta 0.5, alpha 2) on small integers, worked out by hand: a [2, 3] =
+ * [[1, 2, 3], [4, 5, 6]], b [3, 2] = [[1, 0], [0, 1], [1, 1]], so a b = [[4, 5], [10, 11]];
+ * c [2] = [2, -2] broadcast over rows: 2 a b + 0.5 c = [[9, 9], [21, 21]]. A float32 kernel
+ * (sum, times alpha, plus beta c) passes, 3x the bound fails; beta 0 ignores a NaN in c
+ * (torch's rule); shapes that do not fit are errors naming them. */
+Test(addmm, hand_worked_alpha_beta_broadcast_and_beta_zero)
+{
+    uint64_t dA[2] = { 2, 3 }, dB[2] = { 3, 2 }, dC[1] = { 2 }, dOut[2] = { 2, 2 };
+    uint64_t dBad[2] = { 3, 3 }, dB3[3] = { 2, 2, 3 };
+    double a[6] = { 1, 2, 3, 4, 5, 6 }, b[6] = { 1, 0, 0, 1, 1, 1 }, c[2] = { 2, -2 };
+    double cNan[2] = { NAN, 1 }, want[4] = { 9, 9, 21, 21 }, ab[4] = { 4, 5, 10, 11 };
+    double ref, bound;
+    parity_operand aIn[3] = { operand("c", 1, dC, c), operand("a", 2, dA, a), operand("b", 2, dB, b) };
+    parity_attr aAttr[2] = { attr_float(0, "beta", 0.5), attr_float(1, "alpha", 2.0) };
+    parity_attr aZero[1] = { attr_float(2, "beta", 0.0) };
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[512];
+    uint64_t i;
+    op_begin_ok(&call, "aten.addmm.default", aIn, 3, 2, dOut, aAttr, 2);
+    for (i = 0; i < 4; i++) {
+        op_element(&call, i, &ref, &bound);
+        cr_expect_eq(ref, want[i], "element %llu: %g", (unsigned long long)i, ref);
+        cr_expect(bound > 0.0 && bound < 1e-4, "element %llu: bound %g", (unsigned long long)i, bound);
+    }
+    j = op_judge(&call, want);
+    cr_expect_eq(j.nFail, 0);
+    expect_injection_fails(&call, want, 2);
+    parity_op_end(&call);
+    aIn[0] = operand("c", 1, dC, cNan);
+    op_begin_ok(&call, "addmm", aIn, 3, 2, dOut, aZero, 1);
+    j = op_judge(&call, ab);
+    cr_expect_eq(j.nFail, 0, "beta 0: c (a NaN) ignored, the output is a b");
+    parity_op_end(&call);
+    aIn[0] = operand("c", 2, dBad, c);
+    cr_expect_eq(op_begin(&call, "addmm", aIn, 3, 2, dOut, NULL, 0, zErr, sizeof zErr), -1);
+    cr_expect(strstr(zErr, "addend [3, 3] does not broadcast to [2, 2]"), "%s", zErr);
+    parity_op_end(&call);
+    aIn[0] = operand("c", 1, dC, c);
+    aIn[1] = operand("a", 3, dB3, a);
+    cr_expect_eq(op_begin(&call, "addmm", aIn, 3, 2, dOut, NULL, 0, zErr, sizeof zErr), -1);
+    cr_expect(strstr(zErr, "needs [M, K] and [K, N]"), "%s", zErr);
+    parity_op_end(&call);
+}
+
+/* baddbmm over a batch of 2: each matrix its own product, the bound growing with K as the
+ * matmul model's (gamma_{K+3}). */
+Test(addmm, baddbmm_batches_and_bound_grows_with_k)
+{
+    uint64_t dA[3] = { 2, 2, 3 }, dB[3] = { 2, 3, 2 }, dC[3] = { 2, 2, 2 }, dOut[3] = { 2, 2, 2 };
+    double a[12] = { 1, 2, 3, 4, 5, 6, 1, 1, 1, 0, 0, 0 };
+    double b[12] = { 1, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2, 2 };
+    double c[8] = { 0, 0, 0, 0, 1, 1, 1, 1 }, want[8] = { 4, 5, 10, 11, 7, 7, 1, 1 };
+    parity_operand aIn[3] = { operand("c", 3, dC, c), operand("a", 3, dA, a), operand("b", 3, dB, b) };
+    parity_op_call call;
+    parity_judgement j;
+    double ref, bound3, bound64;
+    op_begin_ok(&call, "aten.baddbmm.default", aIn, 3, 3, dOut, NULL, 0);
+    j = op_judge(&call, want);
+    cr_expect_eq(j.nFail, 0);
+    op_element(&call, 0, &ref, &bound3);
+    parity_op_end(&call);
+    {
+        uint64_t dA64[3] = { 1, 1, 64 }, dB64[3] = { 1, 64, 1 }, dC1[1] = { 1 }, dO[3] = { 1, 1, 1 };
+        double a64[64], b64[64], c1[1] = { 0 };
+        int k;
+        for (k = 0; k < 64; k++) { a64[k] = 1.0 + k % 3; b64[k] = 0.5; }
+        aIn[0] = operand("c", 1, dC1, c1);
+        aIn[1] = operand("a", 3, dA64, a64);
+        aIn[2] = operand("b", 3, dB64, b64);
+        op_begin_ok(&call, "baddbmm", aIn, 3, 3, dO, NULL, 0);
+        op_element(&call, 0, &ref, &bound64);
+        parity_op_end(&call);
+        cr_expect(bound64 > bound3, "K 64 bound %g <= K 3 bound %g", bound64, bound3);
+    }
+}
+
+/* ---- where and masked_fill (op_where.c) ---------------------------------------------
+ *
+ * Exact selections with torch broadcasting: hand-worked values over broadcast operands,
+ * NaN in the branch taken propagates and in the branch not taken does not matter, one ulp
+ * off fails exactly there, masked_fill's value is rounded to x's dtype and may be a 0-d
+ * operand, the mask grows x (out-of-place masked_fill), a float mask and bad shapes are
+ * refused. */
+
+Test(where, hand_worked_broadcast_and_nan)
+{
+    uint64_t dC[2] = { 2, 1 }, dX[1] = { 3 }, dOut[2] = { 2, 3 };
+    double cond[2] = { 1, 0 }, x[3] = { 1.5, NAN, -0.0 }, y[1] = { 4 };
+    double want[6] = { 1.5, NAN, -0.0, 4, 4, 4 }, ref, b;
+    parity_operand aIn[3] = { op_operand("cond", PARITY_DT_BOOL, 2, dC, cond),
+                              operand("x", 1, dX, x), operand("y", 0, NULL, y) };
+    parity_op_call call;
+    parity_judgement j;
+    int i;
+    op_begin_ok(&call, "where", aIn, 3, 2, dOut, NULL, 0);
+    for (i = 0; i < 6; i++) {
+        op_element(&call, (uint64_t)i, &ref, &b);
+        cr_expect(same_double(ref, want[i]) && b == 0.0, "where[%d] = %g (bound %g)", i, ref, b);
+    }
+    j = op_judge(&call, want);
+    cr_expect_eq(j.nFail, 0);
+    expect_injection_fails(&call, want, 3);
+    want[1] = 0.0;                       /* the NaN taken, replaced: fails */
+    j = op_judge(&call, want);
+    cr_expect_eq(j.nFail, 1);
+    parity_op_end(&call);
+    cr_expect(parity_op_find("aten.where.self") == &parity_op_where);
+}
+
+Test(masked_fill, value_rounded_broadcast_and_operand_form)
+{
+    uint64_t dX[2] = { 2, 3 }, dM[1] = { 3 }, dM3[3] = { 2, 1, 3 }, dOut3[3] = { 2, 2, 3 };
+    double x[6] = { 1, 2, 3, 4, NAN, 6 }, m[3] = { 0, 1, 0 }, m3[6] = { 1, 0, 0, 0, 0, 1 };
+    double v[1] = { -2.5 }, c[12], ref, b;
+    parity_operand aIn[3] = { operand("x", 2, dX, x), op_operand("mask", PARITY_DT_BOOL, 1, dM, m),
+                              operand("value", 0, NULL, v) };
+    parity_attr aAttr[1] = { attr_float(0, "value", 0.1) };
+    parity_op_call call;
+    parity_judgement j;
+    int i;
+    /* the value attribute, rounded to float32 as torch casts it; the NaN under the mask goes */
+    op_begin_ok(&call, "masked_fill", aIn, 2, 2, dX, aAttr, 1);
+    for (i = 0; i < 6; i++) c[i] = m[i % 3] != 0 ? (double)0.1f : x[i];
+    op_element(&call, 4, &ref, &b);
+    cr_expect(ref == (double)0.1f && b == 0.0, "masked value %a", ref);
+    j = op_judge(&call, c);
+    cr_expect_eq(j.nFail, 0);
+    expect_injection_fails(&call, c, 1);
+    parity_op_end(&call);
+    /* masked_fill.Tensor: the value a 0-d operand */
+    op_begin_ok(&call, "aten.masked_fill.Tensor", aIn, 3, 2, dX, NULL, 0);
+    op_element(&call, 1, &ref, &b);
+    cr_expect(ref == -2.5);
+    op_element(&call, 0, &ref, &b);
+    cr_expect(ref == 1.0);
+    parity_op_end(&call);
+    /* a mask [2, 1, 3] grows x [2, 3] to [2, 2, 3], as torch's out-of-place masked_fill */
+    aIn[1] = op_operand("mask", PARITY_DT_BOOL, 3, dM3, m3);
+    op_begin_ok(&call, "masked_fill", aIn, 2, 3, dOut3, aAttr, 1);
+    for (i = 0; i < 12; i++) c[i] = m3[(i / 6) * 3 + i % 3] != 0 ? (double)0.1f : x[i % 6];
+    j = op_judge(&call, c);
+    cr_expect_eq(j.nFail, 0);
+    parity_op_end(&call);
+}
+
+Test(masked_fill, bad_operands_are_refused)
+{
+    uint64_t dX[2] = { 2, 3 }, dBad[1] = { 2 };
+    double x[6] = { 0 }, m[3] = { 0 }, v[2] = { 0 };
+    parity_operand aIn[3] = { operand("x", 2, dX, x), operand("mask", 1, dX + 1, m),
+                              operand("value", 1, dBad, v) };
+    parity_attr aAttr[1] = { attr_float(0, "value", 1.0) };
+    parity_op_call call;
+    char zErr[512];
+    /* a float32 mask: torch refuses it */
+    cr_expect_eq(op_begin(&call, "masked_fill", aIn, 2, 2, dX, aAttr, 1, zErr, sizeof zErr), -1);
+    cr_expect(strstr(zErr, "bool") != NULL, "%s", zErr);
+    aIn[1].dtype = PARITY_DT_BOOL;
+    /* no value at all; both an attribute and an operand; a value operand of rank 1 */
+    cr_expect_eq(op_begin(&call, "masked_fill", aIn, 2, 2, dX, NULL, 0, zErr, sizeof zErr), -1);
+    cr_expect_eq(op_begin(&call, "masked_fill", aIn, 3, 2, dX, aAttr, 1, zErr, sizeof zErr), -1);
+    cr_expect_eq(op_begin(&call, "masked_fill", aIn, 3, 2, dX, NULL, 0, zErr, sizeof zErr), -1);
+    cr_expect(strstr(zErr, "0-dimensional") != NULL, "%s", zErr);
+    /* a mask that does not broadcast, and a wrong output shape */
+    aIn[1] = op_operand("mask", PARITY_DT_BOOL, 1, dBad, m);
+    cr_expect_eq(op_begin(&call, "masked_fill", aIn, 2, 2, dX, aAttr, 1, zErr, sizeof zErr), -1);
+    aIn[1] = op_operand("mask", PARITY_DT_U8, 1, dX + 1, m);   /* uint8: accepted */
+    cr_expect_eq(op_begin(&call, "masked_fill", aIn, 2, 2, dX, aAttr, 1, zErr, sizeof zErr), 0,
+                 "%s", zErr);
+    parity_op_end(&call);
+    cr_expect_eq(op_begin(&call, "masked_fill", aIn, 2, 1, dX, aAttr, 1, zErr, sizeof zErr), -1);
+    cr_expect(parity_op_find("aten.masked_fill.Scalar") == &parity_op_masked_fill);
+}

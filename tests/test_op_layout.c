@@ -686,9 +686,11 @@ Test(registry, aten_names_find_registry_ops)
         { "aten._to_copy.default", "cast" },
         { "aten._scaled_dot_product_flash_attention_for_cpu.default",
           "scaled_dot_product_attention" },
+        { "aten.addmm.default", "addmm" },    { "aten.baddbmm.default", "baddbmm" },
+        { "aten.cat.default", "cat" },        { "aten.expand.default", "expand" },
     };
     static const char *const azNone[] = {
-        "aten.addmm.default", "aten::", "aten.", "torch.relu", "relu_", "aten._.default",
+        "aten.addcmul.default", "aten::", "aten.", "torch.relu", "relu_", "aten._.default",
         "aten.conv2dx.default", "aten.relux.default", "", "aten::_",
     };
     size_t i;
@@ -792,5 +794,327 @@ Test(layout, max_pool2d)
     aOutDim[2] = aOutDim[3] = 4;
     cr_expect_eq(begin1(&call, "max_pool2d", &op, PARITY_DT_F32, 4, aOutDim, aA, 3, zErr,
                         sizeof zErr), -1);
+    parity_op_end(&call);
+}
+
+/* parity_op_begin for op zOp over n operands (cat, stack). */
+static int begin_n(parity_op_call *pCall, const char *zOp, const parity_operand *aX, size_t n,
+                   int outRank, const uint64_t *aOutDim, const parity_attr *aAttr,
+                   size_t nAttr, char *zErr, size_t nErr)
+{
+    const parity_op_def *pDef = parity_op_find(zOp);
+    cr_assert_not_null(pDef, "op %s is not registered", zOp);
+    zErr[0] = 0;
+    return parity_op_begin(pCall, pDef, aX, n, PARITY_DT_F32, outRank, aOutDim,
+                           PARITY_DT_INVALID, aAttr, nAttr, zErr, nErr);
+}
+
+/* cat along dim 1 of a [2, 2] and a [2, 3] (with a NaN and a -0), torch.cat's skipped
+ * legacy empty input, one wrong element failing alone, and the shapes torch refuses. */
+Test(layout, cat)
+{
+    static const uint64_t aA[2] = { 2, 2 }, aB[2] = { 2, 3 }, aE[1] = { 0 }, aBad[2] = { 3, 3 };
+    double a[4] = { 1, 2, 3, 4 }, b[6] = { 5, NAN, 7, -0.0, 9, 10 }, e[1] = { 0 };
+    /* row 0: a[0..1] then b[0..2]; row 1: a[2..3] then b[3..5] */
+    double want[10] = { 1, 2, 5, NAN, 7, 3, 4, -0.0, 9, 10 };
+    parity_operand aX[3] = { op_operand("/a", PARITY_DT_F32, 2, aA, a),
+                             op_operand("/b", PARITY_DT_F32, 2, aB, b),
+                             op_operand("/e", PARITY_DT_F32, 1, aE, e) };
+    parity_operand aWrong[2] = { op_operand("/a", PARITY_DT_F32, 2, aA, a),
+                                 op_operand("/c", PARITY_DT_F32, 2, aBad, b) };
+    int64_t dim1 = 1, dimNeg = -1, dim2 = 2;
+    parity_attr aDim = owned_attr_ints("dim", &dim1, 1, 0), aNeg = owned_attr_ints("dim", &dimNeg, 1, 0);
+    parity_attr aOut = owned_attr_ints("dim", &dim2, 1, 0);
+    uint64_t aOutDim[2] = { 2, 5 };
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[PARITY_ERR_LEN];
+    cr_assert_eq(begin_n(&call, "aten.cat.default", aX, 2, 2, aOutDim, &aDim, 1, zErr,
+                         sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, want);
+    cr_expect_eq(j.nFail, 0);
+    cr_expect_eq(j.nChecked, 10);
+    want[6] = 7.5;   /* a[1][1] */
+    cr_assert_eq(begin_n(&call, "cat", aX, 3, 2, aOutDim, &aNeg, 1, zErr, sizeof zErr), 0,
+                 "%s", zErr);   /* with the empty input, skipped; dim -1 */
+    j = judge_end(&call, want);
+    cr_expect_eq(j.nFail, 1);
+    cr_expect_eq(j.worstLinear, 6);
+    /* sizes that differ off dim, a dim out of range, a wrong output shape */
+    cr_expect_eq(begin_n(&call, "cat", aWrong, 2, 2, aOutDim, &aDim, 1, zErr, sizeof zErr), -1);
+    cr_expect(has(zErr, "has size 3 at dim 0"), "%s", zErr);
+    parity_op_end(&call);
+    cr_expect_eq(begin_n(&call, "cat", aX, 2, 2, aOutDim, &aOut, 1, zErr, sizeof zErr), -1);
+    cr_expect(has(zErr, "out of range"), "%s", zErr);
+    parity_op_end(&call);
+    aOutDim[1] = 4;
+    cr_expect_eq(begin_n(&call, "cat", aX, 2, 2, aOutDim, &aDim, 1, zErr, sizeof zErr), -1);
+    cr_expect(has(zErr, "give shape [2, 5]"), "%s", zErr);
+    parity_op_end(&call);
+}
+
+/* stack of two [2, 2] along a new dim 1 and a new last dim (-1); inputs of two shapes. */
+Test(layout, stack)
+{
+    static const uint64_t aA[2] = { 2, 2 }, aB[2] = { 2, 3 };
+    double a[4] = { 1, 2, 3, 4 }, b[6] = { 5, 6, 7, 8, 9, 10 };
+    double want1[8] = { 1, 2, 5, 6, 3, 4, 7, 8 }, wantLast[8] = { 1, 5, 2, 6, 3, 7, 4, 8 };
+    parity_operand aX[2] = { op_operand("/a", PARITY_DT_F32, 2, aA, a),
+                             op_operand("/b", PARITY_DT_F32, 2, aA, b) };
+    parity_operand aBadX[2] = { op_operand("/a", PARITY_DT_F32, 2, aA, a),
+                                op_operand("/b", PARITY_DT_F32, 2, aB, b) };
+    int64_t dim1 = 1, dimNeg = -1;
+    parity_attr aDim = owned_attr_ints("dim", &dim1, 1, 0), aNeg = owned_attr_ints("dim", &dimNeg, 1, 0);
+    uint64_t aOut1[3] = { 2, 2, 2 };
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[PARITY_ERR_LEN];
+    cr_assert_eq(begin_n(&call, "aten.stack.default", aX, 2, 3, aOut1, &aDim, 1, zErr,
+                         sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, want1);
+    cr_expect_eq(j.nFail, 0);
+    cr_assert_eq(begin_n(&call, "stack", aX, 2, 3, aOut1, &aNeg, 1, zErr, sizeof zErr), 0, "%s",
+                 zErr);
+    j = judge_end(&call, wantLast);
+    cr_expect_eq(j.nFail, 0);
+    cr_assert_eq(begin_n(&call, "stack", aX, 2, 3, aOut1, &aNeg, 1, zErr, sizeof zErr), 0, "%s",
+                 zErr);
+    j = judge_end(&call, want1);   /* the other dim's order: wrong where they differ */
+    cr_expect_eq(j.nFail, 4);
+    cr_expect_eq(begin_n(&call, "stack", aBadX, 2, 3, aOut1, &aDim, 1, zErr, sizeof zErr), -1);
+    cr_expect(has(zErr, "has size 3 at dim 1"), "%s", zErr);
+    parity_op_end(&call);
+}
+
+/* expand of a [3, 1] to [2, 3, 4] (a new leading dim, the 1 repeated, -1 keeping 3), a -0
+ * kept, one wrong element failing alone, and sizes torch refuses. */
+Test(layout, expand)
+{
+    static const uint64_t aX[2] = { 3, 1 };
+    double x[3] = { 1.5, -0.0, NAN }, want[24];
+    int64_t size[3] = { 2, -1, 4 }, bad[3] = { 2, 5, 4 }, newNeg[3] = { -1, 3, 4 };
+    parity_attr aSize = owned_attr_ints("size", size, 3, 1), aBad = owned_attr_ints("size", bad, 3, 1);
+    parity_attr aNew = owned_attr_ints("size", newNeg, 3, 1);
+    uint64_t aOutDim[3] = { 2, 3, 4 };
+    parity_operand op = operand(PARITY_DT_F32, 2, aX, x);
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[PARITY_ERR_LEN];
+    int i;
+    for (i = 0; i < 24; i++) want[i] = x[(i / 4) % 3];
+    cr_assert_eq(begin1(&call, "aten.expand.default", &op, PARITY_DT_F32, 3, aOutDim, &aSize, 1,
+                        zErr, sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, want);
+    cr_expect_eq(j.nFail, 0);
+    cr_expect_eq(j.nChecked, 24);
+    want[17] = 1.0;   /* (1, 1, 1): x[1] */
+    cr_assert_eq(begin1(&call, "expand", &op, PARITY_DT_F32, 3, aOutDim, &aSize, 1, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, want);
+    cr_expect_eq(j.nFail, 1);
+    cr_expect_eq(j.worstLinear, 17);
+    cr_expect_eq(begin1(&call, "expand", &op, PARITY_DT_F32, 3, aOutDim, &aBad, 1, zErr,
+                        sizeof zErr), -1);
+    cr_expect(has(zErr, "[3, 1] does not broadcast to [2, 5, 4]"), "%s", zErr);
+    parity_op_end(&call);
+    cr_expect_eq(begin1(&call, "expand", &op, PARITY_DT_F32, 3, aOutDim, &aNew, 1, zErr,
+                        sizeof zErr), -1);
+    cr_expect(has(zErr, "size -1 at dim 0 (a new dim)"), "%s", zErr);
+    parity_op_end(&call);
+}
+
+/* A plain average pool over the 5x5 x (one plane), window rule written here: square k,
+ * stride s, padding p; the divisor dv when nonzero, else the taps inside (exclude) or the
+ * taps at rows and columns < 5 + p (torch's window clipped to the padded input). Outputs
+ * rounded to float, as a float32 kernel of these small integer sums gives them. */
+static void avg_ref5(const double *x, int k, int s, int p, int exclude, int dv, int nO,
+                     double *aOut)
+{
+    int oy, ox, i, j;
+    for (oy = 0; oy < nO; oy++)
+        for (ox = 0; ox < nO; ox++) {
+            double sum = 0.0;
+            int nIn = 0, nPad = 0;
+            for (i = 0; i < k; i++)
+                for (j = 0; j < k; j++) {
+                    int y = oy * s - p + i, xx = ox * s - p + j;
+                    if (y < 5 + p && xx < 5 + p) nPad++;
+                    if (y < 0 || xx < 0 || y >= 5 || xx >= 5) continue;
+                    nIn++;
+                    sum += x[y * 5 + xx];
+                }
+            aOut[oy * nO + ox] = (double)(float)(sum / (dv ? dv : exclude ? nIn : nPad));
+        }
+}
+
+/* avg_pool2d: torch's divisors (the padding counted, not counted, the ceil_mode window
+ * past the padded input never counted, divisor_override) checked by hand, float32 results
+ * passing, 3x the bound failing alone, NaN and Inf + -Inf taps, and bad parameters. */
+Test(layout, avg_pool2d)
+{
+    static const uint64_t aIn[4] = { 1, 1, 5, 5 };
+    double x[25], aOut[9];
+    parity_operand op;
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[PARITY_ERR_LEN];
+    int64_t k2[2] = { 2, 2 }, k3[2] = { 3, 3 }, s2[2] = { 2, 2 }, p1[2] = { 1, 1 },
+            p2[2] = { 2, 2 }, zero = 0, one = 1, seven = 7;
+    parity_attr aA[4] = { owned_attr_ints("kernel_size", k3, 2, 1),
+                          owned_attr_ints("stride", s2, 2, 1),
+                          owned_attr_ints("padding", p1, 2, 1),
+                          owned_attr_ints("count_include_pad", &zero, 1, 0) };
+    parity_attr aCeil[2] = { owned_attr_ints("kernel_size", k2, 2, 1),
+                             owned_attr_ints("ceil_mode", &one, 1, 0) };
+    parity_attr aDiv[2] = { owned_attr_ints("kernel_size", k2, 2, 1),
+                            owned_attr_ints("divisor_override", &seven, 1, 0) };
+    parity_attr aBad[2] = { owned_attr_ints("kernel_size", k3, 2, 1),
+                            owned_attr_ints("padding", p2, 2, 1) };
+    uint64_t aOutDim[4] = { 1, 1, 3, 3 };
+    double ref, bound;
+    int i;
+    for (i = 0; i < 25; i++) x[i] = (double)i;
+    op = operand(PARITY_DT_F32, 4, aIn, x);
+
+    /* k 3, s 2, p 1: Ho = floor((5 + 2 - 3) / 2) + 1 = 3. Corner (0, 0) holds 0 1 5 6:
+     * 12 / 9 with the padding, 12 / 4 without; (2, 2) holds 18 19 23 24: 84 / 9, 84 / 4 */
+    avg_ref5(x, 3, 2, 1, 0, 0, 3, aOut);
+    cr_expect_eq(aOut[0], (double)(float)(12.0 / 9.0));
+    cr_expect_eq(aOut[4], 12.0);
+    cr_expect_eq(aOut[8], (double)(float)(84.0 / 9.0));
+    cr_assert_eq(begin1(&call, "aten.avg_pool2d.default", &op, PARITY_DT_F32, 4, aOutDim, aA, 3,
+                        zErr, sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 0);
+    cr_expect_eq(j.nChecked, 9);
+    avg_ref5(x, 3, 2, 1, 1, 0, 3, aOut);
+    cr_expect_eq(aOut[0], 3.0);
+    cr_expect_eq(aOut[8], 21.0);
+    cr_assert_eq(begin1(&call, "avg_pool2d", &op, PARITY_DT_F32, 4, aOutDim, aA, 4, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    op_element(&call, 8, &ref, &bound);
+    cr_expect_eq(ref, 21.0);
+    cr_expect(bound > 0.0 && bound < 1e-5, "bound %g", bound);
+    aOut[8] = (double)(float)(21.0 + 3.0 * bound);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 1);
+    cr_expect_eq(j.worstLinear, 8);
+
+    /* k 2 with ceil_mode on 5x5: Ho = 3, the last window starting at row 4 has one row in
+     * the input and none of padding: (2, 2) is 24 / 1 although count_include_pad is set,
+     * (0, 2) is (4 + 9) / 2 */
+    avg_ref5(x, 2, 2, 0, 0, 0, 3, aOut);
+    cr_expect_eq(aOut[8], 24.0);
+    cr_expect_eq(aOut[2], 6.5);
+    cr_assert_eq(begin1(&call, "avg_pool2d", &op, PARITY_DT_F32, 4, aOutDim, aCeil, 2, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 0);
+
+    /* divisor_override 7 (no ceil_mode: 2x2): (0, 0) is 12 / 7 */
+    aOutDim[2] = aOutDim[3] = 2;
+    avg_ref5(x, 2, 2, 0, 0, 7, 2, aOut);
+    cr_expect_eq(aOut[0], (double)(float)(12.0 / 7.0));
+    cr_assert_eq(begin1(&call, "avg_pool2d", &op, PARITY_DT_F32, 4, aOutDim, aDiv, 2, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 0);
+
+    /* a NaN tap makes its window NaN; +Inf and -Inf in one window NaN, alone +Inf */
+    x[0] = NAN;
+    x[3] = INFINITY;
+    x[8] = -INFINITY;
+    x[12] = INFINITY;
+    cr_assert_eq(begin1(&call, "avg_pool2d", &op, PARITY_DT_F32, 4, aOutDim, aDiv, 1, zErr,
+                        sizeof zErr), 0, "%s", zErr);
+    op_element(&call, 0, &ref, &bound);
+    cr_expect(isnan(ref));
+    op_element(&call, 1, &ref, &bound);      /* rows 0-1, columns 2-3: 3 and 8 */
+    cr_expect(isnan(ref));
+    op_element(&call, 3, &ref, &bound);      /* rows 2-3, columns 2-3: 12 */
+    cr_expect(isinf(ref) && ref > 0);
+    parity_op_end(&call);
+    for (i = 0; i < 25; i++) x[i] = (double)i;
+
+    /* padding beyond half the kernel, a wrong output shape, another output dtype */
+    cr_expect_eq(begin1(&call, "avg_pool2d", &op, PARITY_DT_F32, 4, aOutDim, aBad, 2, zErr,
+                        sizeof zErr), -1);
+    cr_expect(has(zErr, "more than half the kernel"), "%s", zErr);
+    parity_op_end(&call);
+    aOutDim[2] = aOutDim[3] = 4;
+    cr_expect_eq(begin1(&call, "avg_pool2d", &op, PARITY_DT_F32, 4, aOutDim, aA, 3, zErr,
+                        sizeof zErr), -1);
+    parity_op_end(&call);
+    aOutDim[2] = aOutDim[3] = 3;
+    cr_expect_eq(begin1(&call, "avg_pool2d", &op, PARITY_DT_F16, 4, aOutDim, aA, 3, zErr,
+                        sizeof zErr), -1);
+    parity_op_end(&call);
+}
+
+/* adaptive_avg_pool2d: the windows floor(i H / Ho) .. ceil((i + 1) H / Ho) - 1 by hand
+ * (5x5 -> 3x2: rows 0-1, 1-3, 3-4; columns 0-2, 2-4), global pooling, the aten spelling
+ * _adaptive_avg_pool2d, an unbatched input, one wrong element failing, bad parameters. */
+Test(layout, adaptive_avg_pool2d)
+{
+    static const uint64_t aIn[4] = { 1, 1, 5, 5 }, aIn3[3] = { 1, 5, 5 };
+    static const int aRow[3][2] = { { 0, 2 }, { 1, 4 }, { 3, 5 } }, aCol[2][2] = { { 0, 3 }, { 2, 5 } };
+    double x[25], aOut[6];
+    parity_operand op, op3;
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[PARITY_ERR_LEN];
+    int64_t o32[2] = { 3, 2 }, o1[1] = { 1 }, o0[2] = { 0, 2 };
+    parity_attr a32 = owned_attr_ints("output_size", o32, 2, 1);
+    parity_attr a1 = owned_attr_ints("output_size", o1, 1, 1);
+    parity_attr a0 = owned_attr_ints("output_size", o0, 2, 1);
+    uint64_t aOutDim[4] = { 1, 1, 3, 2 }, aOut3[3] = { 1, 3, 2 };
+    int i, r, c, y, xx;
+    for (i = 0; i < 25; i++) x[i] = (double)i;
+    op = operand(PARITY_DT_F32, 4, aIn, x);
+    op3 = operand(PARITY_DT_F32, 3, aIn3, x);
+    for (r = 0; r < 3; r++)
+        for (c = 0; c < 2; c++) {
+            double s = 0.0;
+            for (y = aRow[r][0]; y < aRow[r][1]; y++)
+                for (xx = aCol[c][0]; xx < aCol[c][1]; xx++) s += x[y * 5 + xx];
+            aOut[r * 2 + c] = (double)(float)(s / ((aRow[r][1] - aRow[r][0]) *
+                                                   (aCol[c][1] - aCol[c][0])));
+        }
+    cr_expect_eq(aOut[0], 3.5);      /* 0 1 2 5 6 7 */
+    cr_expect_eq(aOut[3], 13.0);     /* rows 1-3, columns 2-4: 117 / 9 */
+    cr_expect_eq(aOut[4], 18.5);     /* 15 16 17 20 21 22 */
+    cr_assert_eq(begin1(&call, "aten._adaptive_avg_pool2d.default", &op, PARITY_DT_F32, 4,
+                        aOutDim, &a32, 1, zErr, sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 0);
+    cr_expect_eq(j.nChecked, 6);
+    cr_assert_eq(begin1(&call, "adaptive_avg_pool2d", &op3, PARITY_DT_F32, 3, aOut3, &a32, 1,
+                        zErr, sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 0);
+    aOut[5] = aOut[5] + 0.25;
+    cr_assert_eq(begin1(&call, "aten.adaptive_avg_pool2d.default", &op, PARITY_DT_F32, 4,
+                        aOutDim, &a32, 1, zErr, sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 1);
+    cr_expect_eq(j.worstLinear, 5);
+    /* output_size 1 (one int): the mean of 0..24 */
+    aOutDim[2] = aOutDim[3] = 1;
+    aOut[0] = 12.0;
+    cr_assert_eq(begin1(&call, "adaptive_avg_pool2d", &op, PARITY_DT_F32, 4, aOutDim, &a1, 1,
+                        zErr, sizeof zErr), 0, "%s", zErr);
+    j = judge_end(&call, aOut);
+    cr_expect_eq(j.nFail, 0);
+    /* no output_size, a zero one, a wrong output shape */
+    cr_expect_eq(begin1(&call, "adaptive_avg_pool2d", &op, PARITY_DT_F32, 4, aOutDim, NULL, 0,
+                        zErr, sizeof zErr), -1);
+    cr_expect(has(zErr, "output_size"), "%s", zErr);
+    parity_op_end(&call);
+    cr_expect_eq(begin1(&call, "adaptive_avg_pool2d", &op, PARITY_DT_F32, 4, aOutDim, &a0, 1,
+                        zErr, sizeof zErr), -1);
+    parity_op_end(&call);
+    aOutDim[2] = 2;
+    cr_expect_eq(begin1(&call, "adaptive_avg_pool2d", &op, PARITY_DT_F32, 4, aOutDim, &a1, 1,
+                        zErr, sizeof zErr), -1);
     parity_op_end(&call);
 }

@@ -32,6 +32,7 @@
 #include "tolerance/judge.h"
 #include "tolerance/mpref.h"
 #include "tolerance/ops.h"
+#include "support.h"
 
 /* ---- the kernels under test: glibc float functions, torch's formulas ------------------ */
 
@@ -807,4 +808,298 @@ Test(op_unary, softplus_beta_and_threshold)
     }
     free(x);
     free(c);
+}
+
+/* ---- 8. clamp, hardtanh and pow (op_clamp.c, op_pow.c) ----------------------------------
+ *
+ * clamp is exact: torch's kernel (isnan first, then min(max(x, lo), hi) with the bounds cast
+ * to float) passes over the specials and the sweeps, one float ulp off fails, NaN
+ * propagates, lo > hi gives hi, and a bound that is no float32 (0.1) is judged rounded.
+ * pow: torch's float kernels for each special exponent and std::pow (powf) for the rest,
+ * and inductor's expansion of integer exponents into products, pass; 3x the bound fails;
+ * the bound sizes are the file comment's; torch's values at -0 and -Inf for 0.5 and -0.5
+ * decide; the exponent is rounded to the input's dtype. */
+
+/* One element of op under up to two float attributes (zB NULL: one; zA NULL: none). */
+static void ref_bound_f(const char *zOp, const char *zA, double a, const char *zB, double b,
+                        double x, double *pRef, double *pBound)
+{
+    parity_attr aAttr[2];
+    double aVal[2];
+    size_t n = zA ? float_attrs(aAttr, aVal, zA, a, zB, b) : 0;
+    ref_bound_attrs(zOp, aAttr, n, PARITY_DT_F32, x, pRef, pBound, NULL);
+}
+
+static uint64_t fails_f(const char *zOp, const char *zA, double a, const char *zB, double b,
+                        double x, double c)
+{
+    parity_attr aAttr[2];
+    double aVal[2];
+    size_t n = zA ? float_attrs(aAttr, aVal, zA, a, zB, b) : 0;
+    return fails_attrs(zOp, aAttr, n, x, c);
+}
+
+static float k_clamp(float x, float lo, float hi)
+{
+    if (x != x) return x;
+    return fminf(fmaxf(x, lo), hi);
+}
+
+Test(op_unary, clamp_is_exact_and_follows_torch)
+{
+    size_t n, i;
+    float *xf = make_inputs(&n);
+    double *x = malloc(sizeof(double) * n), *c = malloc(sizeof(double) * n), ref, b;
+    parity_attr aAttr[2];
+    double aVal[2];
+    parity_judgement j;
+    cr_assert(x && c);
+    for (i = 0; i < n; i++) {
+        x[i] = xf[i];
+        c[i] = k_clamp(xf[i], -0.5f, 0.5f);
+    }
+    judge_attrs("clamp", aAttr, float_attrs(aAttr, aVal, "min", -0.5, "max", 0.5), PARITY_DT_F32,
+                x, c, n, &j);
+    cr_expect_eq(j.nFail, 0, "clamp: %llu fail", (unsigned long long)j.nFail);
+    /* exact: one ulp off fails */
+    ref_bound_f("clamp", "min", -0.5, "max", 0.5, 0.25, &ref, &b);
+    cr_expect(ref == 0.25 && b == 0.0, "clamp(0.25) = %g, bound %g", ref, b);
+    cr_expect_eq(fails_f("clamp", "min", -0.5, "max", 0.5, 0.25, nextafterf(0.25f, 1.0f)), 1);
+    cr_expect_eq(fails_f("clamp", "min", -0.5, "max", 0.5, 7.0, 0.5), 0);
+    cr_expect_eq(fails_f("clamp", "min", -0.5, "max", 0.5, -INFINITY, -0.5), 0);
+    /* NaN propagates: torch's clamp keeps it, a fmax/fmin kernel drops it */
+    cr_expect_eq(fails_f("clamp", "min", -0.5, "max", 0.5, NAN, NAN), 0);
+    cr_expect_eq(fails_f("clamp", "min", -0.5, "max", 0.5, NAN, 0.5), 1);
+    /* min > max: torch.clamp(x, 2, 1) is 1 everywhere */
+    ref_bound_f("clamp", "min", 2.0, "max", 1.0, -3.0, &ref, &b);
+    cr_expect(ref == 1.0 && b == 0.0);
+    ref_bound_f("clamp", "min", 2.0, "max", 1.0, 5.0, &ref, &b);
+    cr_expect(ref == 1.0);
+    /* one bound (clamp_min / clamp_max spell it), rounded to float32 as torch casts it */
+    ref_bound_f("clamp", "min", 0.1, NULL, 0, 0.0, &ref, &b);
+    cr_expect(ref == (double)0.1f && b == 0.0, "clamp(0, min=0.1) = %a", ref);
+    cr_expect_eq(fails_f("clamp", "min", 0.1, NULL, 0, 0.0, (double)0.1f), 0);
+    ref_bound_f("clamp", "max", -1e30, NULL, 0, INFINITY, &ref, &b);
+    cr_expect(ref == (double)-1e30f);
+    cr_expect(parity_op_find("aten.clamp_min.default") == &parity_op_clamp);
+    cr_expect(parity_op_find("aten.clamp_max.default") == &parity_op_clamp);
+    cr_expect(parity_op_find("aten.clamp.default") == &parity_op_clamp);
+    /* hardtanh: clamp with min_val = -1, max_val = 1 unless given (relu6: 0, 6) */
+    ref_bound_f("hardtanh", NULL, 0, NULL, 0, 5.0, &ref, &b);
+    cr_expect(ref == 1.0 && b == 0.0);
+    ref_bound_f("hardtanh", "min_val", 0.0, "max_val", 6.0, 7.5, &ref, &b);
+    cr_expect(ref == 6.0);
+    cr_expect_eq(fails_f("hardtanh", NULL, 0, NULL, 0, NAN, NAN), 0);
+    cr_expect_eq(fails_f("hardtanh", NULL, 0, NULL, 0, -0.75, -0.75), 0);
+    free(xf);
+    free(x);
+    free(c);
+}
+
+Test(op_unary, clamp_bad_parameters)
+{
+    parity_attr aAttr[2];
+    double aVal[2], x = 1.0;
+    parity_operand in = make_operand(&x, 1);
+    parity_op_call call;
+    char zErr[PARITY_ERR_LEN];
+    uint64_t dim = 1;
+    size_t nA = float_attrs(aAttr, aVal, "min", NAN, NULL, 0);
+    cr_expect_eq(parity_op_begin(&call, &parity_op_clamp, &in, 1, PARITY_DT_F32, 1, &dim,
+                                 PARITY_DT_INVALID, aAttr, nA, zErr, sizeof zErr), -1);
+    cr_expect(strstr(zErr, "NaN") != NULL, "%s", zErr);
+    aAttr[0] = attr_str(0, "max", "big");
+    cr_expect_eq(parity_op_begin(&call, &parity_op_clamp, &in, 1, PARITY_DT_F32, 1, &dim,
+                                 PARITY_DT_INVALID, aAttr, 1, zErr, sizeof zErr), -1);
+    cr_expect(strstr(zErr, "max") != NULL, "%s", zErr);
+}
+
+/* torch's float32 pow kernel (PowKernel.cpp) at exponent e, and inductor's expansion of an
+ * integer exponent into products (expand = 1). */
+static float k_pow(float x, double e, int expand)
+{
+    float ef = (float)e;
+    if (ef == 0.5f) return sqrtf(x);
+    if (ef == -0.5f) return 1.0f / sqrtf(x);
+    if (ef == 2.0f) return x * x;
+    if (ef == 3.0f) return x * x * x;
+    if (ef == -1.0f) return 1.0f / x;
+    if (ef == -2.0f) return 1.0f / (x * x);
+    if (expand && ef == floorf(ef) && fabsf(ef) <= 16.0f) {   /* by squaring */
+        unsigned k = (unsigned)fabsf(ef);
+        float r = 1.0f, s = x;
+        for (; k; k >>= 1, s *= s)
+            if (k & 1) r *= s;
+        return ef < 0 ? 1.0f / r : r;
+    }
+    return powf(x, ef);
+}
+
+static const double kPowExp[] = { 2, 3, 0.5, -0.5, -1, -2, 1.5, 0.1, 1.0 / 3, -1.5, 2.5, 7,
+                                  4, -3, -4, 0, 1 };
+#define N_POW_EXP (sizeof kPowExp / sizeof kPowExp[0])
+
+Test(op_unary, pow_torch_kernels_within_and_3x_fails)
+{
+    size_t n, i, k;
+    float *xf = make_inputs(&n);
+    double *x = malloc(sizeof(double) * n), *c = malloc(sizeof(double) * n);
+    cr_assert(x && c);
+    for (i = 0; i < n; i++) x[i] = xf[i];
+    for (k = 0; k < N_POW_EXP; k++) {
+        int expand;
+        for (expand = 0; expand < 2; expand++) {
+            parity_attr aAttr[2];
+            double aVal[2];
+            parity_judgement j;
+            size_t nA = float_attrs(aAttr, aVal, "exponent", kPowExp[k], NULL, 0);
+            for (i = 0; i < n; i++) c[i] = k_pow(xf[i], kPowExp[k], expand);
+            judge_attrs("pow", aAttr, nA, PARITY_DT_F32, x, c, n, &j);
+            cr_expect_eq(j.nFail, 0, "pow %g%s: %llu of %zu fail, worst ratio %g at x = %a "
+                         "(compiled %a)", kPowExp[k], expand ? " expanded" : "",
+                         (unsigned long long)j.nFail, n, j.worstRatio, x[j.worstLinear],
+                         c[j.worstLinear]);
+        }
+        {   /* 3x the bound at x = 1.7 fails (1 ulp for the exact exponents 0 and 1) */
+            double ref, b, xx = 1.7f, cc;
+            ref_bound_f("pow", "exponent", kPowExp[k], NULL, 0, xx, &ref, &b);
+            cc = b > 0 ? ref + 3.0 * b : nextafterf((float)ref, INFINITY);
+            cr_expect_eq(fails_f("pow", "exponent", kPowExp[k], NULL, 0, xx, cc), 1,
+                         "pow %g: 3x bound passes", kPowExp[k]);
+        }
+    }
+    free(xf);
+    free(x);
+    free(c);
+}
+
+Test(op_unary, pow_bound_sizes)
+{
+    double ref, b;
+    const double u1 = ldexp(1.0, -23);                  /* ulp of [1, 2) in float32 */
+    ref_bound_f("pow", "exponent", 2, NULL, 0, 1.25, &ref, &b);
+    cr_expect(ref == 1.5625 && b == 0.5 * u1, "x^2 bound %a", b);
+    ref_bound_f("pow", "exponent", -1, NULL, 0, 0.75, &ref, &b);
+    cr_expect(b == 0.5 * u1, "1/x bound %a", b);
+    ref_bound_f("pow", "exponent", 0.5, NULL, 0, 2.25, &ref, &b);
+    cr_expect(ref == 1.5 && b == u1, "sqrt bound %a (1 ulp: torch 2.15's sqrt)", b);
+    ref_bound_f("pow", "exponent", 1.5, NULL, 0, 2.25, &ref, &b);
+    cr_expect(ref == 3.375 && b == 4.0 * 2 * u1, "std::pow bound %a", b);
+    ref_bound_f("pow", "exponent", 0, NULL, 0, 123.0, &ref, &b);
+    cr_expect(ref == 1.0 && b == 0.0);
+    ref_bound_f("pow", "exponent", 1, NULL, 0, 0.1f, &ref, &b);
+    cr_expect(ref == (double)0.1f && b == 0.0);
+    /* x^3: |x| 0.5 ulp(x^2) + 0.5 ulp(x^3): at x = 1.25, 1.25 * 0.5 u1 + 0.5 u1 */
+    ref_bound_f("pow", "exponent", 3, NULL, 0, 1.25, &ref, &b);
+    cr_expect(b == 1.25 * 0.5 * u1 + 0.5 * u1, "x^3 bound %a", b);
+    /* an integer beyond torch's cases allows the expansion's |n| - 1 roundings past c_f */
+    ref_bound_f("pow", "exponent", 12, NULL, 0, 1.0625, &ref, &b);
+    cr_expect(b > 11.0 * parity_ulp_at(PARITY_DT_F32, ref), "x^12 bound %a", b);
+}
+
+Test(op_unary, pow_special_values_are_torch_s)
+{
+    /* C99 pow where torch calls it, and for 2, 3, -1, -2 */
+    cr_expect_eq(fails_f("pow", "exponent", 1.5, NULL, 0, -2.0, NAN), 0);
+    cr_expect_eq(fails_f("pow", "exponent", 1.5, NULL, 0, -2.0, 0.0), 1);
+    cr_expect_eq(fails_f("pow", "exponent", -1.5, NULL, 0, 0.0, INFINITY), 0);
+    cr_expect_eq(fails_f("pow", "exponent", -3, NULL, 0, -0.0, -INFINITY), 0);
+    cr_expect_eq(fails_f("pow", "exponent", -3, NULL, 0, -0.0, INFINITY), 1);
+    cr_expect_eq(fails_f("pow", "exponent", -2, NULL, 0, -0.0, INFINITY), 0);
+    cr_expect_eq(fails_f("pow", "exponent", 1.5, NULL, 0, -INFINITY, INFINITY), 0);
+    cr_expect_eq(fails_f("pow", "exponent", 3, NULL, 0, -INFINITY, -INFINITY), 0);
+    cr_expect_eq(fails_f("pow", "exponent", 0, NULL, 0, NAN, 1.0), 0);
+    cr_expect_eq(fails_f("pow", "exponent", 0, NULL, 0, NAN, NAN), 1);
+    cr_expect_eq(fails_f("pow", "exponent", 2, NULL, 0, NAN, NAN), 0);
+    cr_expect_eq(fails_f("pow", "exponent", 2, NULL, 0, 1e20, INFINITY), 0);   /* overflow */
+    /* 1 / (x * x) with x * x overflowing float32: 0 for a subnormal reference */
+    cr_expect_eq(fails_f("pow", "exponent", -2, NULL, 0, 2e19, 0.0), 0);
+    /* torch's sqrt and rsqrt at -Inf: NaN, where C's pow gives +Inf and +0 */
+    cr_expect_eq(fails_f("pow", "exponent", 0.5, NULL, 0, -INFINITY, NAN), 0);
+    cr_expect_eq(fails_f("pow", "exponent", 0.5, NULL, 0, -INFINITY, INFINITY), 1);
+    cr_expect_eq(fails_f("pow", "exponent", -0.5, NULL, 0, -INFINITY, NAN), 0);
+    cr_expect_eq(fails_f("pow", "exponent", -0.5, NULL, 0, -INFINITY, 0.0), 1);
+    cr_expect_eq(fails_f("pow", "exponent", -0.5, NULL, 0, -0.0, -INFINITY), 0);
+    cr_expect_eq(fails_f("pow", "exponent", -0.5, NULL, 0, -0.0, INFINITY), 1);
+    cr_expect_eq(fails_f("pow", "exponent", -0.5, NULL, 0, 0.0, INFINITY), 0);
+    cr_expect_eq(fails_f("pow", "exponent", 0.5, NULL, 0, -4.0, NAN), 0);
+    cr_expect_eq(fails_f("pow", "exponent", 0.5, NULL, 0, INFINITY, INFINITY), 0);
+    cr_expect(parity_op_find("aten.pow.Tensor_Scalar") == &parity_op_pow);
+}
+
+/* The exponent is rounded to the input's dtype: a bfloat16 x^0.1 is x^bf16(0.1) =
+ * x^0.10009765625 (torch 1.13 and 2.15), 1006.9 at x = 1e30, not 1000. */
+Test(op_unary, pow_exponent_rounded_to_the_input_dtype)
+{
+    double x = parity_dtype_round(PARITY_DT_BF16, 1e30), ref, b, c;
+    uint64_t dim = 1;
+    parity_operand in = op_operand("x", PARITY_DT_BF16, 1, &dim, &x);
+    parity_attr aAttr[1] = { attr_float(0, "exponent", 0.1) };
+    parity_op_call call;
+    parity_judgement j;
+    {
+        char zErr[PARITY_ERR_LEN];
+        cr_assert(parity_op_begin(&call, &parity_op_pow, &in, 1, PARITY_DT_BF16, 1, &dim,
+                                  PARITY_DT_INVALID, aAttr, 1, zErr, sizeof zErr) == 0, "%s",
+                  zErr);
+    }
+    op_element(&call, 0, &ref, &b);
+    cr_expect(fabs(ref - pow(x, 0.10009765625)) < 1e-9 * ref, "ref %.17g", ref);
+    c = parity_dtype_round(PARITY_DT_BF16, pow(x, (double)(float)parity_dtype_round(
+            PARITY_DT_BF16, 0.1)));
+    j = op_judge(&call, &c);
+    cr_expect_eq(j.nFail, 0, "torch's bf16 kernel fails");
+    c = parity_dtype_round(PARITY_DT_BF16, pow(x, 0.1));      /* 1000: the exponent unrounded */
+    j = op_judge(&call, &c);
+    cr_expect_eq(j.nFail, 1, "x^0.1 unrounded passes");
+    parity_op_end(&call);
+}
+
+/* bfloat16: torch rounds each step of x * x * x and 1 / (x * x) to bfloat16 (measured up to
+ * 0.98 and 1.23 bf16 ulps); that passes, and 3 bf16 ulps off fails. */
+Test(op_unary, pow_bf16_steps_may_round_in_bf16)
+{
+    enum { N = 2000 };
+    static double x[N], c3[N], cm2[N];
+    uint64_t dim = N;
+    int i, e;
+    for (i = 0; i < N; i++) {
+        x[i] = parity_dtype_round(PARITY_DT_BF16, ldexp(1.0 + (double)i / N, (i % 40) - 20));
+        c3[i] = parity_dtype_round(PARITY_DT_BF16, parity_dtype_round(PARITY_DT_BF16, x[i] * x[i]) * x[i]);
+        cm2[i] = parity_dtype_round(PARITY_DT_BF16, 1.0 / parity_dtype_round(PARITY_DT_BF16, x[i] * x[i]));
+    }
+    for (e = 0; e < 2; e++) {
+        parity_operand in = op_operand("x", PARITY_DT_BF16, 1, &dim, x);
+        parity_attr aAttr[1] = { attr_float(0, "exponent", e ? -2.0 : 3.0) };
+        parity_op_call call;
+        parity_judgement j;
+        double ref, b, bad;
+        char zErr[PARITY_ERR_LEN];
+        cr_assert(parity_op_begin(&call, &parity_op_pow, &in, 1, PARITY_DT_BF16, 1, &dim,
+                                  PARITY_DT_INVALID, aAttr, 1, zErr, sizeof zErr) == 0, "%s", zErr);
+        j = op_judge(&call, e ? cm2 : c3);
+        cr_expect_eq(j.nFail, 0, "bf16 pow %d: %llu fail", e ? -2 : 3, (unsigned long long)j.nFail);
+        op_element(&call, 7, &ref, &b);
+        bad = ref + 3.0 * parity_ulp_at(PARITY_DT_BF16, ref);
+        (e ? cm2 : c3)[7] = parity_dtype_round(PARITY_DT_BF16, bad);
+        j = op_judge(&call, e ? cm2 : c3);
+        cr_expect_eq(j.nFail, 1, "bf16 pow: 3 ulps off passes (bound %g)", b);
+        parity_op_end(&call);
+    }
+}
+
+Test(op_unary, pow_bad_parameters)
+{
+    double x = 2.0;
+    parity_operand in = make_operand(&x, 1);
+    parity_op_call call;
+    parity_attr aAttr[1];
+    char zErr[PARITY_ERR_LEN];
+    uint64_t dim = 1;
+    cr_expect_eq(parity_op_begin(&call, &parity_op_pow, &in, 1, PARITY_DT_F32, 1, &dim,
+                                 PARITY_DT_INVALID, NULL, 0, zErr, sizeof zErr), -1);
+    cr_expect(strstr(zErr, "exponent") != NULL, "%s", zErr);
+    aAttr[0] = attr_str(0, "exponent", "two");
+    cr_expect_eq(parity_op_begin(&call, &parity_op_pow, &in, 1, PARITY_DT_F32, 1, &dim,
+                                 PARITY_DT_INVALID, aAttr, 1, zErr, sizeof zErr), -1);
 }

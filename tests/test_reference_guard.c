@@ -55,10 +55,15 @@ typedef struct {
     int keepdim;
     double alpha, correction, eps, scale;   /* alpha: add, sub, elu */
     double beta, threshold;        /* softplus */
+    double lo, hi;                 /* clamp, hardtanh: as given, -+Inf where absent */
+    double exponent;               /* pow: as given */
+    double fill;                   /* masked_fill's value attribute */
     int approx;                    /* gelu: 0 none, 1 tanh */
     int causal;
     int aPerm[8];                  /* transpose, permute */
-    int64_t poolK, poolS, poolP, poolD;   /* max_pool2d (square) */
+    int64_t poolK, poolS, poolP, poolD;   /* max_pool2d, avg_pool2d (square) */
+    int poolExcludePad;                   /* avg_pool2d: count_include_pad = 0 */
+    int64_t poolDivisor;                  /* avg_pool2d: divisor_override, 0 none */
     int64_t sliceStart, sliceStep;        /* select, slice, split along dim 1 */
     int nNorm;                     /* layer_norm, rms_norm: trailing dims normalised */
     int64_t stride[2], pad[2], dil[2], groups;
@@ -754,6 +759,45 @@ static void ev_max_pool2d(const gcase *pC, mpfr_t *aM)
     }
 }
 
+/* avg_pool2d over x [N, C, H, W] or [C, H, W], square kernel k, stride s, padding p, and
+ * adaptive_avg_pool2d (the output's shape its output_size): the exact sum of the window's
+ * taps inside the input over the divisor, here counted tap by tap: divisor_override, else
+ * with count_include_pad the kernel's taps at rows and columns < H + p (torch's window
+ * clipped to the padded input), else the taps inside; adaptive: rows
+ * floor(i H / Ho) .. ceil((i + 1) H / Ho) - 1 (in doubles: small integers are exact). */
+static void ev_avg_pool2d(const gcase *pC, mpfr_t *aM)
+{
+    const parity_operand *X = &pC->aIn[0];
+    int r = X->rank, adaptive = is_op(pC, "adaptive_avg_pool2d");
+    uint64_t H = X->aDim[r - 2], W = X->aDim[r - 1], Ho = pC->aOut[r - 2], Wo = pC->aOut[r - 1], o;
+    int64_t k = pC->poolK, s = pC->poolS, p = pC->poolP;
+    for (o = 0; o < pC->nOut; o++) {
+        uint64_t ox = o % Wo, oy = (o / Wo) % Ho, plane = o / (Wo * Ho);
+        int64_t y, x, yLo, yHi, xLo, xHi, nIn = 0, nPadded = 0, div;
+        mpfr_set_zero(aM[o], 1);
+        if (adaptive) {
+            yLo = (int64_t)floor((double)(oy * H) / (double)Ho);
+            yHi = (int64_t)ceil((double)((oy + 1) * H) / (double)Ho);
+            xLo = (int64_t)floor((double)(ox * W) / (double)Wo);
+            xHi = (int64_t)ceil((double)((ox + 1) * W) / (double)Wo);
+        } else {
+            yLo = (int64_t)oy * s - p; yHi = yLo + k;
+            xLo = (int64_t)ox * s - p; xHi = xLo + k;
+        }
+        for (y = yLo; y < yHi; y++)
+            for (x = xLo; x < xHi; x++) {
+                if (y < (int64_t)H + p && x < (int64_t)W + p) nPadded++;
+                if (y < 0 || x < 0 || y >= (int64_t)H || x >= (int64_t)W) continue;
+                nIn++;
+                mpfr_add_d(aM[o], aM[o], X->aValue[plane * H * W + (uint64_t)y * W + (uint64_t)x],
+                           MPFR_RNDN);
+            }
+        div = adaptive ? nIn : pC->poolDivisor ? pC->poolDivisor
+                             : pC->poolExcludePad ? nIn : nPadded;
+        mpfr_div_si(aM[o], aM[o], (long)div, MPFR_RNDN);
+    }
+}
+
 /* select / slice / split (first output) of a [A, B, C] input along dim 1: output
  * (a, i, c) is input (a, start + i step, c); select drops the dim. */
 static void ev_slice(const gcase *pC, mpfr_t *aM)
@@ -783,8 +827,123 @@ static void ev_embedding(const gcase *pC, mpfr_t *aM)
     }
 }
 
+/* cat along dim 1 of inputs [A, B_k, C]; stack of inputs [A, C] along a new dim 1;
+ * expand of x [B, 1] to [A, B, C] (a new leading dim, the 1 repeated). Written as loops
+ * over the output, each element copied from the input it comes from. */
+static void ev_concat(const gcase *pC, mpfr_t *aM)
+{
+    uint64_t n = 0, a, b, c, k;
+    if (is_op(pC, "expand")) {
+        const parity_operand *X = &pC->aIn[0];
+        for (a = 0; a < pC->aOut[0]; a++)
+            for (b = 0; b < pC->aOut[1]; b++)
+                for (c = 0; c < pC->aOut[2]; c++)
+                    mpfr_set_d(aM[n++], X->aValue[b], MPFR_RNDN);
+        return;
+    }
+    for (a = 0; a < pC->aOut[0]; a++)
+        for (k = 0; k < pC->nIn; k++) {
+            const parity_operand *X = &pC->aIn[k];
+            uint64_t B = is_op(pC, "stack") ? 1 : X->aDim[1], C = X->aDim[X->rank - 1];
+            for (b = 0; b < B; b++)
+                for (c = 0; c < C; c++)
+                    mpfr_set_d(aM[n++], X->aValue[(a * B + b) * C + c], MPFR_RNDN);
+        }
+}
+
+/* addmm / baddbmm: beta c + alpha (a b) over [B?, M, K] x [B?, K, N], c of the output's
+ * shape or [N] (attributes alpha and beta as gcase's alpha and beta); beta 0 drops c. */
+static void ev_addmm(const gcase *pC, mpfr_t *aM)
+{
+    const parity_operand *Cc = &pC->aIn[0], *A = &pC->aIn[1], *B = &pC->aIn[2];
+    int r = A->rank;
+    uint64_t nMat = r == 3 ? A->aDim[0] : 1, M = A->aDim[r - 2], K = A->aDim[r - 1];
+    uint64_t N = B->aDim[r - 1], m, i, j, k, n = 0;
+    mpfr_t t;
+    mpfr_init2(t, P);
+    for (m = 0; m < nMat; m++)
+        for (i = 0; i < M; i++)
+            for (j = 0; j < N; j++, n++) {
+                mpfr_set_zero(aM[n], 1);
+                for (k = 0; k < K; k++) {
+                    mpfr_set_d(t, A->aValue[(m * M + i) * K + k], MPFR_RNDN);
+                    mpfr_mul_d(t, t, B->aValue[(m * K + k) * N + j], MPFR_RNDN);
+                    mpfr_add(aM[n], aM[n], t, MPFR_RNDN);
+                }
+                mpfr_mul_d(aM[n], aM[n], pC->alpha, MPFR_RNDN);
+                if (pC->beta != 0.0) {
+                    mpfr_set_d(t, Cc->aValue[Cc->nElem == N ? j : n], MPFR_RNDN);
+                    mpfr_mul_d(t, t, pC->beta, MPFR_RNDN);
+                    mpfr_add(aM[n], aM[n], t, MPFR_RNDN);
+                }
+            }
+    mpfr_clear(t);
+}
+
+/* clamp and hardtanh: NaN stays NaN; else max with the low bound, then min with the high
+ * one (so a low bound above the high one gives the high one), the bounds rounded to
+ * float32 (the guard's inputs are float32) as torch casts a Scalar to the tensor's type. */
+static void ev_clamp(const gcase *pC, mpfr_t *aM)
+{
+    double lo = (double)(float)pC->lo, hi = (double)(float)pC->hi;
+    uint64_t i;
+    for (i = 0; i < pC->nOut; i++) {
+        double x = pC->aIn[0].aValue[i], r = x;
+        if (x == x) {
+            if (r < lo) r = lo;
+            if (r > hi) r = hi;
+        }
+        mpfr_set_d(aM[i], r, MPFR_RNDN);
+    }
+}
+
+/* pow(x, e) with e rounded to float32 (torch's cast): C99's pow (mpfr_pow's special values,
+ * Annex F.9.4.4) except e = 0.5 and -0.5, which torch computes as sqrt(x) and 1 / sqrt(x):
+ * there -0 gives -0 and -Inf, and -Inf gives NaN. */
+static void ev_pow(const gcase *pC, mpfr_t *aM)
+{
+    double e = (double)(float)pC->exponent;
+    uint64_t i;
+    mpfr_t xm, em;
+    mpfr_inits2(P, xm, em, (mpfr_ptr)0);
+    mpfr_set_d(em, e, MPFR_RNDN);
+    for (i = 0; i < pC->nOut; i++) {
+        double x = pC->aIn[0].aValue[i];
+        mpfr_set_d(xm, x, MPFR_RNDN);
+        if (e == 0.5 || e == -0.5) {
+            mpfr_sqrt(aM[i], xm, MPFR_RNDN);             /* sqrt(-0) = -0, sqrt(-Inf) NaN */
+            if (e < 0) mpfr_ui_div(aM[i], 1, aM[i], MPFR_RNDN);   /* 1 / -0 = -Inf */
+        } else {
+            mpfr_pow(aM[i], xm, em, MPFR_RNDN);
+        }
+    }
+    mpfr_clears(xm, em, (mpfr_ptr)0);
+}
+
+/* where(cond, x, y): cond ? x : y; masked_fill(x, mask, value): mask ? value : x, the value
+ * an attribute rounded to float32 or a 0-d input 2; every operand broadcast to the
+ * output. */
+static void ev_where(const gcase *pC, mpfr_t *aM)
+{
+    int isWhere = is_op(pC, "where");
+    const parity_operand *C = &pC->aIn[isWhere ? 0 : 1], *X = &pC->aIn[isWhere ? 1 : 0];
+    uint64_t i, aIdx[PARITY_MAX_RANK];
+    for (i = 0; i < pC->nOut; i++) {
+        double c, x, y;
+        unravel(pC->outRank, pC->aOut, i, aIdx);
+        c = C->aValue[bcast_off(C, pC->outRank, aIdx)];
+        x = X->aValue[bcast_off(X, pC->outRank, aIdx)];
+        y = pC->nIn > 2 ? pC->aIn[2].aValue[bcast_off(&pC->aIn[2], pC->outRank, aIdx)]
+                        : (double)(float)pC->fill;
+        mpfr_set_d(aM[i], isWhere ? (c != 0 ? x : y) : (c != 0 ? y : x), MPFR_RNDN);
+    }
+}
+
 static void evaluate(const gcase *pC, mpfr_t *aM)
 {
+    if (is_op(pC, "clamp") || is_op(pC, "hardtanh")) { ev_clamp(pC, aM); return; }
+    if (is_op(pC, "pow")) { ev_pow(pC, aM); return; }
+    if (is_op(pC, "where") || is_op(pC, "masked_fill")) { ev_where(pC, aM); return; }
     static const char *const azElem[] = {
         "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "reciprocal",
         "erf", "neg", "abs", "softplus", "elu", "mish", "add", "sub", "mul", "div", "maximum",
@@ -801,8 +960,11 @@ static void evaluate(const gcase *pC, mpfr_t *aM)
     else if (is_op(pC, "layer_norm") || is_op(pC, "rms_norm")) ev_norm(pC, aM);
     else if (is_op(pC, "batch_norm")) ev_batch_norm(pC, aM);
     else if (is_op(pC, "max_pool2d")) ev_max_pool2d(pC, aM);
+    else if (is_op(pC, "avg_pool2d") || is_op(pC, "adaptive_avg_pool2d")) ev_avg_pool2d(pC, aM);
     else if (is_op(pC, "select") || is_op(pC, "slice") || is_op(pC, "split")) ev_slice(pC, aM);
     else if (is_op(pC, "embedding")) ev_embedding(pC, aM);
+    else if (is_op(pC, "cat") || is_op(pC, "stack") || is_op(pC, "expand")) ev_concat(pC, aM);
+    else if (is_op(pC, "addmm") || is_op(pC, "baddbmm")) ev_addmm(pC, aM);
     else ev_reduce(pC, aM);
 }
 
@@ -914,6 +1076,22 @@ static int build_guard(gcase *pC, const char *zOp, int v)
         else if (v == 1) { IN(pC, 45, -2, 2, 1, 5); IN(pC, 46, -2, 2, 1, 2, 5, 3); OUT(pC, 2, 3); }
         else if (v == 2) { IN(pC, 47, -2, 2, 1, 4, 9); IN(pC, 48, -2, 2, 1, 9); OUT(pC, 4); }
         else return 0;
+        return 1;
+    }
+    if (strcmp(zOp, "addmm") == 0 || strcmp(zOp, "baddbmm") == 0) {
+        /* v 0: c of the output's shape, beta 0.5, alpha 2; v 1: c a row [N] holding a NaN
+         * and an Inf, beta 0 (c ignored); v 2: the defaults, with specials in a and b */
+        int bat = strcmp(zOp, "baddbmm") == 0;
+        double *c;
+        if (v > 2) return 0;
+        if (v == 1) { c = IN(pC, 221, -2, 2, 0, 4); c[1] = NAN; c[2] = INFINITY; }
+        else if (bat) IN(pC, 222, -2, 2, 0, 2, 3, 4);
+        else IN(pC, 222, -2, 2, 0, 3, 4);
+        if (bat) { IN(pC, 223, -2, 2, v == 2, 2, 3, 5); IN(pC, 224, -2, 2, v == 2, 2, 5, 4); OUT(pC, 2, 3, 4); }
+        else { IN(pC, 223, -2, 2, v == 2, 3, 5); IN(pC, 224, -2, 2, v == 2, 5, 4); OUT(pC, 3, 4); }
+        if (v == 0) { pC->beta = 0.5; pC->alpha = 2.0; gc_attr_float(pC, "beta", 0.5);
+                      gc_attr_float(pC, "alpha", 2.0); }
+        if (v == 1) { pC->beta = 0.0; gc_attr_float(pC, "beta", 0.0); }
         return 1;
     }
     if (strcmp(zOp, "linear") == 0) {
@@ -1110,6 +1288,92 @@ static int build_guard(gcase *pC, const char *zOp, int v)
         }
         return 1;
     }
+    if (strcmp(zOp, "cat") == 0 || strcmp(zOp, "stack") == 0) {
+        /* cat: [3, 2, 4], [3, 5, 4] (v 1: and [3, 1, 4]) along dim 1; stack: two (v 1:
+         * three) [3, 4] along a new dim 1; specials among the values */
+        int stack = strcmp(zOp, "stack") == 0;
+        if (v > 1) return 0;
+        if (stack) {
+            IN(pC, 201, -3, 3, 1, 3, 4); IN(pC, 202, -3, 3, 1, 3, 4);
+            if (v) IN(pC, 203, -3, 3, 1, 3, 4);
+            OUT(pC, 3, v ? 3 : 2, 4);
+        } else {
+            IN(pC, 204, -3, 3, 1, 3, 2, 4); IN(pC, 205, -3, 3, 1, 3, 5, 4);
+            if (v) IN(pC, 206, -3, 3, 1, 3, 1, 4);
+            OUT(pC, 3, v ? 8 : 7, 4);
+        }
+        gc_attr_int(pC, "dim", v ? -2 : 1);   /* stack: -2 of rank 3 is 1 */
+        return 1;
+    }
+    if (strcmp(zOp, "expand") == 0) {
+        /* x [5, 1] with specials to [2, 5, 3]; v 1 with the sizes written out */
+        if (v > 1) return 0;
+        IN(pC, 207 + (uint64_t)v, -3, 3, 1, 5, 1);
+        OUT(pC, 2, 5, 3);
+        gc_attr_ints(pC, "size", v ? (int64_t[]){2, 5, 3} : (int64_t[]){2, -1, 3}, 3, 1);
+        return 1;
+    }
+    if (strcmp(zOp, "clamp") == 0 || strcmp(zOp, "hardtanh") == 0) {
+        /* clamp v 0: [-0.5, 0.5]; 1: min 0.1 only (not a float32: rounded); 2: max 0.3 only;
+         * 3: min 2 > max 1 (gives max). hardtanh v 0: its defaults [-1, 1]; 1: relu6's [0, 6] */
+        static const double aLo[4] = { -0.5, 0.1, -INFINITY, 2.0 }, aHi[4] = { 0.5, INFINITY, 0.3, 1.0 };
+        int isHt = strcmp(zOp, "hardtanh") == 0;
+        if (v > (isHt ? 1 : 3)) return 0;
+        IN(pC, 221 + (uint64_t)v, -3, 3, 1, 5, 9);
+        OUT(pC, 5, 9);
+        if (isHt) {
+            pC->lo = v ? 0.0 : -1.0;
+            pC->hi = v ? 6.0 : 1.0;
+            if (v) { gc_attr_int(pC, "min_val", 0); gc_attr_float(pC, "max_val", 6.0); }
+        } else {
+            pC->lo = aLo[v];
+            pC->hi = aHi[v];
+            if (isfinite(pC->lo)) gc_attr_float(pC, "min", pC->lo);
+            if (isfinite(pC->hi)) gc_attr_float(pC, "max", pC->hi);
+        }
+        return 1;
+    }
+    if (strcmp(zOp, "pow") == 0) {
+        /* torch's special exponents, integers of either sign, fractions (0.1 and 1/3 are no
+         * float32: rounded), over [-6, 6] with the specials (+-0, subnormals, +-1, +-30, +-90) */
+        static const double aE[] = { 0.5, -0.5, 2, 3, -1, -2, 1.5, 0.1, 1.0 / 3, -3, 4, 0, 1,
+                                     -0.75, 7 };
+        if (v >= (int)(sizeof aE / sizeof aE[0])) return 0;
+        IN(pC, 231 + (uint64_t)v, -6, 6, 1, 5, 9);
+        OUT(pC, 5, 9);
+        pC->exponent = aE[v];
+        gc_attr_float(pC, "exponent", aE[v]);
+        return 1;
+    }
+    if (strcmp(zOp, "masked_fill") == 0 || strcmp(zOp, "where") == 0) {
+        /* masked_fill v 0: mask [9] under x [5, 9], value -Inf; 1: value 0.1 (rounded);
+         * 2: the value a 0-d operand; 3: mask [2, 1, 9] grows x [5, 9] to [2, 5, 9].
+         * where v 0: cond [5, 9], x [5, 9], y [9]; 1: cond [5, 1], x [1, 9], y 0-d. */
+        int isWhere = strcmp(zOp, "where") == 0;
+        uint64_t i, nC;
+        double *c;
+        if (v > (isWhere ? 1 : 3)) return 0;
+        if (isWhere) {
+            c = add_in(pC, PARITY_DT_BOOL, 2, v ? DIMS(5, 1) : DIMS(5, 9), 0, 0, 0, 0);
+            nC = v ? 5 : 45;
+            if (v) IN(pC, 241, -3, 3, 1, 1, 9); else IN(pC, 241, -3, 3, 1, 5, 9);
+            if (v) add_in(pC, PARITY_DT_F32, 0, NULL, 242, -3, 3, 0); else IN(pC, 242, -3, 3, 1, 9);
+            OUT(pC, 5, 9);
+        } else {
+            IN(pC, 243 + (uint64_t)v, -3, 3, 1, 5, 9);
+            c = v == 3 ? add_in(pC, PARITY_DT_BOOL, 3, DIMS(2, 1, 9), 0, 0, 0, 0)
+                       : add_in(pC, PARITY_DT_BOOL, 1, DIMS(9), 0, 0, 0, 0);
+            nC = v == 3 ? 18 : 9;
+            if (v == 2) add_in(pC, PARITY_DT_F32, 0, NULL, 247, -3, 3, 0);
+            else {
+                pC->fill = v == 1 ? 0.1 : -INFINITY;
+                gc_attr_float(pC, "value", pC->fill);
+            }
+            if (v == 3) OUT(pC, 2, 5, 9); else OUT(pC, 5, 9);
+        }
+        for (i = 0; i < nC; i++) c[i] = (i * 7 + (uint64_t)v) % 3 == 0;
+        return 1;
+    }
     if (strcmp(zOp, "embedding") == 0) {
         /* weight [6, 3] with specials; indices 0..5, and (v 1) an out-of-range and a
          * fractional one, which read as NaN */
@@ -1137,6 +1401,40 @@ static int build_guard(gcase *pC, const char *zOp, int v)
         if (v == 2) gc_attr_int(pC, "ceil_mode", 1);
         return 1;
     }
+    if (strcmp(zOp, "avg_pool2d") == 0) {
+        /* x 6x6. v 0: k 2; 1: k 3 stride 1 padding 1; 2: k 3 stride 2 padding 1, ceil,
+         * count_include_pad 0 (the last window has 1 row inside, 2 in the padded input);
+         * 3: the same counting the padding; 4: unbatched, k 3 stride 2, divisor_override 5 */
+        static const int64_t aK[5] = { 2, 3, 3, 3, 3 }, aS[5] = { 2, 1, 2, 2, 2 },
+                             aP[5] = { 0, 1, 1, 1, 0 }, aHo[5] = { 3, 6, 4, 4, 2 };
+        if (v > 4) return 0;
+        if (v == 4) { IN(pC, 191, -3, 3, 1, 2, 6, 6); OUT(pC, 2, 2, 2); }
+        else { IN(pC, 191 + (uint64_t)v, -3, 3, 1, 2, 2, 6, 6);
+               OUT(pC, 2, 2, (uint64_t)aHo[v], (uint64_t)aHo[v]); }
+        pC->poolK = aK[v]; pC->poolS = aS[v]; pC->poolP = aP[v]; pC->poolD = 1;
+        gc_attr_ints(pC, "kernel_size", (int64_t[]){aK[v], aK[v]}, 2, 1);
+        if (v > 0) gc_attr_ints(pC, "stride", (int64_t[]){aS[v], aS[v]}, 2, 1);
+        if (aP[v]) gc_attr_ints(pC, "padding", (int64_t[]){aP[v], aP[v]}, 2, 1);
+        if (v == 2 || v == 3) gc_attr_int(pC, "ceil_mode", 1);
+        if (v == 2) { gc_attr_int(pC, "count_include_pad", 0); pC->poolExcludePad = 1; }
+        if (v == 3) gc_attr_int(pC, "count_include_pad", 1);
+        if (v == 4) { gc_attr_int(pC, "divisor_override", 5); pC->poolDivisor = 5; }
+        return 1;
+    }
+    if (strcmp(zOp, "adaptive_avg_pool2d") == 0) {
+        /* v 0: 6x6 -> 1x1; 1: 7x5 -> 3x2 (overlapping windows); 2: unbatched 5x4 -> 6x3
+         * (more rows out than in); 3: output_size one int, 6x6 -> 4x4 */
+        if (v == 0) { IN(pC, 201, -3, 3, 1, 2, 2, 6, 6); OUT(pC, 2, 2, 1, 1);
+                      gc_attr_ints(pC, "output_size", (int64_t[]){1, 1}, 2, 1); }
+        else if (v == 1) { IN(pC, 202, -3, 3, 1, 2, 2, 7, 5); OUT(pC, 2, 2, 3, 2);
+                           gc_attr_ints(pC, "output_size", (int64_t[]){3, 2}, 2, 1); }
+        else if (v == 2) { IN(pC, 203, -3, 3, 1, 2, 5, 4); OUT(pC, 2, 6, 3);
+                           gc_attr_ints(pC, "output_size", (int64_t[]){6, 3}, 2, 1); }
+        else if (v == 3) { IN(pC, 204, -3, 3, 1, 1, 2, 6, 6); OUT(pC, 1, 2, 4, 4);
+                           gc_attr_ints(pC, "output_size", (int64_t[]){4}, 1, 1); }
+        else return 0;
+        return 1;
+    }
     if (strcmp(zOp, "batch_norm") == 0) {
         /* running_var positive (a negative one is NaN on every side); v 2: without affine */
         if (v == 0) { IN(pC, 151, -3, 3, 1, 2, 3, 2, 2); IN(pC, 152, -2, 2, 0, 3);
@@ -1162,7 +1460,8 @@ static int exact_mode(const char *zOp)
 {
     static const char *const azSigned[] = { "neg", "abs", "transpose", "permute", "reshape",
                                             "cast", "select", "slice", "split", "embedding",
-                                            NULL };
+                                            "cat", "stack", "expand", "clamp", "hardtanh",
+                                            "masked_fill", "where", NULL };
     static const char *const azExact[] = { "relu", "maximum", "minimum", "amax", "amin",
                                            "max_pool2d", NULL };
     if (in_list(zOp, azSigned)) return CMP_EXACT_SIGNED;
@@ -1314,7 +1613,8 @@ Test(reference_guard, every_registered_op_has_an_independent_reference, .timeout
 
 static const char *const kExactOps[] = {
     "relu", "neg", "abs", "maximum", "minimum", "transpose", "permute", "reshape", "cast",
-    "amax", "amin", "max_pool2d", "select", "slice", "split", "embedding", NULL };
+    "amax", "amin", "max_pool2d", "select", "slice", "split", "embedding", "cat", "stack",
+    "expand", "clamp", "hardtanh", "masked_fill", "where", NULL };
 
 /* Cases for the bound checks: values uniform in [-1, 1] (positive for log, sqrt, rsqrt:
  * their bounds at NaN results are 0), the op's length `len` (K, C, row length, S) and, for
@@ -1322,6 +1622,27 @@ static const char *const kExactOps[] = {
 static void build_len(gcase *pC, const char *zOp, uint64_t len, uint64_t len2, uint64_t seed)
 {
     gcase_init(pC, zOp);
+    if (strcmp(zOp, "clamp") == 0 || strcmp(zOp, "hardtanh") == 0 || strcmp(zOp, "pow") == 0) {
+        /* clamp to [-0.5, 0.5], hardtanh's [-1, 1]; pow: exponent 1.5 (std::pow) over x > 0 */
+        int isPow = strcmp(zOp, "pow") == 0;
+        IN(pC, seed, isPow ? 0.25 : -1.0, 1.0, 0, 3, len);
+        OUT(pC, 3, len);
+        if (isPow) gc_attr_float(pC, "exponent", 1.5);
+        else if (strcmp(zOp, "clamp") == 0) { gc_attr_float(pC, "min", -0.5); gc_attr_float(pC, "max", 0.5); }
+        return;
+    }
+    if (strcmp(zOp, "masked_fill") == 0 || strcmp(zOp, "where") == 0) {
+        int isWhere = strcmp(zOp, "where") == 0;
+        double *c;
+        uint64_t i;
+        if (!isWhere) IN(pC, seed, -1.0, 1.0, 0, 3, len);
+        c = add_in(pC, PARITY_DT_BOOL, 2, DIMS(3, len), seed, 0, 0, 0);
+        for (i = 0; i < 3 * len; i++) c[i] = i % 2;
+        if (isWhere) { IN(pC, seed + 1, -1.0, 1.0, 0, 3, len); IN(pC, seed + 2, -1.0, 1.0, 0, len); }
+        else gc_attr_float(pC, "value", 0.1);
+        OUT(pC, 3, len);
+        return;
+    }
     if (in_list(zOp, kUnaryOps)) {
         int pos = strcmp(zOp, "log") == 0 || strcmp(zOp, "sqrt") == 0 || strcmp(zOp, "rsqrt") == 0;
         IN(pC, seed, pos ? 0.25 : -1.0, 1.0, 0, 3, len);
@@ -1356,6 +1677,12 @@ static void build_len(gcase *pC, const char *zOp, uint64_t len, uint64_t len2, u
         IN(pC, seed, -1, 1, 0, 3, len); IN(pC, seed + 1, -1, 1, 0, len, 4); OUT(pC, 3, 4);
     } else if (strcmp(zOp, "bmm") == 0) {
         IN(pC, seed, -1, 1, 0, 2, 3, len); IN(pC, seed + 1, -1, 1, 0, 2, len, 4); OUT(pC, 2, 3, 4);
+    } else if (strcmp(zOp, "addmm") == 0) {
+        IN(pC, seed + 2, -1, 1, 0, 3, 4);
+        IN(pC, seed, -1, 1, 0, 3, len); IN(pC, seed + 1, -1, 1, 0, len, 4); OUT(pC, 3, 4);
+    } else if (strcmp(zOp, "baddbmm") == 0) {
+        IN(pC, seed + 2, -1, 1, 0, 4);
+        IN(pC, seed, -1, 1, 0, 2, 3, len); IN(pC, seed + 1, -1, 1, 0, 2, len, 4); OUT(pC, 2, 3, 4);
     } else if (strcmp(zOp, "linear") == 0) {
         IN(pC, seed, -1, 1, 0, 3, len); IN(pC, seed + 1, -1, 1, 0, 4, len);
         IN(pC, seed + 2, -1, 1, 0, 4); OUT(pC, 3, 4);
@@ -1379,6 +1706,14 @@ static void build_len(gcase *pC, const char *zOp, uint64_t len, uint64_t len2, u
         if (strcmp(zOp, "select") == 0) { gc_attr_int(pC, "index", 0); OUT(pC, 2, 3); }
         else if (strcmp(zOp, "slice") == 0) OUT(pC, 2, len, 3);
         else { gc_attr_int(pC, "split_size", (int64_t)len); OUT(pC, 2, len, 3); }
+    } else if (strcmp(zOp, "cat") == 0 || strcmp(zOp, "stack") == 0) {
+        IN(pC, seed, -1, 1, 0, 2, len, 3); IN(pC, seed + 1, -1, 1, 0, 2, len, 3);
+        gc_attr_int(pC, "dim", 1);
+        if (strcmp(zOp, "cat") == 0) OUT(pC, 2, 2 * len, 3);
+        else OUT(pC, 2, 2, len, 3);
+    } else if (strcmp(zOp, "expand") == 0) {
+        IN(pC, seed, -1, 1, 0, len, 1); OUT(pC, 2, len, 3);
+        gc_attr_ints(pC, "size", (int64_t[]){2, -1, 3}, 3, 1);
     } else if (strcmp(zOp, "embedding") == 0) {
         double *ix;
         uint64_t k;
@@ -1390,6 +1725,12 @@ static void build_len(gcase *pC, const char *zOp, uint64_t len, uint64_t len2, u
         IN(pC, seed, -1, 1, 0, 1, 2, 4, len); OUT(pC, 1, 2, 2, len / 2);
         gc_attr_ints(pC, "kernel_size", (int64_t[]){2, 2}, 2, 1);
         pC->poolK = 2; pC->poolS = 2; pC->poolP = 0; pC->poolD = 1;
+    } else if (strcmp(zOp, "avg_pool2d") == 0) {     /* windows of 2 x len taps */
+        IN(pC, seed, -1, 1, 0, 1, 2, 4, len); OUT(pC, 1, 2, 2, 1);
+        gc_attr_ints(pC, "kernel_size", (int64_t[]){2, (int64_t)len}, 2, 1);
+    } else if (strcmp(zOp, "adaptive_avg_pool2d") == 0) {
+        IN(pC, seed, -1, 1, 0, 1, 2, 4, len); OUT(pC, 1, 2, 2, 1);
+        gc_attr_ints(pC, "output_size", (int64_t[]){2, 1}, 2, 1);
     } else if (strcmp(zOp, "batch_norm") == 0) {
         IN(pC, seed, -1, 1, 0, 3, len); IN(pC, seed + 1, -1, 1, 0, len);
         IN(pC, seed + 2, 0.25, 1, 0, len); OUT(pC, 3, len); pC->eps = 1e-5;
@@ -1416,8 +1757,9 @@ static run_stats bound_stats(const char *zOp, uint64_t len, uint64_t len2, parit
 Test(reference_guard, bound_grows_with_the_length, .timeout = 60)
 {
     static const char *const azLen[] = {
-        "matmul", "linear", "bmm", "conv2d", "sum", "mean", "cumsum", "var", "softmax",
-        "log_softmax", "logsumexp", "layer_norm", "rms_norm", NULL };
+        "matmul", "linear", "bmm", "addmm", "baddbmm", "conv2d", "sum", "mean", "cumsum", "var", "softmax",
+        "log_softmax", "logsumexp", "layer_norm", "rms_norm", "avg_pool2d",
+        "adaptive_avg_pool2d", NULL };
     int i;
     for (i = 0; azLen[i]; i++) {
         run_stats a = bound_stats(azLen[i], 8, 4, PARITY_DT_F32, PARITY_DT_F32);

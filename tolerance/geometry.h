@@ -28,6 +28,12 @@ typedef struct {
     uint64_t aStrideA[PARITY_MAX_RANK], aStrideB[PARITY_MAX_RANK];
     uint64_t strideAk, strideAm, strideBk, strideBn;
     int hasBias;                             /* linear's bias [N] is input 2 */
+    /* addmm, baddbmm: out = beta c + alpha (a b), the addend c input 0 (a and b follow, at
+     * iA and iA + 1), read with stride aStrideC[d] along output dim d (0: broadcast); with
+     * beta = 0, c is not read (torch ignores it, NaN included) */
+    int iA, hasAddend;
+    double alpha, beta;
+    uint64_t aStrideC[PARITY_MAX_RANK];
 } parity_dot_geometry;
 
 /* conv2d: input [N, C, H, W] (unbatched [C, H, W]: N = 1), weight [O, Cg, kH, kW] with
@@ -85,11 +91,19 @@ typedef struct {
 
 /* Elementwise ops. Binary: per output dim, the stride of x and y (0 where broadcast),
  * alpha (add, sub). Unary: gelu's approximation, softplus's beta and threshold, elu's
- * alpha. */
+ * alpha, clamp's bounds and pow's exponent (each rounded to the input's dtype, as torch
+ * casts the scalar: op_clamp.c, op_pow.c). where and masked_fill (op_where.c): the bool
+ * operand's strides in aStrideC, x's in aStrideX, y's (masked_fill: a 0-d value operand's)
+ * in aStrideY. */
 typedef struct {
     uint64_t aStrideX[PARITY_MAX_RANK], aStrideY[PARITY_MAX_RANK];
     double alpha, beta, threshold;
     int approximateTanh;
+    double lo, hi;                           /* clamp: -Inf / +Inf where absent */
+    double exponent;                         /* pow */
+    uint64_t aStrideC[PARITY_MAX_RANK];      /* where's cond, masked_fill's mask */
+    double fill;                             /* masked_fill's value (no value operand) */
+    int hasFillOperand;                      /* masked_fill.Tensor: the value is input 2 */
 } parity_elementwise_geometry;
 
 /* batch_norm (inference): x [N, C, spatial..] (rank >= 2), S = prod(spatial) elements a
@@ -101,12 +115,19 @@ typedef struct {
     double eps;
 } parity_batch_norm_geometry;
 
-/* max_pool2d: x [N, C, H, W] (unbatched [C, H, W]: N = 1), output [N, C, Ho, Wo]; window
- * taps at (oy sH - pH + i dH, ox sW - pW + j dW), those outside the input skipped. */
+/* max_pool2d, avg_pool2d, adaptive_avg_pool2d: x [N, C, H, W] (unbatched [C, H, W]:
+ * N = 1), output [N, C, Ho, Wo]. max and avg: window taps at (oy sH - pH + i dH,
+ * ox sW - pW + j dW), those outside the input skipped (avg: dH = dW = 1). adaptive: rows
+ * floor(oy H / Ho) .. ceil((oy + 1) H / Ho) - 1 and the same for columns; kH, kW are its
+ * largest window, the strides, paddings and dilations 0. */
+typedef enum { PARITY_POOL_MAX, PARITY_POOL_AVG, PARITY_POOL_ADAPTIVE_AVG } parity_pool_kind;
 typedef struct {
     uint64_t N, C, H, W, kH, kW, Ho, Wo;
     int64_t sH, sW, pH, pW, dH, dW;
     int batched;
+    parity_pool_kind kind;
+    int countIncludePad;                     /* avg: taps in the padding count in the divisor */
+    int64_t divisor;                         /* avg: divisor_override, 0 when none */
 } parity_pool_geometry;
 
 /* select, slice, split (its first output): along dim, output index i reads input index
@@ -116,6 +137,19 @@ typedef struct {
     int64_t start, step;
     uint64_t aInStride[PARITY_MAX_RANK];
 } parity_slice_geometry;
+
+/* cat, stack, expand: output element `linear` is one element of one input
+ * (parity_concat_source). cat and stack: output [outer, outSize, inner] around dim, input k
+ * holding aSize[k] consecutive indices along it (stack: 1 each, along a new dim); expand
+ * (expand = 1): its one input read with stride aStride[d] along output dim d, 0 where a dim
+ * of 1 is repeated or the dim is new. */
+#define PARITY_CONCAT_MAX_IN 8
+typedef struct {
+    int nIn, dim, expand;
+    uint64_t inner, outSize;
+    uint64_t aSize[PARITY_CONCAT_MAX_IN];
+    uint64_t aStride[PARITY_MAX_RANK];
+} parity_concat_geometry;
 
 /* embedding: weight [V, D]; output row r is weight row indices[r]. */
 typedef struct {
@@ -136,6 +170,7 @@ typedef union {
     parity_batch_norm_geometry batchNorm;
     parity_pool_geometry pool;
     parity_slice_geometry slice;
+    parity_concat_geometry concat;
     parity_embedding_geometry embedding;
     parity_elementwise_geometry elementwise;
     parity_perm_geometry perm;
@@ -157,9 +192,20 @@ int64_t parity_embedding_row(const parity_embedding_geometry *pG, double index);
 /* The input offset that output element `linear` of a slicing op reads (op_slice.c). */
 uint64_t parity_slice_source(const parity_slice_geometry *pG, const uint64_t *aOutDim,
                              int outRank, uint64_t linear);
+/* The input (*piIn) and its offset that output element `linear` of cat, stack or expand
+ * reads (op_concat.c). */
+uint64_t parity_concat_source(const parity_concat_geometry *pG, const uint64_t *aOutDim,
+                              int outRank, uint64_t linear, int *piIn);
 /* max_pool2d's output element `linear`: the largest tap of its window, NaN if one is NaN
  * (op_max_pool2d.c; the builtin kernels walk the window their own ways). */
 double parity_pool_max(const parity_pool_geometry *pG, const double *x, uint64_t linear);
+/* avg_pool2d's and adaptive_avg_pool2d's output element `linear`: its taps inside the
+ * input, rows [aWin[0], aWin[1]) and columns [aWin[2], aWin[3]) of plane *pPlane (n C + c,
+ * H W elements from x's start), never empty; returns the divisor of their sum, torch's
+ * divide_factor: divisor_override, else with count_include_pad the window clipped to the
+ * padded input, else the taps; adaptive: the taps (op_avg_pool2d.c). */
+int64_t parity_pool_window(const parity_pool_geometry *pG, uint64_t linear, int64_t aWin[4],
+                           uint64_t *pPlane);
 /* Offsets of query row iRow (batch * L + l): its q row, its k and v matrices, its mask row
  * and the mask's stride along S. */
 void parity_attention_row(const parity_attention_geometry *pG, uint64_t iRow, uint64_t *pQ,

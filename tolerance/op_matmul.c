@@ -19,6 +19,13 @@
  * This deterministic bound is what decides failure: a correct kernel in any summation
  * order never exceeds it. (The probabilistic bound of Higham & Mary 2019, lambda sqrt(n) u,
  * is the later "suspicious" marker.)
+ *
+ * addmm(c, a, b, beta, alpha) and baddbmm (a batch of them): beta c + alpha (a b), c
+ * broadcast to the output. Reference: the exact dot product scaled by alpha plus beta c
+ * (exact at 106 bits) with one rounding. Bound: the same argument with the scaled terms
+ * |alpha a_k b_k| and |beta c|, and three more roundings (alpha times the sum, beta times
+ * c, the addition: BLAS gemm's C = alpha A B + beta C in either order), so n = K + 3. With
+ * beta = 0 torch ignores c, NaN and Inf in it included, and so does the reference.
  */
 #include <math.h>
 #include <stdio.h>
@@ -41,6 +48,11 @@ typedef struct {
     int envFailed;            /* out of memory for the norms: no envelope, every element checked */
     double envGamma, envSlack;            /* gamma_n and the underflow slack, once */
 } matmul_params;
+
+static double dot_terms(const parity_dot_geometry *pG)
+{
+    return (double)pG->K + (pG->hasBias ? 1.0 : 0.0) + (pG->hasAddend ? 3.0 : 0.0);
+}
 
 static void free_params(void *p)
 {
@@ -116,7 +128,7 @@ static int make_norms(parity_op_call *pCall, matmul_params *pP)
     const parity_dot_geometry *pG = &pCall->geom.dot;
     uint64_t nA = pG->K ? pA->nElem / pG->K : 0, nB = pG->K ? pB->nElem / pG->K : 0, v;
     double u = parity_unit_roundoff(pCall->accDtype);
-    double n = (double)pG->K + (pG->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
+    double n = dot_terms(pG) + acc_rounding_terms(pCall);
     pP->envGamma = parity_gamma(n, u);
     pP->envGamma += parity_operand_gamma(pCall, pP->envGamma);
     pP->envSlack = n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
@@ -165,11 +177,37 @@ static double dot_envelope(parity_op_call *pCall, uint64_t linear)
            pP->envSlack;
 }
 
+/* addmm, baddbmm: ref (the exact a b) becomes beta c + alpha ref, and *pAbsSum the sum of
+ * the scaled terms' magnitudes. */
+static void add_scaled(const parity_op_call *pCall, uint64_t linear, mpfr_t ref,
+                       double *pAbsSum)
+{
+    const parity_dot_geometry *pG = &pCall->geom.dot;
+    uint64_t aIdx[PARITY_MAX_RANK], off = 0;
+    int d;
+    mpfr_mul_d(ref, ref, pG->alpha, MPFR_RNDN);
+    *pAbsSum *= fabs(pG->alpha);
+    if (pG->beta == 0.0) return;
+    parity_unravel(pCall->outRank, pCall->aOutDim, linear, aIdx);
+    for (d = 0; d < pCall->outRank; d++) off += aIdx[d] * pG->aStrideC[d];
+    {
+        mpfr_t t;
+        double c = pCall->aIn[0].aValue[off];
+        mpfr_init2(t, 2 * 53 + 2);          /* beta c exactly */
+        mpfr_set_d(t, c, MPFR_RNDN);
+        mpfr_mul_d(t, t, pG->beta, MPFR_RNDN);
+        mpfr_add(ref, ref, t, MPFR_RNDN);
+        mpfr_clear(t);
+        *pAbsSum += fabs(pG->beta * c);
+    }
+}
+
 static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
     const matmul_params *pP = pCall->pParams;
     const parity_dot_geometry *pG = &pCall->geom.dot;
-    const double *a = pCall->aIn[0].aValue, *b = pP->pBT ? pP->pBT : pCall->aIn[1].aValue;
+    const double *a = pCall->aIn[pG->iA].aValue;
+    const double *b = pP->pBT ? pP->pBT : pCall->aIn[pG->iA + 1].aValue;
     uint64_t offA, offB, j;
     double absSum = 0.0, u, n, gamma, magnitude;
     const double *pBias = NULL;
@@ -179,9 +217,10 @@ static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     if (parity_exact_dot(ref, a + offA, pG->strideAk, b + offB, pP->strideBk, pG->K, pBias,
                          &absSum) != 0)
         return -1;
+    if (pG->hasAddend) add_scaled(pCall, linear, ref, &absSum);
     parity_note_overflow(pCall, absSum);
     u = parity_unit_roundoff(pCall->accDtype);
-    n = (double)pG->K + (pG->hasBias ? 1.0 : 0.0) + acc_rounding_terms(pCall);
+    n = dot_terms(pG) + acc_rounding_terms(pCall);
     gamma = parity_gamma(n, u);
     {
         double gOp = parity_operand_gamma(pCall, gamma);
@@ -282,8 +321,8 @@ static int matmul_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
  * cache line. One transposed copy (per batch matrix) makes them contiguous. */
 static int matmul_load(parity_op_call *pCall, char *zErr, size_t nErr)
 {
-    const parity_operand *pB = &pCall->aIn[1];
     const parity_dot_geometry *pG = &pCall->geom.dot;
+    const parity_operand *pB = &pCall->aIn[pG->iA + 1];
     matmul_params *pP = pCall->pParams;
     uint64_t KN = pG->K * pG->N, nMat = KN != 0 ? pB->nElem / KN : 0, m, k, j;
     pP->pBT = parity_malloc((pB->nElem ? pB->nElem : 1) * sizeof(double));
@@ -355,6 +394,79 @@ static int linear_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
     return 0;
 }
 
+/* addmm(c, a [M, K], b [K, N]) and baddbmm(c, a [B, M, K], b [B, K, N]), c broadcast to
+ * the output; beta and alpha default to 1. */
+static int addmm_prepare_common(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                                const char *zOp, int batched, char *zErr, size_t nErr)
+{
+    const parity_operand *pC = &pCall->aIn[0], *pA = &pCall->aIn[1], *pB = &pCall->aIn[2];
+    parity_dot_geometry *pG = &pCall->geom.dot;
+    matmul_params *pP = parity_calloc(1, sizeof *pP);
+    uint64_t aWant[3];
+    int r = batched ? 3 : 2, nWant = 0;
+    char zA[128], zB[128];
+
+    if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    pCall->pParams = pP;
+    if (pA->rank != r || pB->rank != r || pA->aDim[r - 1] != pB->aDim[r - 2] ||
+        (batched && pA->aDim[0] != pB->aDim[0])) {
+        snprintf(zErr, nErr, "%s: needs %s, got %s and %s", zOp,
+                 batched ? "[B, M, K] and [B, K, N]" : "[M, K] and [K, N]",
+                 parity_shape_str(pA->rank, pA->aDim, zA, sizeof zA),
+                 parity_shape_str(pB->rank, pB->aDim, zB, sizeof zB));
+        return -1;
+    }
+    pG->alpha = pG->beta = 1.0;
+    if (parity_param_float(aAttr, nAttr, "alpha", &pG->alpha, NULL, zErr, nErr) != 0 ||
+        parity_param_float(aAttr, nAttr, "beta", &pG->beta, NULL, zErr, nErr) != 0)
+        return -1;
+    if (!isfinite(pG->alpha) || !isfinite(pG->beta)) {
+        snprintf(zErr, nErr, "%s: alpha and beta must be finite", zOp);
+        return -1;
+    }
+    pG->iA = 1;
+    pG->hasAddend = 1;
+    pG->M = pA->aDim[r - 2];
+    pG->K = pA->aDim[r - 1];
+    pG->N = pB->aDim[r - 1];
+    pG->nMat = batched ? pA->aDim[0] : 1;
+    pG->nBatch = batched;
+    if (batched) {
+        pG->aBatchDim[0] = pA->aDim[0];
+        pG->aStrideA[0] = pG->M * pG->K;
+        pG->aStrideB[0] = pG->K * pG->N;
+        aWant[nWant++] = pA->aDim[0];
+    }
+    aWant[nWant++] = pG->M;
+    aWant[nWant++] = pG->N;
+    if (check_out(pCall, aWant, nWant, zOp, zErr, nErr) != 0) return -1;
+    if (parity_broadcast_strides(nWant, aWant, pC->aDim, pC->rank, 1, pG->aStrideC) != 0) {
+        snprintf(zErr, nErr, "%s: the addend %s does not broadcast to %s", zOp,
+                 parity_shape_str(pC->rank, pC->aDim, zA, sizeof zA),
+                 parity_shape_str(nWant, aWant, zB, sizeof zB));
+        return -1;
+    }
+    pG->strideAk = 1;
+    pG->strideAm = pG->K;
+    pG->strideBk = pG->N;
+    pG->strideBn = 1;
+    pP->strideBk = 1;               /* b read transposed (matmul_load) */
+    pP->strideBn = pG->K;
+    return 0;
+}
+
+static int addmm_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                         char *zErr, size_t nErr)
+{
+    return addmm_prepare_common(pCall, aAttr, nAttr, "addmm", 0, zErr, nErr);
+}
+
+static int baddbmm_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                           char *zErr, size_t nErr)
+{
+    return addmm_prepare_common(pCall, aAttr, nAttr, "baddbmm", 1, zErr, nErr);
+}
+
 const parity_op_def parity_op_matmul = {
     .zName = "matmul", .flags = PARITY_OPF_COMPUTE_DTYPE,
     .zModel = "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)",
@@ -377,4 +489,20 @@ const parity_op_def parity_op_linear = {
     .nInMin = 2, .nInMax = 3, .family = PARITY_FAMILY_LINEAR,
     .xPrepare = linear_prepare, .xElement = dot_element,
     .xFreeParams = free_params, .xCost = dot_cost, .xEnvelope = dot_envelope,
+};
+
+const parity_op_def parity_op_addmm = {
+    .zName = "addmm", .flags = PARITY_OPF_COMPUTE_DTYPE,
+    .zModel = "beta c + alpha (a b): gamma_{K+3}(u_acc) sum|scaled terms| + 0.5 ulp (Higham 2002)",
+    .nInMin = 3, .nInMax = 3, .family = PARITY_FAMILY_ADDMM,
+    .xPrepare = addmm_prepare, .xLoad = matmul_load, .xElement = dot_element,
+    .xFreeParams = free_params, .xCost = dot_cost,
+};
+
+const parity_op_def parity_op_baddbmm = {
+    .zName = "baddbmm", .flags = PARITY_OPF_COMPUTE_DTYPE,
+    .zModel = "beta c + alpha (a b), batched: gamma_{K+3}(u_acc) sum|scaled terms| + 0.5 ulp",
+    .nInMin = 3, .nInMax = 3, .family = PARITY_FAMILY_ADDMM,
+    .xPrepare = baddbmm_prepare, .xLoad = matmul_load, .xElement = dot_element,
+    .xFreeParams = free_params, .xCost = dot_cost,
 };

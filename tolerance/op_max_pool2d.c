@@ -5,6 +5,8 @@
  * size), over an input padded with -inf (padding at most half the kernel, as torch demands);
  *     Ho = floor((H + 2 pH - dH (kH - 1) - 1 + (ceil_mode ? sH - 1 : 0)) / sH) + 1
  * and with ceil_mode a last window that would start in the right padding is dropped.
+ * That rule and torch's checks of the input are also avg_pool2d's: written here once,
+ * shared through op_pool_internal.h.
  *
  * Reference: exact. The maximum of floats is one of them; a NaN among the taps makes the
  * output NaN (torch's CPU kernel keeps the first NaN it meets), so the reference is that
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/op_pool_internal.h"
 
 /* An int or a list of 1 or 2 ints into a[2]; absent or [] gives dflt[0..1]. */
 static int pair_param(const parity_attr *aAttr, size_t nAttr, const char *zName,
@@ -41,72 +44,104 @@ static int64_t pooled(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, in
     return out;
 }
 
-static int pool_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
-                        char *zErr, size_t nErr)
+int parity_pool_planes(parity_op_call *pCall, parity_pool_kind kind, char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0];
     parity_pool_geometry *pG = &pCall->geom.pool;
-    static const int64_t aOne[2] = { 1, 1 }, aZero[2] = { 0, 0 };
-    int64_t k[2], s[2], p[2], d[2], ceil = 0, Ho, Wo;
-    uint64_t aOut[4];
-    int off, i;
-
+    int off;
     if (pX->rank != 3 && pX->rank != 4) {
-        snprintf(zErr, nErr, "max_pool2d: x must be [N, C, H, W] or [C, H, W], got rank %d",
-                 pX->rank);
+        snprintf(zErr, nErr, "%s: x must be [N, C, H, W] or [C, H, W], got rank %d",
+                 pCall->pDef->zName, pX->rank);
         return -1;
-    }
-    if (pair_param(aAttr, nAttr, "kernel_size", aZero, k, zErr, nErr) != 0 ||
-        pair_param(aAttr, nAttr, "stride", k, s, zErr, nErr) != 0 ||
-        pair_param(aAttr, nAttr, "padding", aZero, p, zErr, nErr) != 0 ||
-        pair_param(aAttr, nAttr, "dilation", aOne, d, zErr, nErr) != 0 ||
-        parity_param_int(aAttr, nAttr, "ceil_mode", &ceil, NULL, zErr, nErr) != 0)
-        return -1;
-    for (i = 0; i < 2; i++) {
-        if (k[i] < 1 || s[i] < 1 || d[i] < 1 || p[i] < 0 || k[i] > 1024 || s[i] > 1024 ||
-            d[i] > 1024) {
-            snprintf(zErr, nErr, "max_pool2d: kernel_size %lld, stride %lld, dilation %lld must "
-                     "be 1..1024 and padding %lld >= 0", (long long)k[i], (long long)s[i],
-                     (long long)d[i], (long long)p[i]);
-            return -1;
-        }
-        if (p[i] > k[i] / 2) {
-            snprintf(zErr, nErr, "max_pool2d: padding %lld is more than half the kernel %lld",
-                     (long long)p[i], (long long)k[i]);
-            return -1;
-        }
     }
     off = pX->rank - 3;
+    /* torch's pool2d_shape_check: a window could otherwise hold no tap at all */
+    if (pX->aDim[off + 1] == 0 || pX->aDim[off + 2] == 0) {
+        snprintf(zErr, nErr, "%s: x has an empty H or W (torch raises)", pCall->pDef->zName);
+        return -1;
+    }
+    pG->kind = kind;
     pG->batched = pX->rank == 4;
     pG->N = pG->batched ? pX->aDim[0] : 1;
     pG->C = pX->aDim[off];
     pG->H = pX->aDim[off + 1];
     pG->W = pX->aDim[off + 2];
+    return 0;
+}
+
+int parity_pool_window_params(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                              char *zErr, size_t nErr)
+{
+    parity_pool_geometry *pG = &pCall->geom.pool;
+    const char *zOp = pCall->pDef->zName;
+    static const int64_t aOne[2] = { 1, 1 }, aZero[2] = { 0, 0 };
+    int64_t k[2], s[2], p[2], d[2] = { 1, 1 }, ceil = 0, Ho, Wo;
+    int i;
+
+    if (pair_param(aAttr, nAttr, "kernel_size", aZero, k, zErr, nErr) != 0 ||
+        pair_param(aAttr, nAttr, "stride", k, s, zErr, nErr) != 0 ||
+        pair_param(aAttr, nAttr, "padding", aZero, p, zErr, nErr) != 0 ||
+        (pG->kind == PARITY_POOL_MAX &&
+         pair_param(aAttr, nAttr, "dilation", aOne, d, zErr, nErr) != 0) ||
+        parity_param_int(aAttr, nAttr, "ceil_mode", &ceil, NULL, zErr, nErr) != 0)
+        return -1;
+    for (i = 0; i < 2; i++) {
+        if (k[i] < 1 || s[i] < 1 || d[i] < 1 || p[i] < 0 || k[i] > 1024 || s[i] > 1024 ||
+            d[i] > 1024) {
+            snprintf(zErr, nErr, "%s: kernel_size %lld, stride %lld, dilation %lld must "
+                     "be 1..1024 and padding %lld >= 0", zOp, (long long)k[i], (long long)s[i],
+                     (long long)d[i], (long long)p[i]);
+            return -1;
+        }
+        if (p[i] > k[i] / 2) {
+            snprintf(zErr, nErr, "%s: padding %lld is more than half the kernel %lld", zOp,
+                     (long long)p[i], (long long)k[i]);
+            return -1;
+        }
+    }
     pG->kH = k[0]; pG->kW = k[1]; pG->sH = s[0]; pG->sW = s[1];
     pG->pH = p[0]; pG->pW = p[1]; pG->dH = d[0]; pG->dW = d[1];
     Ho = pooled((int64_t)pG->H, k[0], s[0], p[0], d[0], ceil != 0);
     Wo = pooled((int64_t)pG->W, k[1], s[1], p[1], d[1], ceil != 0);
     if (Ho < 1 || Wo < 1) {
-        snprintf(zErr, nErr, "max_pool2d: the output would be empty (%lldx%lld)", (long long)Ho,
+        snprintf(zErr, nErr, "%s: the output would be empty (%lldx%lld)", zOp, (long long)Ho,
                  (long long)Wo);
         return -1;
     }
     pG->Ho = (uint64_t)Ho;
     pG->Wo = (uint64_t)Wo;
+    return 0;
+}
+
+int parity_pool_take_out(parity_op_call *pCall, char *zErr, size_t nErr)
+{
+    const parity_operand *pX = &pCall->aIn[0];
+    const parity_pool_geometry *pG = &pCall->geom.pool;
+    uint64_t aOut[4];
+    int off = pX->rank - 3, i;
     for (i = 0; i < off; i++) aOut[i] = pX->aDim[i];
     aOut[off] = pG->C;
     aOut[off + 1] = pG->Ho;
     aOut[off + 2] = pG->Wo;
     if (pCall->outDtype != pX->dtype) {
-        snprintf(zErr, nErr, "max_pool2d: the output dtype must be the input's");
+        snprintf(zErr, nErr, "%s: the output dtype must be the input's", pCall->pDef->zName);
         return -1;
     }
     if (!parity_op_take_out(pCall, pX->rank, aOut)) {
-        snprintf(zErr, nErr, "max_pool2d: the output must be [.., C, %llu, %llu]",
+        snprintf(zErr, nErr, "%s: the output must be [.., C, %llu, %llu]", pCall->pDef->zName,
                  (unsigned long long)pG->Ho, (unsigned long long)pG->Wo);
         return -1;
     }
     return 0;
+}
+
+static int pool_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                        char *zErr, size_t nErr)
+{
+    if (parity_pool_planes(pCall, PARITY_POOL_MAX, zErr, nErr) != 0 ||
+        parity_pool_window_params(pCall, aAttr, nAttr, zErr, nErr) != 0)
+        return -1;
+    return parity_pool_take_out(pCall, zErr, nErr);
 }
 
 double parity_pool_max(const parity_pool_geometry *pG, const double *x, uint64_t linear)

@@ -19,7 +19,8 @@ const char *parity_op_family_name(parity_op_family family)
 {
     static const char *const azName[PARITY_FAMILY_COUNT] = {
         "unary", "binary", "reduce", "rowwise", "norm", "matmul", "linear", "bmm", "conv2d",
-        "attention", "transpose", "permute", "reshape", "cast", "batch_norm", "pool", "slice", "embedding"
+        "attention", "transpose", "permute", "reshape", "cast", "batch_norm", "pool", "slice", "embedding",
+        "concat", "addmm", "where"
     };
     return (unsigned)family < PARITY_FAMILY_COUNT ? azName[family] : "unknown";
 }
@@ -45,9 +46,14 @@ static const struct { const char *zAten, *zOp; } aAtenAlias[] = {
      * split.Tensor(self, split_size, dim): same names, the registry's parameters */
     /* output 0 the values (1 the indices, which the capture keeps apart) */
     { "max_pool2d_with_indices", "max_pool2d" },
+    /* _adaptive_avg_pool2d(self, output_size): what adaptive_avg_pool2d dispatches to */
+    { "_adaptive_avg_pool2d", "adaptive_avg_pool2d" },
     { "_native_batch_norm_legit_no_training", "batch_norm" },
     { "_native_batch_norm_legit", "batch_norm" },
     { "_to_copy", "cast" },            /* its target as 'to' (the capture helper writes it) */
+    /* clamp_min(self, min), clamp_max(self, max): clamp with one bound (op_clamp.c) */
+    { "clamp_min", "clamp" },
+    { "clamp_max", "clamp" },
     /* CPU SDPA kernels: (query, key, value, dropout_p, is_causal, attn_mask, scale), output
      * 0 the attention (1 its logsumexp, which the capture keeps apart) */
     { "_scaled_dot_product_flash_attention_for_cpu", "scaled_dot_product_attention" },

@@ -62,9 +62,15 @@ typedef enum {
     PARITY_FAMILY_RESHAPE,    /* shape */
     PARITY_FAMILY_CAST,       /* to: the output dtype */
     PARITY_FAMILY_BATCH_NORM, /* x, (weight, bias)?, running_mean, running_var; geom.batchNorm */
-    PARITY_FAMILY_POOL,       /* max_pool2d: kernel_size, stride, padding, dilation; geom.pool */
+    PARITY_FAMILY_POOL,       /* max_pool2d: kernel_size, stride, padding, dilation; avg_pool2d
+                               * (no dilation; count_include_pad, divisor_override);
+                               * adaptive_avg_pool2d: output_size; geom.pool */
     PARITY_FAMILY_SLICE,      /* select, slice, split along 'dim'; geom.slice */
     PARITY_FAMILY_EMBEDDING,  /* weight [V, D], indices; geom.embedding */
+    PARITY_FAMILY_CONCAT,     /* cat, stack (tensors..., dim), expand (x, size); geom.concat */
+    PARITY_FAMILY_ADDMM,      /* addmm, baddbmm: c, a, b, beta, alpha; geom.dot */
+    PARITY_FAMILY_WHERE,      /* where(cond, x, y), masked_fill(x, mask, value): a bool
+                               * operand picks, all broadcast; geom.elementwise */
     PARITY_FAMILY_COUNT
 } parity_op_family;
 

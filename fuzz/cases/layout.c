@@ -99,13 +99,16 @@ static const int aIdentity[PARITY_CASE_MAX_DIMS] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 
 /* ---- elementwise ------------------------------------------------------------------- */
 
-/* variant: rank 0..5 (v % 6); bit 3 picks the op's case attribute's value 1 (gelu:
- * approximate="tanh"): such ops have 16 variants, the others 6. */
+/* variant: rank 0..5 (v % 6); bit 3 picks value 1 of each of the op's case attributes
+ * (gelu: approximate="tanh"; clamp: its min and max together): such ops have 16 variants,
+ * the others 6. */
 static int lay_unary(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
 {
+    size_t i;
     (void)zErr; (void)nErr;
     add_input(pS, pC, "x", pS->dtype, (int)(pS->variant % 6), aIdentity);
-    case_attr(pC->pDef, pC, 0, (pS->variant >> 3) & 1);
+    for (i = 0; i < pC->pDef->nCaseAttr; i++)
+        case_attr(pC->pDef, pC, i, (pS->variant >> 3) & 1);
     return 0;
 }
 
@@ -121,6 +124,32 @@ static int lay_binary(const parity_case_spec *pS, parity_case *pC, char *zErr, s
     for (d = 0; d < rank; d++) aiY[d] = (mask >> d) & 1 ? -1 : d;
     if (((pS->variant >> 7) & 1) && rank > 0) yRank = rank - 1;
     add_input(pS, pC, "y", pS->dtype, yRank, aiY + (rank - yRank));
+    case_attr(pC->pDef, pC, 0, (pS->variant >> 8) & 1);
+    return 0;
+}
+
+/* where(cond, x, y) and masked_fill(x, mask): the bool operand is a bool tensor (the
+ * recipes' values rounded to bool are 0 or 1: a legal mask whatever the recipe; "ones" is
+ * all true, signed_zeros about half). variant: rank 0..4 (v % 5); bits 3..6: dims where the
+ * bool operand is 1 (broadcast); bit 7: where's y is 0-d (torch.where(c, x, 0.0)), a
+ * masked_fill mask has its leading dim dropped; bit 8: the op's case attribute's value 1
+ * (masked_fill: value 0.5 instead of -Inf). */
+static int lay_where(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
+{
+    int rank = (int)(pS->variant % 5), aiC[5], d, cRank = rank;
+    unsigned mask = (pS->variant >> 3) & 0xF;
+    int bit7 = (pS->variant >> 7) & 1, isWhere = pC->pDef == &parity_op_where;
+    (void)zErr; (void)nErr;
+    for (d = 0; d < rank; d++) aiC[d] = (mask >> d) & 1 ? -1 : d;
+    if (bit7 && !isWhere && rank > 0) cRank = rank - 1;
+    if (isWhere) {
+        add_input(pS, pC, "cond", PARITY_DT_BOOL, rank, aiC);
+        add_input(pS, pC, "x", pS->dtype, rank, aIdentity);
+        add_input(pS, pC, "y", pS->dtype, bit7 ? 0 : rank, aIdentity);
+    } else {
+        add_input(pS, pC, "x", pS->dtype, rank, aIdentity);
+        add_input(pS, pC, "mask", PARITY_DT_BOOL, cRank, aiC + (rank - cRank));
+    }
     case_attr(pC->pDef, pC, 0, (pS->variant >> 8) & 1);
     return 0;
 }
@@ -214,15 +243,49 @@ static int lay_batch_norm(const parity_case_spec *pS, parity_case *pC, char *zEr
     return 0;
 }
 
-/* dims: N, C, H, W, kH, kW. variant: bit 0 stride 1 (else the default, the kernel size);
- * bit 1 padding floor(k / 2); bit 2 ceil_mode; bit 3 dilation 2. */
-static int lay_max_pool2d(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
+/* adaptive_avg_pool2d, dims as lay_pool's, kH and kW the output size. variant: bit 0 x
+ * unbatched [C, H, W]; bit 1 output_size one int (kH: square); bits 2..3 the output
+ * (kH, kW), (H + kH - 1, W + kW - 1) (more outputs than inputs: windows of 1 or 2 taps
+ * that overlap), (1, 1) (global pooling, one window of H W taps) or (ceil(H / kH),
+ * ceil(W / kW)) (windows of about kH x kW, the ratio not an integer); bit 4 Ho = 1. */
+static int lay_adaptive_pool(const parity_case_spec *pS, parity_case *pC)
 {
+    static const int aChw[3] = { 1, 2, 3 };
+    uint64_t H = pS->aDim[2], W = pS->aDim[3], kH = pS->aDim[4], kW = pS->aDim[5];
+    int64_t aO[2];
+    if (pS->variant & 1) add_input(pS, pC, "x", pS->dtype, 3, aChw);
+    else add_input(pS, pC, "x", pS->dtype, 4, aIdentity);
+    pC->usedDims |= 3u << 4;   /* the kernel dims shape no input */
+    switch ((pS->variant >> 2) & 3) {
+    case 0: aO[0] = (int64_t)kH; aO[1] = (int64_t)kW; break;
+    case 1: aO[0] = (int64_t)(H + kH - 1); aO[1] = (int64_t)(W + kW - 1); break;
+    case 2: aO[0] = aO[1] = 1; break;
+    default: aO[0] = (int64_t)((H + kH - 1) / kH); aO[1] = (int64_t)((W + kW - 1) / kW); break;
+    }
+    if ((pS->variant >> 4) & 1) aO[0] = 1;
+    param_ints(pC, "output_size", aO, ((pS->variant >> 1) & 1) ? 1 : 2);
+    return 0;
+}
+
+/* dims: N, C, H, W, kH, kW. variant: bit 0 stride 1 (else the default, the kernel size);
+ * bit 1 padding floor(k / 2); bit 2 ceil_mode; bit 3 max_pool2d: dilation 2, avg_pool2d:
+ * count_include_pad 0; bit 4 max_pool2d: x unbatched [C, H, W], avg_pool2d:
+ * divisor_override kH kW + 1 (no window's own count). adaptive_avg_pool2d: its own. */
+static int lay_pool(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
+{
+    static const int aChw[3] = { 1, 2, 3 };
     int64_t aK[2] = { (int64_t)pS->aDim[4], (int64_t)pS->aDim[5] }, aPair[2];
+    int isAvg = pC->pDef == &parity_op_avg_pool2d;
     (void)zErr; (void)nErr;
-    add_input(pS, pC, "x", pS->dtype, 4, aIdentity);
+    if (pC->pDef == &parity_op_adaptive_avg_pool2d) return lay_adaptive_pool(pS, pC);
+    if (!isAvg && ((pS->variant >> 4) & 1)) add_input(pS, pC, "x", pS->dtype, 3, aChw);
+    else add_input(pS, pC, "x", pS->dtype, 4, aIdentity);
     pC->usedDims |= 3u << 4;   /* the kernel dims shape no input */
     param_ints(pC, "kernel_size", aK, 2);
+    if (isAvg) {
+        if ((pS->variant >> 3) & 1) param_int(pC, "count_include_pad", 0);
+        if ((pS->variant >> 4) & 1) param_int(pC, "divisor_override", aK[0] * aK[1] + 1);
+    }
     if (pS->variant & 1) { aPair[0] = aPair[1] = 1; param_ints(pC, "stride", aPair, 2); }
     if ((pS->variant >> 1) & 1) {
         aPair[0] = aK[0] / 2;
@@ -230,7 +293,10 @@ static int lay_max_pool2d(const parity_case_spec *pS, parity_case *pC, char *zEr
         param_ints(pC, "padding", aPair, 2);
     }
     if ((pS->variant >> 2) & 1) param_int(pC, "ceil_mode", 1);
-    if ((pS->variant >> 3) & 1) { aPair[0] = aPair[1] = 2; param_ints(pC, "dilation", aPair, 2); }
+    if (!isAvg && ((pS->variant >> 3) & 1)) {
+        aPair[0] = aPair[1] = 2;
+        param_ints(pC, "dilation", aPair, 2);
+    }
     return 0;
 }
 
@@ -253,6 +319,41 @@ static int lay_slice(const parity_case_spec *pS, parity_case *pC, char *zErr, si
     } else {
         param_int(pC, "split_size", size / 2 > 0 ? size / 2 : 1);
     }
+    return 0;
+}
+
+/* dims: A, B, C, D; rank 1..3 (v % 3 + 1) over A, B, C. cat: 2 inputs (bit 2: 3), joined
+ * along the last dim (bit 3: the first), input 0 sized A/B/C there and the others D;
+ * stack: 2 or 3 inputs of one shape, along a new last dim (bit 3: a new first); expand:
+ * x with its first dim 1 (bit 2; else as is) expanded to A/B/C, with a new leading dim D
+ * (bit 3) and -1 for the dims it keeps (bit 4: their sizes written out). */
+static int lay_concat(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
+{
+    int rank = (int)(pS->variant % 3) + 1, first = (pS->variant >> 3) & 1, d, k;
+    int aDim[3] = { 0, 1, 2 };
+    (void)zErr; (void)nErr;
+    if (pC->pDef == &parity_op_expand) {
+        int64_t aSize[4];
+        int lead = first, bcast = (pS->variant >> 2) & 1;
+        if (bcast) aDim[0] = -1;
+        add_input(pS, pC, "x", pS->dtype, rank, aDim);
+        if (lead) aSize[0] = (int64_t)pS->aDim[3];
+        for (d = 0; d < rank; d++)
+            aSize[lead + d] = (d == 0 && bcast) || ((pS->variant >> 4) & 1)
+                                  ? (int64_t)pS->aDim[d] : -1;
+        if (lead) pC->usedDims |= 1u << 3;
+        if (bcast) pC->usedDims |= 1u;
+        param_ints(pC, "size", aSize, (size_t)(rank + lead));
+        return 0;
+    }
+    for (k = 0; k < 2 + (int)((pS->variant >> 2) & 1); k++) {
+        static const char *const azName[3] = { "x0", "x1", "x2" };
+        int aIn[3] = { 0, 1, 2 };
+        if (pC->pDef == &parity_op_cat && k > 0) aIn[first ? 0 : rank - 1] = 3;
+        add_input(pS, pC, azName[k], pS->dtype, rank, aIn);
+    }
+    param_int(pC, "dim", pC->pDef == &parity_op_stack ? (first ? 0 : rank)
+                                                      : (first ? 0 : rank - 1));
     return 0;
 }
 
@@ -297,6 +398,26 @@ static int lay_linear(const parity_case_spec *pS, parity_case *pC, char *zErr, s
     add_input(pS, pC, "x", pS->dtype, batched ? 3 : 2, batched ? aBMK : aMK);
     add_input(pS, pC, "weight", pS->dtype, 2, aNK);
     if ((pS->variant >> 1) & 1) add_input(pS, pC, "bias", pS->dtype, 1, aN);
+    return 0;
+}
+
+/* dims: M, K, N, B. addmm: a [M, K], b [K, N]; baddbmm: [B, M, K], [B, K, N]. The addend
+ * c (variant % 3): the output's shape, [N] (a bias row), or [1]; bit 2: beta 0.5 (bit 3:
+ * beta 0, c ignored); bit 4: alpha 2. */
+static int lay_addmm(const parity_case_spec *pS, parity_case *pC, char *zErr, size_t nErr)
+{
+    static const int aMK[] = { 0, 1 }, aKN[] = { 1, 2 }, aBMK[] = { 3, 0, 1 },
+                     aBKN[] = { 3, 1, 2 }, aMN[] = { 0, 2 }, aBMN[] = { 3, 0, 2 },
+                     aN[] = { 2 }, aOne[] = { -1 };
+    int batched = pC->pDef == &parity_op_baddbmm, form = (int)(pS->variant % 3);
+    (void)zErr; (void)nErr;
+    if (form == 0) add_input(pS, pC, "input", pS->dtype, batched ? 3 : 2, batched ? aBMN : aMN);
+    else add_input(pS, pC, "input", pS->dtype, 1, form == 1 ? aN : aOne);
+    add_input(pS, pC, batched ? "batch1" : "mat1", pS->dtype, batched ? 3 : 2, batched ? aBMK : aMK);
+    add_input(pS, pC, batched ? "batch2" : "mat2", pS->dtype, batched ? 3 : 2, batched ? aBKN : aKN);
+    if ((pS->variant >> 3) & 1) param_float(pC, "beta", 0.0);
+    else if ((pS->variant >> 2) & 1) param_float(pC, "beta", 0.5);
+    if ((pS->variant >> 4) & 1) param_float(pC, "alpha", 2.0);
     return 0;
 }
 
@@ -420,6 +541,7 @@ static const family_layout aFamily[PARITY_FAMILY_COUNT] = {
     [PARITY_FAMILY_MATMUL] = { MATMUL_DIMS, 5, 5, lay_matmul },
     [PARITY_FAMILY_LINEAR] = { MATMUL_DIMS, 4, 4, lay_linear },
     [PARITY_FAMILY_BMM] = { MATMUL_DIMS, 1, 1, lay_bmm },
+    [PARITY_FAMILY_ADDMM] = { MATMUL_DIMS, 32, 32, lay_addmm },
     [PARITY_FAMILY_CONV2D] = { 7, { R_BAT, R_K, R_ROW, R_ROW, R_TIL, R_KER, R_KER }, 8, 8,
                                lay_conv2d },
     [PARITY_FAMILY_ATTENTION] = { 6, { R_BAT, R_BAT, R_TIL, R_RED, R_K, R_TIL }, 4, 4,
@@ -429,10 +551,12 @@ static const family_layout aFamily[PARITY_FAMILY_COUNT] = {
     [PARITY_FAMILY_RESHAPE] = { 3, { R_ROW, R_ROW, R_ROW }, 1, 1, lay_reshape },
     [PARITY_FAMILY_CAST] = { 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 16, 16, lay_cast },
     [PARITY_FAMILY_BATCH_NORM] = { 4, { R_BAT, R_ROW, R_ROW, R_ROW }, 4, 4, lay_batch_norm },
-    [PARITY_FAMILY_POOL] = { 6, { R_BAT, R_ROW, R_ROW, R_ROW, R_KER, R_KER }, 16, 16,
-                             lay_max_pool2d },
+    [PARITY_FAMILY_POOL] = { 6, { R_BAT, R_ROW, R_ROW, R_ROW, R_KER, R_KER }, 32, 32,
+                             lay_pool },
     [PARITY_FAMILY_SLICE] = { 3, { R_ROW, R_ROW, R_ROW }, 16, 16, lay_slice },
     [PARITY_FAMILY_EMBEDDING] = { 3, { R_ROW, R_ROW, R_ROW }, 2, 2, lay_embedding },
+    [PARITY_FAMILY_CONCAT] = { 4, { R_ROW, R_ROW, R_ROW, R_ROW }, 32, 32, lay_concat },
+    [PARITY_FAMILY_WHERE] = { 4, { R_BAT, R_ROW, R_ROW, R_ROW }, 512, 512, lay_where },
 };
 
 /* The per-op view (parity_layout_info), made once from the registry. */

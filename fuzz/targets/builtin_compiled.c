@@ -101,9 +101,10 @@ static int compiled_matmul(const parity_case *pCase, const kern_ctx *pK, uint32_
                 /* size1_bias (pytorch/pytorch#182181): a linear over exactly one row
                  * takes a GEMV special path that never adds the bias. */
                 if (g.pBias && g.M == 1 && has(defects, PARITY_DEFECT_SIZE1_BIAS)) init = 0.0;
-                aOut[o++] = kern_out(pK, gemm_dot(pK, g.aA + offA + i * g.K,
-                                                  g.aBT + offB + j * g.K, g.K, init,
-                                                  kTailBug));
+                double s = gemm_dot(pK, g.aA + offA + i * g.K, g.aBT + offB + j * g.K, g.K,
+                                    init, kTailBug);
+                aOut[o] = kern_out(pK, parity_kern_gemm_addend(&g, pK, o, s));
+                o++;
             }
     }
     parity_kern_gemm_close(&g);
@@ -570,6 +571,56 @@ static int compiled_max_pool2d(const parity_case *pCase, const kern_ctx *pK, uin
     return 0;
 }
 
+/* avg_pool2d and adaptive_avg_pool2d as a compiler lowers them (inductor's avg_pool2d):
+ * the window worked out here from the geometry, not by the registry's walk; each window
+ * row summed on its own and the row sums added (a two-level tree, another order than
+ * eager's), then multiplied by the divisor's rounded reciprocal. The divisor is counted
+ * the other way round: the padded window's rows and columns tested tap by tap. */
+static int compiled_avg_pool2d(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                               double *aOut, char *zErr, size_t nErr)
+{
+    const parity_pool_geometry *pG = &pK->pCall->geom.pool;
+    const int64_t H = (int64_t)pG->H, W = (int64_t)pG->W;
+    const double *x = pCase->aIn[0].aValue;
+    uint64_t o;
+    (void)defects; (void)zErr; (void)nErr;
+    for (o = 0; o < pCase->nOut; o++) {
+        uint64_t ox = o % pG->Wo, oy = (o / pG->Wo) % pG->Ho, plane = o / (pG->Wo * pG->Ho);
+        const double *xp = x + plane * pG->H * pG->W;
+        int64_t y0, y1, x0, x1, nPadRows = 0, nPadCols = 0, y, xx, div;
+        double total = 0.0;
+        if (pG->kind == PARITY_POOL_ADAPTIVE_AVG) {
+            y0 = (int64_t)(oy * pG->H / pG->Ho);
+            y1 = (int64_t)((oy + 1) * pG->H / pG->Ho) + ((oy + 1) * pG->H % pG->Ho != 0);
+            x0 = (int64_t)(ox * pG->W / pG->Wo);
+            x1 = (int64_t)((ox + 1) * pG->W / pG->Wo) + ((ox + 1) * pG->W % pG->Wo != 0);
+            div = (y1 - y0) * (x1 - x0);
+        } else {
+            int64_t i;
+            y0 = (int64_t)oy * pG->sH - pG->pH;
+            x0 = (int64_t)ox * pG->sW - pG->pW;
+            /* rows and columns of the window inside the padded input (torch's pool_size) */
+            for (i = 0; i < (int64_t)pG->kH; i++) nPadRows += y0 + i < H + pG->pH;
+            for (i = 0; i < (int64_t)pG->kW; i++) nPadCols += x0 + i < W + pG->pW;
+            y1 = y0 + (int64_t)pG->kH;
+            x1 = x0 + (int64_t)pG->kW;
+            if (y0 < 0) y0 = 0;
+            if (x0 < 0) x0 = 0;
+            if (y1 > H) y1 = H;
+            if (x1 > W) x1 = W;
+            div = pG->divisor ? pG->divisor
+                : pG->countIncludePad ? nPadRows * nPadCols : (y1 - y0) * (x1 - x0);
+        }
+        for (y = y0; y < y1; y++) {
+            double row = 0.0;
+            for (xx = x0; xx < x1; xx++) row = kern_acc(pK, row + xp[y * W + xx]);
+            total = kern_acc(pK, total + row);
+        }
+        aOut[o] = kern_out(pK, kern_acc(pK, total * kern_acc(pK, 1.0 / (double)div)));
+    }
+    return 0;
+}
+
 static const kern_entry aCompiled[] = {
     { &parity_op_sum, compiled_reduce }, { &parity_op_mean, compiled_reduce },
     { &parity_op_amax, compiled_reduce }, { &parity_op_amin, compiled_reduce },
@@ -579,8 +630,11 @@ static const kern_entry aCompiled[] = {
     { &parity_op_layer_norm, compiled_norm }, { &parity_op_rms_norm, compiled_norm },
     { &parity_op_batch_norm, compiled_batch_norm },
     { &parity_op_max_pool2d, compiled_max_pool2d },
+    { &parity_op_avg_pool2d, compiled_avg_pool2d },
+    { &parity_op_adaptive_avg_pool2d, compiled_avg_pool2d },
     { &parity_op_matmul, compiled_matmul }, { &parity_op_bmm, compiled_matmul },
     { &parity_op_linear, compiled_matmul }, { &parity_op_conv2d, compiled_conv2d },
+    { &parity_op_addmm, compiled_matmul }, { &parity_op_baddbmm, compiled_matmul },
     { &parity_op_scaled_dot_product_attention, compiled_sdpa },
     { NULL, NULL }
 };

@@ -238,6 +238,34 @@ static int eager_max_pool2d(const parity_case *pCase, const kern_ctx *pK, uint32
     return 0;
 }
 
+/* avg_pool2d and adaptive_avg_pool2d as torch's CPU kernel: the registry's window, summed
+ * row-major in the compute precision, then sum / divisor (adaptive: sum / kh / kw). */
+static int eager_avg_pool2d(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                            double *aOut, char *zErr, size_t nErr)
+{
+    const parity_pool_geometry *pG = &pK->pCall->geom.pool;
+    uint64_t o;
+    (void)defects; (void)zErr; (void)nErr;
+    for (o = 0; o < pCase->nOut; o++) {
+        int64_t aWin[4], d, y, x;
+        uint64_t plane;
+        const double *xp;
+        double s = 0.0;
+        d = parity_pool_window(pG, o, aWin, &plane);
+        xp = pCase->aIn[0].aValue + plane * pG->H * pG->W;
+        for (y = aWin[0]; y < aWin[1]; y++)
+            for (x = aWin[2]; x < aWin[3]; x++)
+                s = kern_acc(pK, s + xp[(uint64_t)y * pG->W + (uint64_t)x]);
+        if (pG->kind == PARITY_POOL_ADAPTIVE_AVG)
+            s = kern_acc(pK, kern_acc(pK, s / (double)(aWin[1] - aWin[0])) /
+                                 (double)(aWin[3] - aWin[2]));
+        else
+            s = kern_acc(pK, s / kern_acc(pK, (double)d));   /* torch converts D to float */
+        aOut[o] = kern_out(pK, s);
+    }
+    return 0;
+}
+
 /* ---- dot-product ops ------------------------------------------------------------------ */
 
 /* matmul, bmm, linear: one sequential dot product per output element, then the bias. */
@@ -256,7 +284,8 @@ static int eager_matmul(const parity_case *pCase, const kern_ctx *pK, uint32_t d
             for (j = 0; j < g.N; j++) {
                 double s = eager_dot(pK, g.aA + offA + i * g.K, g.aBT + offB + j * g.K, g.K);
                 if (g.pBias) s = kern_acc(pK, s + g.pBias[j]);
-                aOut[o++] = kern_out(pK, s);
+                aOut[o] = kern_out(pK, parity_kern_gemm_addend(&g, pK, o, s));
+                o++;
             }
     }
     parity_kern_gemm_close(&g);
@@ -331,8 +360,11 @@ static const kern_entry aEager[] = {
     { &parity_op_cumsum, eager_cumsum },
     { &parity_op_layer_norm, eager_norm }, { &parity_op_rms_norm, eager_norm },
     { &parity_op_batch_norm, eager_batch_norm }, { &parity_op_max_pool2d, eager_max_pool2d },
+    { &parity_op_avg_pool2d, eager_avg_pool2d },
+    { &parity_op_adaptive_avg_pool2d, eager_avg_pool2d },
     { &parity_op_matmul, eager_matmul }, { &parity_op_bmm, eager_matmul },
     { &parity_op_linear, eager_matmul }, { &parity_op_conv2d, eager_conv2d },
+    { &parity_op_addmm, eager_matmul }, { &parity_op_baddbmm, eager_matmul },
     { &parity_op_scaled_dot_product_attention, eager_sdpa },
     { NULL, NULL }
 };

@@ -50,6 +50,8 @@ static kern_fn kern_find(const kern_entry *aTable, const parity_op_def *pDef)
     case PARITY_FAMILY_CAST: return parity_kern_cast;
     case PARITY_FAMILY_SLICE: return parity_kern_slice;
     case PARITY_FAMILY_EMBEDDING: return parity_kern_embedding;
+    case PARITY_FAMILY_CONCAT: return parity_kern_concat;
+    case PARITY_FAMILY_WHERE: return parity_kern_where;
     default: return NULL;
     }
 }
@@ -133,7 +135,7 @@ static double *acc_copy(const kern_ctx *pK, const parity_operand *pIn)
 
 typedef enum {
     U_RELU, U_GELU, U_GELU_TANH, U_SILU, U_SIGMOID, U_TANH, U_EXP, U_LOG, U_SQRT, U_RSQRT,
-    U_RECIPROCAL, U_ERF, U_NEG, U_ABS, U_SOFTPLUS, U_ELU, U_MISH
+    U_RECIPROCAL, U_ERF, U_NEG, U_ABS, U_SOFTPLUS, U_ELU, U_MISH, U_CLAMP, U_POW
 } unary_kind;
 
 static const kind_row aUnaryKind[] = {
@@ -143,6 +145,7 @@ static const kind_row aUnaryKind[] = {
     { &parity_op_reciprocal, U_RECIPROCAL }, { &parity_op_erf, U_ERF },
     { &parity_op_neg, U_NEG }, { &parity_op_abs, U_ABS }, { &parity_op_softplus, U_SOFTPLUS },
     { &parity_op_elu, U_ELU }, { &parity_op_mish, U_MISH },
+    { &parity_op_clamp, U_CLAMP }, { &parity_op_hardtanh, U_CLAMP }, { &parity_op_pow, U_POW },
 };
 
 static int unary_kind_of(const parity_op_def *pDef, int *pKind)
@@ -154,6 +157,7 @@ static int unary_kind_of(const parity_op_def *pDef, int *pKind)
  * precision as torch casts them (at::native's softplus_kernel, elu_kernel). */
 typedef struct {
     double beta, threshold, alpha;
+    double lo, hi, exponent;  /* clamp, pow: the registry rounded them to x's dtype */
 } unary_attrs;
 
 /* torch's CPU formulas, one rounding per operation (at::native's gelu, silu, sigmoid,
@@ -201,6 +205,22 @@ static double unary_one(const kern_ctx *pK, unary_kind kind, const unary_attrs *
         return x <= 0.0 ? kern_acc(pK, kern_acc(pK, parity_kern_exp(pK, x) - 1.0) * pA->alpha) : x;
     case U_MISH:        /* x * tanh(log1p(exp(x))) */
         return kern_acc(pK, x * kern_tanh(pK, kern_log1p(pK, parity_kern_exp(pK, x))));
+    case U_CLAMP: {     /* isnan(x) ? x : min(max(x, lo), hi) */
+        double r;
+        if (x != x) return x;
+        r = x < pA->lo ? pA->lo : x;
+        return r > pA->hi ? pA->hi : r;
+    }
+    case U_POW: {       /* at::native pow_tensor_scalar_kernel's special cases */
+        double e = pA->exponent;
+        if (e == 0.5) return parity_kern_sqrt(pK, x);
+        if (e == -0.5) return kern_acc(pK, 1.0 / parity_kern_sqrt(pK, x));
+        if (e == 2.0) return kern_acc(pK, x * x);
+        if (e == 3.0) return kern_acc(pK, kern_acc(pK, x * x) * x);
+        if (e == -1.0) return kern_acc(pK, 1.0 / x);
+        if (e == -2.0) return kern_acc(pK, 1.0 / kern_acc(pK, x * x));
+        return pK->f32 ? (double)powf((float)x, (float)e) : pow(x, e);
+    }
     }
     return NAN;
 }
@@ -227,6 +247,9 @@ int parity_kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t def
     attrs.beta = kern_acc(pK, pG->beta);
     attrs.threshold = kern_acc(pK, pG->threshold);
     attrs.alpha = kern_acc(pK, pG->alpha);
+    attrs.lo = pG->lo;
+    attrs.hi = pG->hi;
+    attrs.exponent = kern_acc(pK, pG->exponent);
     for (k = 0; k < pX->nElem; k++)
         aOut[k] = kern_out(pK, unary_one(pK, kind, &attrs, fastNan,
                                          kern_acc(pK, pX->aValue[k])));
@@ -499,8 +522,8 @@ void parity_kern_norm_apply(const kern_norm *pN, const kern_ctx *pK, double *x, 
 int parity_kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                           size_t nErr)
 {
-    const parity_operand *pB = &pCase->aIn[1];
     const parity_dot_geometry *pD = &pK->pCall->geom.dot;
+    const parity_operand *pB = &pCase->aIn[pD->iA + 1];
     uint64_t m, k, j, KN, nMatB;
 
     memset(pG, 0, sizeof *pG);
@@ -509,10 +532,11 @@ int parity_kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ct
     pG->K = pD->K;
     pG->N = pD->N;
     pG->nMat = pD->nMat;
-    pG->aA = acc_copy(pK, &pCase->aIn[0]);
+    pG->aA = acc_copy(pK, &pCase->aIn[pD->iA]);
     pG->aBT = parity_malloc((pB->nElem + 1) * sizeof(double));
     if (pD->hasBias) pG->aBias = acc_copy(pK, &pCase->aIn[2]);
-    if (!pG->aA || !pG->aBT || (pD->hasBias && !pG->aBias)) {
+    if (pD->hasAddend) pG->aC = acc_copy(pK, &pCase->aIn[0]);
+    if (!pG->aA || !pG->aBT || (pD->hasBias && !pG->aBias) || (pD->hasAddend && !pG->aC)) {
         parity_kern_gemm_close(pG);
         snprintf(zErr, nErr, "builtin %s: out of memory", pCase->spec.zOp);
         return -1;
@@ -533,8 +557,22 @@ int parity_kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ct
     return 0;
 }
 
+double parity_kern_gemm_addend(const kern_gemm *pG, const kern_ctx *pK, uint64_t o, double s)
+{
+    const parity_dot_geometry *pD = pG->pGeom;
+    uint64_t aIdx[PARITY_MAX_RANK], off = 0;
+    int d;
+    if (!pD->hasAddend) return s;
+    s = kern_acc(pK, pD->alpha * s);
+    if (pD->beta == 0.0) return s;     /* torch ignores c then, NaN included */
+    parity_unravel(pK->pCall->outRank, pK->pCall->aOutDim, o, aIdx);
+    for (d = 0; d < pK->pCall->outRank; d++) off += aIdx[d] * pD->aStrideC[d];
+    return kern_acc(pK, s + kern_acc(pK, pD->beta * pG->aC[off]));
+}
+
 void parity_kern_gemm_close(kern_gemm *pG)
 {
+    free(pG->aC);
     free(pG->aA);
     free(pG->aBT);
     free(pG->aBias);
@@ -681,6 +719,76 @@ int parity_kern_slice(const parity_case *pCase, const kern_ctx *pK, uint32_t def
             for (j = 0; j < inner; j++)
                 aOut[n++] = kern_out(pK, pX->aValue[(o * size + (uint64_t)pG->start +
                                                      i * (uint64_t)pG->step) * inner + j]);
+    return 0;
+}
+
+/* ---- cat, stack, expand ------------------------------------------------------------- */
+
+/* Input by input (the registry's reference walks the output): cat and stack copy each
+ * input's [outer, size, inner] block to its place along dim; expand writes each output
+ * element from its broadcast source, counting the index up as an odometer. */
+int parity_kern_concat(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                       double *aOut, char *zErr, size_t nErr)
+{
+    const parity_concat_geometry *pG = &pK->pCall->geom.concat;
+    uint64_t start = 0, o, i, outer;
+    int k;
+    (void)defects; (void)zErr; (void)nErr;
+    if (pG->expand) {
+        uint64_t aIdx[PARITY_MAX_RANK] = { 0 }, off = 0, n;
+        int rank = pK->pCall->outRank, d;
+        for (n = 0; n < pCase->nOut; n++) {
+            aOut[n] = kern_out(pK, pCase->aIn[0].aValue[off]);
+            for (d = rank - 1; d >= 0; d--) {          /* the next index, and its offset */
+                off += pG->aStride[d];
+                if (++aIdx[d] < pK->pCall->aOutDim[d]) break;
+                off -= aIdx[d] * pG->aStride[d];
+                aIdx[d] = 0;
+            }
+        }
+        return 0;
+    }
+    outer = pG->inner > 0 && pG->outSize > 0 ? pCase->nOut / (pG->inner * pG->outSize) : 0;
+    for (k = 0; k < pG->nIn; k++) {
+        const double *x = pCase->aIn[k].aValue;
+        uint64_t block = pG->aSize[k] * pG->inner;
+        for (o = 0; o < outer; o++)
+            for (i = 0; i < block; i++)
+                aOut[(o * pG->outSize + start) * pG->inner + i] = kern_out(pK, x[o * block + i]);
+        start += pG->aSize[k];
+    }
+    return 0;
+}
+
+/* ---- where, masked_fill --------------------------------------------------------------- */
+
+/* An odometer over the output dims, as the binary kernel walks (the registry's reference
+ * divides each index out): the bool operand picks x or y (masked_fill: the value or x). */
+int parity_kern_where(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                      double *aOut, char *zErr, size_t nErr)
+{
+    const parity_elementwise_geometry *pG = &pK->pCall->geom.elementwise;
+    int isWhere = pCase->pDef == &parity_op_where, rank = pCase->outRank, d;
+    const double *c = pCase->aIn[isWhere ? 0 : 1].aValue, *x = pCase->aIn[isWhere ? 1 : 0].aValue;
+    const double *y = pCase->nIn > 2 ? pCase->aIn[2].aValue : NULL;
+    uint64_t aIdx[PARITY_MAX_RANK] = { 0 }, offC = 0, offX = 0, offY = 0, i;
+    (void)defects; (void)zErr; (void)nErr;
+    for (i = 0; i < pCase->nOut; i++) {
+        double r;
+        if (isWhere) r = c[offC] != 0.0 ? x[offX] : y[offY];
+        else r = c[offC] == 0.0 ? x[offX] : y ? y[offY] : pG->fill;
+        aOut[i] = kern_out(pK, r);
+        for (d = rank - 1; d >= 0; d--) {
+            offC += pG->aStrideC[d];
+            offX += pG->aStrideX[d];
+            offY += pG->aStrideY[d];
+            if (++aIdx[d] < pCase->aOutDim[d]) break;
+            offC -= aIdx[d] * pG->aStrideC[d];
+            offX -= aIdx[d] * pG->aStrideX[d];
+            offY -= aIdx[d] * pG->aStrideY[d];
+            aIdx[d] = 0;
+        }
+    }
     return 0;
 }
 

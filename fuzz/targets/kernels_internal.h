@@ -163,11 +163,15 @@ typedef struct {
     double *aA, *aBT;
     const double *pBias;      /* linear's bias (compute precision: see aBias) */
     double *aBias;
+    double *aC;               /* addmm's addend c (compute precision), or NULL */
 } kern_gemm;
 
 int parity_kern_gemm_open(kern_gemm *pG, const parity_case *pCase, const kern_ctx *pK, char *zErr,
                           size_t nErr);
 void parity_kern_gemm_close(kern_gemm *pG);
+/* addmm, baddbmm: output element o from its dot product s, beta c + alpha s, each step
+ * rounded to the compute precision (s itself without an addend). */
+double parity_kern_gemm_addend(const kern_gemm *pG, const kern_ctx *pK, uint64_t o, double s);
 /* Offsets of output matrix iMat's A block and B^T block. */
 void parity_kern_gemm_mat(const kern_gemm *pG, uint64_t iMat, uint64_t *pOffA, uint64_t *pOffB);
 
@@ -228,8 +232,16 @@ void parity_kern_batch_norm_open(kern_batch_norm *pBn, const parity_case *pCase,
 int parity_kern_slice(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                       double *aOut, char *zErr, size_t nErr);
 
+/* cat, stack, expand: the one kernel of their family (exact), on both sides. */
+int parity_kern_concat(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                       double *aOut, char *zErr, size_t nErr);
+
 /* embedding: the one kernel of its family (exact), on both sides. */
 int parity_kern_embedding(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
                           double *aOut, char *zErr, size_t nErr);
+
+/* where, masked_fill: the one kernel of their family (exact), on both sides. */
+int parity_kern_where(const parity_case *pCase, const kern_ctx *pK, uint32_t defects,
+                      double *aOut, char *zErr, size_t nErr);
 
 #endif

@@ -8,23 +8,13 @@ slice scaled by 1e-3) that must be the first divergence, at the right tensor and
 with cause local.
 """
 import copy
-import json
 import math
-import os
 import shutil
-import subprocess
-import sys
-import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "formats"))
-
+from capture_case import CaptureCase, TORCH2  # noqa: E402 (puts formats/ on sys.path)
 import torch  # noqa: E402
 import parity_torch as pt  # noqa: E402
-
-PARITYDIFF = os.environ.get("PARITYDIFF", "paritydiff")
-TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 
 
 class MLP(torch.nn.Module):
@@ -73,6 +63,36 @@ class Encoder(torch.nn.Module):
         return self.enc(self.emb(tokens))
 
 
+class Joins(torch.nn.Module):
+    """Two linear branches joined by torch.cat, stacked with a scaled copy, and a bias
+    broadcast by expand: the exact data-movement ops, run outside any leaf module."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 8)
+        self.b = torch.nn.Linear(8, 4)
+        self.bias = torch.nn.Parameter(torch.randn(1, 12))
+
+    def forward(self, x):
+        h = torch.cat([self.a(x), self.b(x)], dim=-1)
+        s = torch.stack([h, h * 2.0], dim=1)
+        return s + self.bias.expand(x.shape[0], 12).unsqueeze(1)
+
+
+class Scaled(torch.nn.Module):
+    """torch.addmm and torch.baddbmm with their beta and alpha, and a broadcast addend."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(16, 8))
+        self.c = torch.nn.Parameter(torch.randn(8))
+
+    def forward(self, x):
+        y = torch.addmm(self.c, x, self.w, beta=0.5, alpha=2.0)          # [N, 8]
+        z = y.view(2, -1, 8)
+        return torch.baddbmm(z, z, z.transpose(1, 2) @ z, beta=0.25, alpha=0.5)
+
+
 KINDS = ("mlp", "cnn", "encoder", "encoder_bf")
 
 
@@ -90,40 +110,7 @@ def make(kind):
     return model, (torch.randn(2, 3, 16, 16),)
 
 
-class RealModels(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="parity_torch_")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def path(self, name):
-        return os.path.join(self.dir, name)
-
-    def diff(self, eager, compiled, *opts):
-        report = self.path("r.json")
-        if os.path.exists(report):
-            os.remove(report)
-        p = subprocess.run([PARITYDIFF, *opts, "--json", report, eager, compiled],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           timeout=600)
-        self.assertIn(p.returncode, (0, 1), p.stderr + p.stdout)
-        with open(report) as f:
-            doc = json.load(f)
-        doc["_text"], doc["_stderr"], doc["_code"] = p.stdout, p.stderr, p.returncode
-        return doc
-
-    def tensor(self, doc, name):
-        for t in doc["tensors"]:
-            if t["name"] == name:
-                return t
-        self.fail("no tensor %s in the report" % name)
-
-    def assert_pass(self, doc):
-        self.assertEqual(doc["_code"], 0, doc["_text"])
-        self.assertEqual(doc["verdict"], "pass", doc["_text"])
-        self.assertGreater(doc["summary"]["pass"], 0)
-
+class RealModels(CaptureCase):
     def eager(self, kind):
         model, args = make(kind)
         path = self.path("%s_eager.h5" % kind)
@@ -170,6 +157,45 @@ class RealModels(unittest.TestCase):
         self.assertIn("aten.embedding.default", seen)
         for op, models in seen.items():
             self.assertEqual(len(models), 1, "%s judged by %s" % (op, models))
+
+    def test_cat_stack_expand_are_judged_exactly(self):
+        torch.manual_seed(0)
+        model, args = Joins().eval(), (torch.randn(5, 8),)
+        eager = self.path("joins.h5")
+        pt.capture_eager(model, args, eager)
+        compilers = [pt.torchscript_trace] + ([pt.torch_compile] if TORCH2 else [])
+        for fn in [None] + compilers:
+            with self.subTest(compiler=fn.__name__ if fn else "copy"):
+                compiled = eager
+                if fn is not None:
+                    compiled = self.path("joins_%s.h5" % fn.__name__)
+                    pt.capture_compiled(model, args, compiled, compile_leaf=fn)
+                doc = self.diff(eager, compiled)
+                self.assert_pass(doc)
+                models = {t["op"]: t["judgement"]["model"] for t in doc["tensors"]
+                          if t["judgement"] and t["judgement"]["model"] in ("cat", "stack", "expand")}
+                self.assertEqual(models, {"aten.cat.default": "cat", "aten.stack.default": "stack",
+                                          "aten.expand.default": "expand"}, doc["_text"])
+
+    def test_addmm_baddbmm_alpha_beta_are_judged_by_their_model(self):
+        torch.manual_seed(0)
+        model, args = Scaled().eval(), (torch.randn(6, 16),)
+        eager = self.path("scaled.h5")
+        pt.capture_eager(model, args, eager)
+        doc = self.diff(eager, eager)
+        self.assert_pass(doc)
+        judged = {t["judgement"]["model"] for t in doc["tensors"] if t["judgement"]}
+        self.assertTrue({"addmm", "baddbmm"} <= judged, sorted(judged))
+        compiled = self.path("scaled_c.h5")
+        buggy = copy.deepcopy(model)
+        with torch.no_grad():
+            buggy.c[3] += 1.0                  # the addend's column 3, scaled by beta 0.5
+        pt.capture_compiled(model, args, compiled, run_module=buggy)
+        doc = self.diff(eager, compiled)
+        self.assertEqual(doc["_code"], 1, doc["_text"])
+        t = self.tensor(doc, doc["first_divergence"])
+        self.assertEqual((t["judgement"]["model"], t["cause"]), ("addmm", "local"), doc["_text"])
+        self.assertEqual(t["affected_slice"][1], [3, 4], t["affected_slice"])
 
     def test_in_place_ops_keep_what_each_op_produced(self):
         """ReLU(inplace=True) rewrites its input: the linear before it must keep its own
