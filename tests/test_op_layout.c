@@ -851,6 +851,16 @@ Test(layout, cat)
     cr_expect_eq(begin_n(&call, "cat", aX, 2, 2, aOutDim, &aDim, 1, zErr, sizeof zErr), -1);
     cr_expect(has(zErr, "give shape [2, 5]"), "%s", zErr);
     parity_op_end(&call);
+    /* a float64 input into a float32 output would round: a cast, refused (the layout
+     * ops' one rule, parity_dtype_holds); a bfloat16 one is held exactly */
+    aOutDim[1] = 5;
+    aX[1].dtype = PARITY_DT_F64;
+    cr_expect_eq(begin_n(&call, "cat", aX, 2, 2, aOutDim, &aDim, 1, zErr, sizeof zErr), -1);
+    cr_expect(has(zErr, "input 1 is float64, which the output's float32 does not hold"), "%s", zErr);
+    parity_op_end(&call);
+    aX[1].dtype = PARITY_DT_BF16;
+    cr_expect_eq(begin_n(&call, "cat", aX, 2, 2, aOutDim, &aDim, 1, zErr, sizeof zErr), 0, "%s", zErr);
+    parity_op_end(&call);
 }
 
 /* stack of two [2, 2] along a new dim 1 and a new last dim (-1); inputs of two shapes. */

@@ -10,9 +10,10 @@
  *                                 a new leading one) repeated, -1 keeping x's own
  *
  * Reference: exact. Each output element is one input element: its binary64 value, NaN
- * and -0 included. Bound: 0. The inputs may differ in float dtype (torch.cat promotes); the
- * output dtype must hold every input value exactly for the bound 0 to be right, so an
- * input wider than the output is refused (a cast is its own op).
+ * and -0 included. Bound: 0. The inputs may differ in dtype (torch.cat promotes); the
+ * output dtype must hold every input value exactly for the bound 0 to be right
+ * (parity_dtype_holds, the layout ops' rule), else the input is refused: a cast is its own
+ * op.
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,13 +24,6 @@
 static int cat_skipped(const parity_operand *pX, size_t nIn)
 {
     return nIn > 1 && pX->rank == 1 && pX->aDim[0] == 0;
-}
-
-static int narrower_or_same(parity_dtype in, parity_dtype out)
-{
-    return parity_dtype_is_float(in) && parity_dtype_size(in) <= parity_dtype_size(out) &&
-           !(in == PARITY_DT_BF16 && out == PARITY_DT_F16) &&
-           !(in == PARITY_DT_F16 && out == PARITY_DT_BF16);
 }
 
 /* Shape checks of cat and stack, and their geometry; stack: a new dim. */
@@ -65,8 +59,9 @@ static int concat_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
     pG->dim = (int)dim;
     for (k = 0; k < pCall->nIn; k++) {
         const parity_operand *pX = &pCall->aIn[k];
-        if (!narrower_or_same(pX->dtype, pCall->outDtype)) {
-            snprintf(zErr, nErr, "%s: input %zu is %s, wider than the output's %s", zOp, k,
+        if (!parity_dtype_holds(pCall->outDtype, pX->dtype)) {
+            snprintf(zErr, nErr, "%s: input %zu is %s, which the output's %s does not hold "
+                     "(a dtype change is a cast)", zOp, k,
                      parity_dtype_name(pX->dtype), parity_dtype_name(pCall->outDtype));
             return -1;
         }

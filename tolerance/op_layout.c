@@ -37,8 +37,8 @@ static void int_range(parity_dtype dt, double *pLo, double *pHi)
     }
 }
 
-/* 1 when every value of dtype `in` is a value of dtype `out`. */
-static int dtype_holds(parity_dtype out, parity_dtype in)
+/* ops.h: 1 when every value of dtype `in` is a value of dtype `out`. */
+int parity_dtype_holds(parity_dtype out, parity_dtype in)
 {
     if (out == in) return 1;
     if (parity_dtype_is_float(in)) {
@@ -62,7 +62,7 @@ static int dtype_holds(parity_dtype out, parity_dtype in)
 static int check_dtype(const parity_op_call *pCall, char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0];
-    if (!dtype_holds(pCall->outDtype, pX->dtype)) {
+    if (!parity_dtype_holds(pCall->outDtype, pX->dtype)) {
         snprintf(zErr, nErr, "%s: input dtype %s does not fit output dtype %s: dtype changes: "
                  "use cast", pCall->pDef->zName, parity_dtype_name(pX->dtype),
                  parity_dtype_name(pCall->outDtype));

@@ -243,5 +243,9 @@ int parity_wrap_dim(int64_t dim, int rank);
 int parity_same_shape(int rankA, const uint64_t *aA, int rankB, const uint64_t *aB);
 /* Formats a shape "[2, 3]" for messages. */
 const char *parity_shape_str(int rank, const uint64_t *aDim, char *zBuf, size_t nBuf);
+/* 1 when every value of dtype `in` is a value of dtype `out` (precision, range and the
+ * smallest subnormal; integers by their range): the data-movement ops' rule that moving a
+ * value cannot round it (op_layout.c). */
+int parity_dtype_holds(parity_dtype out, parity_dtype in);
 
 #endif
