@@ -359,7 +359,7 @@ static void pool_post(pool *p, const void *pE, const void *pC, uint64_t first, s
     pthread_mutex_unlock(&p->mutex);
 }
 
-static int default_threads(void)
+int parity_cmp_default_threads(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : (n > 64 ? 64 : (int)n);
@@ -521,7 +521,7 @@ int parity_cmp_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompi
     memset(&srcE, 0, sizeof srcE);
     memset(&srcC, 0, sizeof srcC);
     srcE.fd = srcC.fd = -1;
-    if (nThreads <= 0) nThreads = default_threads();
+    if (nThreads <= 0) nThreads = parity_cmp_default_threads();
     if (nThreads > 64) nThreads = 64;
 
     plan_slabs(pEager, pInfo, nSlabBytes, &plan);

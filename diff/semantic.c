@@ -28,6 +28,7 @@
 #include "diff/semantic_internal.h"
 #include "diff/result_internal.h"
 #include "diff/operand_internal.h"
+#include "diff/compare_internal.h"
 #include "formats/alloc.h"
 
 #define SEMANTIC_MAX_INPUTS 8   /* operands a model judges (sdpa has 4) */
@@ -177,6 +178,8 @@ static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
     plan.identicalIsEager = 1;
     plan.xBeat = pBeatOpt ? pBeatOpt->xBeat : NULL;
     plan.pBeatCtx = pBeatOpt ? pBeatOpt->pProgressCtx : NULL;
+    plan.nThreads = pBeatOpt && pBeatOpt->nThreads > 0 ? pBeatOpt->nThreads
+                                                       : parity_cmp_default_threads();
     if (parity_op_begin(&call, pDef, aIn, pE->nInput, outDtype, pE->rank, pE->aDim, accDtype,
                         pE->aAttr, pE->nAttr, zErr, sizeof zErr) != 0) {
         /* Bad parameters or operand shapes: a clear error for this tensor. */

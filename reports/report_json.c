@@ -317,6 +317,7 @@ static json_t *report_judgement(const parity_tensor_result *pT)
     rc |= parity_report_set(pObj, "acc_dtype", report_dtype(pT->accDtype));
     rc |= parity_report_set(pObj, "reference", json_string(pJ->sampled ? "sampled" : "all"));
     rc |= parity_report_set(pObj, "checked", report_uint(pJ->nChecked));
+    rc |= parity_report_set(pObj, "slow_path", report_uint(pJ->nSlowPath));
     rc |= parity_report_set(pObj, "flagged", pJ->sampled ? report_uint(pJ->nFlagged) : json_null());
     rc |= parity_report_set(pObj, "sampled", pJ->sampled ? report_uint(pJ->nSampled) : json_null());
     rc |= parity_report_set(pObj, "max_bound", report_real(pJ->maxBound));

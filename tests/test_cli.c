@@ -1272,23 +1272,24 @@ Test(cli, swapped_sides_are_a_warning)
 
 /* ---- long judgements: heartbeat and --timeout ---------------------------------------- */
 
-/* /x and /y = gelu(x) (correctly rounded), n elements; GELU's reference costs ~40 us an
- * element here, so n = 200000 judges for several seconds (both files: identical). */
+/* /x and /y = gelu(x) in float64, n elements; GELU's MPFR reference costs ~40 us an element
+ * here, and float64 outputs take no fast path (their bounds are near binary64's own
+ * accuracy; judge.h), so n = 200000 judges for several seconds (both files: identical). */
 static void write_gelu(const char *zFile, size_t n)
 {
     static const char *const azIn[] = { "/x" };
-    float *aX = malloc(n * sizeof(float)), *aY = malloc(n * sizeof(float));
+    double *aX = malloc(n * sizeof(double)), *aY = malloc(n * sizeof(double));
     parity_writer *pW = wopen(zFile);
     uint64_t aDim[1] = { n };
     size_t i;
     cr_assert(aX && aY);
     for (i = 0; i < n; i++) {
         double x = -4.0 + 8.0 * (double)i / (double)n;
-        aX[i] = (float)x;
-        aY[i] = (float)(0.5 * (double)aX[i] * (1.0 + erf((double)aX[i] / sqrt(2.0))));
+        aX[i] = x;
+        aY[i] = 0.5 * x * erfc(-x / sqrt(2.0));
     }
-    wcheck(pW, parity_writer_tensor(pW, "/x", PARITY_DT_F32, 1, aDim, aX));
-    wcheck(pW, parity_writer_tensor(pW, "/y", PARITY_DT_F32, 1, aDim, aY));
+    wcheck(pW, parity_writer_tensor(pW, "/x", PARITY_DT_F64, 1, aDim, aX));
+    wcheck(pW, parity_writer_tensor(pW, "/y", PARITY_DT_F64, 1, aDim, aY));
     w_op(pW, "/y", "gelu", azIn, 1);
     wclose(pW);
     free(aX);

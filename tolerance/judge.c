@@ -3,7 +3,9 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <string.h>
+#include "formats/alloc.h"
 #include "tolerance/judge.h"
 #include "tolerance/mpref.h"
 
@@ -193,6 +195,45 @@ static void judge_nonfinite_compiled(const parity_op_call *pCall, mpfr_t scratch
     }
 }
 
+/* The classes and error figures of an element whose compiled value is finite and whose
+ * reference is a finite number, once its errors are known: errC, errE (0 without eager;
+ * eager's counts in its figures only when eagerFigures), the reference's ulp in the output
+ * dtype, pEl->cOut and pEl->eOut (each side beyond the bound) and cNotWorse (errC <= errE,
+ * asked only when both are beyond). Shared by the MPFR path (judge_finite) and the fast path
+ * (fast_element), so both classify alike. */
+static void classify_finite(parity_judgement *pJ, judged_element *pEl, double errC,
+                            double errE, int eagerFigures, double ulp, int cNotWorse)
+{
+    int cBeyond = pEl->cOut;
+    if (errC > pJ->maxErrCompiled) pJ->maxErrCompiled = errC;
+    if (pEl->bound > 0.0 && errC / pEl->bound > pJ->maxRatioCompiled)
+        pJ->maxRatioCompiled = errC / pEl->bound;
+    if (errC / ulp > pJ->maxUlpCompiled) pJ->maxUlpCompiled = errC / ulp;
+    if (pEl->hasEager && eagerFigures) {
+        if (errE > pJ->maxErrEager) pJ->maxErrEager = errE;
+        if (pEl->bound > 0.0 && errE / pEl->bound > pJ->maxRatioEager)
+            pJ->maxRatioEager = errE / pEl->bound;
+        if (errE / ulp > pJ->maxUlpEager) pJ->maxUlpEager = errE / ulp;
+    }
+    pEl->ratio = pEl->bound > 0.0 ? errC / pEl->bound : (errC > 0.0 ? INFINITY : 0.0);
+    /* Within the deciding bound but beyond the probabilistic one: reported. */
+    if (!pEl->cOut && !pJ->probabilisticDecides && pEl->probBound == pEl->probBound &&
+        errC > pEl->probBound)
+        pJ->nSuspicious++;
+    if (pEl->cOut && pEl->eOut && cNotWorse) {
+        pJ->nBothBeyond++;
+        pEl->cOut = 0;   /* reported, not failed */
+        pEl->ratio = pEl->ratio > 1.0 ? 1.0 : pEl->ratio;
+    } else if (pEl->cOut) {
+        /* beyond the bound of an exact value that rounds to an infinity: a finite value
+         * where the output dtype's answer is infinite, a non-finite divergence */
+        if (isfinite(pEl->rounded)) pJ->nCompiledWorse++;
+        else pJ->nNonFinite++;
+    }
+    if (!pEl->cOut && pEl->eOut && !cBeyond) pJ->nEagerWorse++;
+    if (!pEl->cOut && !pEl->eOut) pJ->nWithin++;
+}
+
 /* A finite compiled value against a reference that is a finite number: the error figures
  * and the classes of judge.h. The reference may still round to an infinity in the output
  * dtype (it lies past the overflow threshold): an order within the bound can stay below
@@ -204,43 +245,18 @@ static void judge_finite(const parity_op_call *pCall, mpfr_t scratch, const mpfr
     double refD = mpfr_get_d(ref, MPFR_RNDN);
     double ulp = parity_ulp_at(pCall->outDtype, refD);
     double errC = error_vs(scratch, ref, pEl->c), errE = 0.0;
+    int eagerFinite = pEl->hasEager && isfinite(pEl->e);
 
     pEl->cOut = errC > pEl->bound;
-    if (errC > pJ->maxErrCompiled) pJ->maxErrCompiled = errC;
-    if (pEl->bound > 0.0 && errC / pEl->bound > pJ->maxRatioCompiled)
-        pJ->maxRatioCompiled = errC / pEl->bound;
-    if (errC / ulp > pJ->maxUlpCompiled) pJ->maxUlpCompiled = errC / ulp;
-    if (pEl->hasEager) {
-        if (!isfinite(pEl->e)) {
-            pEl->eOut = !same_special(pEl->e, pEl->rounded) &&
-                        !vacuous_nonfinite(pCall, pEl->rounded, pEl->e);
-            errE = pEl->eOut ? INFINITY : 0.0;
-        } else {
-            errE = error_vs(scratch, ref, pEl->e);
-            pEl->eOut = errE > pEl->bound;
-            if (errE > pJ->maxErrEager) pJ->maxErrEager = errE;
-            if (pEl->bound > 0.0 && errE / pEl->bound > pJ->maxRatioEager)
-                pJ->maxRatioEager = errE / pEl->bound;
-            if (errE / ulp > pJ->maxUlpEager) pJ->maxUlpEager = errE / ulp;
-        }
+    if (pEl->hasEager && !eagerFinite) {
+        pEl->eOut = !same_special(pEl->e, pEl->rounded) &&
+                    !vacuous_nonfinite(pCall, pEl->rounded, pEl->e);
+        errE = pEl->eOut ? INFINITY : 0.0;
+    } else if (eagerFinite) {
+        errE = error_vs(scratch, ref, pEl->e);
+        pEl->eOut = errE > pEl->bound;
     }
-    pEl->ratio = pEl->bound > 0.0 ? errC / pEl->bound : (errC > 0.0 ? INFINITY : 0.0);
-    /* Within the deciding bound but beyond the probabilistic one: reported. */
-    if (!pEl->cOut && !pJ->probabilisticDecides && pEl->probBound == pEl->probBound &&
-        errC > pEl->probBound)
-        pJ->nSuspicious++;
-    if (pEl->cOut && pEl->eOut && errC <= errE) {
-        pJ->nBothBeyond++;
-        pEl->cOut = 0;   /* reported, not failed */
-        pEl->ratio = pEl->ratio > 1.0 ? 1.0 : pEl->ratio;
-    } else if (pEl->cOut) {
-        /* beyond the bound of an exact value that rounds to an infinity: a finite value
-         * where the output dtype's answer is infinite, a non-finite divergence */
-        if (isfinite(pEl->rounded)) pJ->nCompiledWorse++;
-        else pJ->nNonFinite++;
-    }
-    if (!pEl->cOut && pEl->eOut && !(errC > pEl->bound)) pJ->nEagerWorse++;
-    if (!pEl->cOut && !pEl->eOut) pJ->nWithin++;
+    classify_finite(pJ, pEl, errC, errE, eagerFinite, ulp, errC <= errE);
 }
 
 /* Classifies one element whose bounds are settled. */
@@ -269,75 +285,360 @@ static int bit_identical(double a, double b)
     return a == b ? signbit(a) == signbit(b) : (a != a && b != b);
 }
 
+/* ---- the fast path (ops.h, xFast) -------------------------------------------------- */
+
+/* Relative slack of the binary64 arithmetic below: |c - r| is computed with one rounding
+ * (2^-53), MPFR's error figure is rounded up once (2^-52), and the reference at
+ * PARITY_REF_PREC bits is within 2^-127 of exact, which every stated error that is not 0
+ * exceeds by far (an exact fast reference, err = 0, is the MPFR one too: neg, abs).
+ * 2^-50 covers their sum with room. */
+#define FAST_SLACK 0x1p-50
+
+/* What the interval [lo, hi] of an error says against the bound: 0 within, 1 beyond, -1
+ * open. */
+static int side_of(double lo, double hi, double bound)
+{
+    if (hi <= bound) return 0;
+    if (lo > bound) return 1;
+    return -1;
+}
+
+/* The fast path of one element whose compiled (and eager) values are finite: 1 when the
+ * binary64 reference decides it (classified into pJ like the MPFR path would), 0 when MPFR
+ * must (nothing touched). */
+static int fast_element(const parity_op_call *pCall, const parity_judge_plan *pPlan,
+                        uint64_t i, parity_judgement *pJ, judged_element *pEl)
+{
+    const parity_dtype out = pCall->outDtype;
+    double r, err, bound, dC, dE = 0.0, loC, hiC, loE = 0.0, hiE = 0.0, ulp;
+    int cSide, eSide = 0, cNotWorse = 1;
+
+    if (!pCall->pDef->xFast(pCall, i, &r, &err, &bound)) return 0;
+    /* Finite and not rounding to an infinity in the output dtype, whatever the exact
+     * reference in the interval; the ulp of the output the same over it (the figures, the
+     * tolerance file's extra ulps). */
+    if (!isfinite(r) || !(fabs(r) + err <= parity_dtype_max_finite(out)) || !(bound < INFINITY))
+        return 0;
+    ulp = parity_ulp_at(out, r);
+    if (parity_ulp_at(out, fabs(r) - err) != ulp || parity_ulp_at(out, fabs(r) + err) != ulp)
+        return 0;
+    if (pPlan && (pPlan->boundScale != 1.0 || pPlan->extraUlps > 0.0))
+        bound = bound * pPlan->boundScale + pPlan->extraUlps * ulp;
+    dC = fabs(pEl->c - r);
+    loC = (dC - err) * (1.0 - FAST_SLACK);
+    hiC = (dC + err) * (1.0 + FAST_SLACK);
+    if ((cSide = side_of(loC, hiC, bound)) < 0) return 0;
+    if (pEl->hasEager) {
+        dE = fabs(pEl->e - r);
+        loE = (dE - err) * (1.0 - FAST_SLACK);
+        hiE = (dE + err) * (1.0 + FAST_SLACK);
+        if ((eSide = side_of(loE, hiE, bound)) < 0) return 0;
+    }
+    if (cSide && eSide && pEl->c != pEl->e) {
+        /* both beyond: is compiled's error at most eager's? (equal values: equal errors) */
+        if (hiC <= loE) cNotWorse = 1;
+        else if (loC > hiE) cNotWorse = 0;
+        else return 0;
+    }
+    pEl->bound = bound;
+    pEl->probBound = NAN;
+    pEl->rounded = r;   /* finite, all the classes ask of it here */
+    pEl->cOut = cSide;
+    pEl->eOut = eSide;
+    if (bound > pJ->maxBound) pJ->maxBound = bound;
+    classify_finite(pJ, pEl, dC, dE, pEl->hasEager, ulp, cNotWorse);
+    return 1;
+}
+
+/* ---- one element, the whole judgement ------------------------------------------------- */
+
+/* Element i's values: compiled's, and eager's (or compiled's own where it is bit-identical
+ * to aApprox under identicalIsEager, judge.h). */
+static void element_init(const double *aEager, const double *aCompiled, const double *aApprox,
+                         const parity_judge_plan *pPlan, uint64_t i, judged_element *pEl)
+{
+    memset(pEl, 0, sizeof *pEl);
+    pEl->c = aCompiled[i];
+    pEl->e = aEager ? aEager[i] : 0.0;
+    pEl->hasEager = aEager != NULL;
+    if (!aEager && pPlan && pPlan->identicalIsEager && aApprox &&
+        bit_identical(pEl->c, aApprox[i])) {
+        pEl->e = pEl->c;
+        pEl->hasEager = 1;
+    }
+}
+
+/* Whether element i is judged at all (the plan's filters; judge.h), with el filled in. */
+static int element_wanted(parity_op_call *pCall, const double *aEager, const double *aCompiled,
+                          const double *aApprox, const parity_judge_plan *pPlan, int selective,
+                          uint64_t threshold, uint64_t i, parity_judgement *pJ,
+                          judged_element *pEl)
+{
+    double c = aCompiled[i], e = aEager ? aEager[i] : 0.0;
+    if (pPlan && pPlan->skipIdentical && aEager && bit_identical(c, e)) {
+        pJ->sampled = 1;
+        return 0;
+    }
+    if (selective && !selected(pCall, aApprox ? aApprox : aEager, aCompiled, i, threshold,
+                               pPlan->seed, pJ))
+        return 0;
+    element_init(aEager, aCompiled, aApprox, pPlan, i, pEl);
+    return 1;
+}
+
+/* What an element's verdict leaves in the judgement beyond its class: the worst ratio and
+ * the failing box. */
+static void note_element(const parity_op_call *pCall, uint64_t i, parity_judgement *pJ,
+                         const judged_element *pEl)
+{
+    pJ->nChecked++;
+    if (pEl->ratio > pJ->worstRatio) {
+        pJ->worstRatio = pEl->ratio;
+        pJ->worstLinear = i;
+    }
+    if (pEl->cOut) {
+        mark_fail(pCall, i, pJ);
+        if (pEl->eOut) pJ->nFailEagerBeyond++;
+    }
+}
+
+/* Element i through MPFR: 0, or -1 with zErr. */
+static int slow_element(parity_op_call *pCall, const parity_judge_plan *pPlan, uint64_t i,
+                        mpfr_t ref, mpfr_t scratch, parity_judgement *pJ, judged_element *pEl,
+                        char *zErr, size_t nErr)
+{
+    pCall->probBound = NAN;
+    pCall->overflowPossible = 0;
+    pCall->nonfiniteAny = 0;
+    if (pCall->pDef->xElement(pCall, i, ref, &pEl->bound) != 0) {
+        snprintf(zErr, nErr, "%s: reference failed at element %llu", pCall->pDef->zName,
+                 (unsigned long long)i);
+        return -1;
+    }
+    pJ->nSlowPath++;
+    pEl->probBound = pCall->probBound;
+    settle_bounds(pCall, pPlan, ref, pJ, pEl);
+    pEl->rounded = parity_round_to_dtype(ref, pCall->outDtype);
+    if (pEl->bound > pJ->maxBound) pJ->maxBound = pEl->bound;
+    if (pEl->bound == INFINITY) pJ->nVacuous++;
+    if (pCall->overflowPossible) pJ->nVacuousOverflow++;
+    judge_element(pCall, pPlan, scratch, ref, pJ, pEl);
+    note_element(pCall, i, pJ, pEl);
+    return 0;
+}
+
+/* Adds judgement pSrc (of other elements) into pDst: counts add, maxima stay maxima, the
+ * worst ratio keeps the lowest index attaining it, failing boxes join. */
+static void merge_judgement(parity_judgement *pDst, const parity_judgement *pSrc, int rank)
+{
+    int d;
+    pDst->sampled |= pSrc->sampled;
+    pDst->hasProbabilistic |= pSrc->hasProbabilistic;
+#define ADD(f) pDst->f += pSrc->f
+    ADD(nFlagged); ADD(nSampled); ADD(nChecked); ADD(nSlowPath); ADD(nWithin);
+    ADD(nCompiledWorse); ADD(nEagerWorse); ADD(nBothBeyond); ADD(nNonFinite);
+    ADD(nOverflowAccepted); ADD(nVacuous); ADD(nVacuousOverflow); ADD(nSuspicious);
+    ADD(nFailEagerBeyond);
+#undef ADD
+#define MAX(f) if (pSrc->f > pDst->f) pDst->f = pSrc->f
+    MAX(maxErrCompiled); MAX(maxErrEager); MAX(maxUlpCompiled); MAX(maxUlpEager);
+    MAX(maxRatioCompiled); MAX(maxRatioEager); MAX(maxBound);
+#undef MAX
+    if (pSrc->worstRatio > pDst->worstRatio ||
+        (pSrc->worstRatio == pDst->worstRatio && pSrc->worstRatio >= 0.0 &&
+         pSrc->worstLinear < pDst->worstLinear)) {
+        pDst->worstRatio = pSrc->worstRatio;
+        pDst->worstLinear = pSrc->worstLinear;
+    }
+    if (pSrc->nFail) {
+        for (d = 0; d < rank; d++) {
+            if (pDst->nFail == 0 || pSrc->aSliceLo[d] < pDst->aSliceLo[d])
+                pDst->aSliceLo[d] = pSrc->aSliceLo[d];
+            if (pDst->nFail == 0 || pSrc->aSliceHi[d] > pDst->aSliceHi[d])
+                pDst->aSliceHi[d] = pSrc->aSliceHi[d];
+        }
+        pDst->nFail += pSrc->nFail;
+    }
+}
+
+/* A judgement of nothing yet, with the plan's settings. */
+static void judgement_init(parity_judgement *pJ, const parity_op_call *pCall,
+                           const parity_judge_plan *pPlan)
+{
+    memset(pJ, 0, sizeof *pJ);
+    pJ->worstRatio = -1.0;
+    pJ->lambda = pCall->lambda;
+    pJ->probabilisticDecides = pPlan && pPlan->probabilistic;
+}
+
+/* The judgement's inputs, shared by the fast-path workers. */
+typedef struct {
+    parity_op_call *pCall;
+    const double *aEager, *aCompiled, *aApprox;
+    const parity_judge_plan *pPlan;
+    int selective;
+    uint64_t threshold;
+    int stop;                  /* set (atomically) when the time limit is reached */
+} judge_job;
+
+/* One worker's share: elements [lo, hi), the fast path's verdicts in j, the rest's indices
+ * (increasing) in aSlow for MPFR. */
+typedef struct {
+    judge_job *pJob;
+    uint64_t lo, hi;
+    parity_judgement j;
+    uint64_t *aSlow;
+    size_t nSlow, nSlowAlloc;
+    int oom;
+    int beats;                 /* this share calls the plan's xBeat (the calling thread's) */
+    uint64_t iStopped;         /* where the time limit stopped it */
+} judge_share;
+
+#define FAST_BEAT_ELEMS 65536   /* fast elements between beats: well under 10 ms */
+
+static void *fast_share(void *pArg)
+{
+    judge_share *pS = pArg;
+    judge_job *pJob = pS->pJob;
+    const parity_judge_plan *pPlan = pJob->pPlan;
+    uint64_t i;
+    for (i = pS->lo; i < pS->hi; i++) {
+        judged_element el;
+        if ((i - pS->lo) % FAST_BEAT_ELEMS == FAST_BEAT_ELEMS - 1) {
+            if (pS->beats && pPlan->xBeat && pPlan->xBeat(pPlan->pBeatCtx) != 0)
+                __atomic_store_n(&pJob->stop, 1, __ATOMIC_RELAXED);
+            if (__atomic_load_n(&pJob->stop, __ATOMIC_RELAXED)) {
+                pS->iStopped = i;
+                break;
+            }
+        }
+        if (!element_wanted(pJob->pCall, pJob->aEager, pJob->aCompiled, pJob->aApprox, pPlan,
+                            pJob->selective, pJob->threshold, i, &pS->j, &el))
+            continue;
+        if (isfinite(el.c) && (!el.hasEager || isfinite(el.e)) &&
+            fast_element(pJob->pCall, pPlan, i, &pS->j, &el)) {
+            note_element(pJob->pCall, i, &pS->j, &el);
+            continue;
+        }
+        if (pS->nSlow == pS->nSlowAlloc) {
+            size_t n = pS->nSlowAlloc ? 2 * pS->nSlowAlloc : 1024;
+            uint64_t *a = parity_realloc(pS->aSlow, n * sizeof *a);
+            if (!a) {
+                pS->oom = 1;
+                break;
+            }
+            pS->aSlow = a;
+            pS->nSlowAlloc = n;
+        }
+        pS->aSlow[pS->nSlow++] = i;
+    }
+    return NULL;
+}
+
+#define JUDGE_MAX_THREADS 64
+
+/* The fast path over every element, split across the plan's threads: each share's
+ * verdicts, and the elements left to MPFR. Returns the shares made (aShare[0] ran on the
+ * calling thread), or 0 when memory runs out. */
+static int run_fast_shares(judge_job *pJob, judge_share *aShare)
+{
+    parity_op_call *pCall = pJob->pCall;
+    int nShare = pJob->pPlan && pJob->pPlan->nThreads > 1 ? pJob->pPlan->nThreads : 1, k;
+    pthread_t aThread[JUDGE_MAX_THREADS];
+    int aStarted[JUDGE_MAX_THREADS] = { 0 };
+
+    if (nShare > JUDGE_MAX_THREADS) nShare = JUDGE_MAX_THREADS;
+    /* a thread is worth its start-up only over some elements */
+    if ((uint64_t)nShare > pCall->nOut / 4096 + 1) nShare = (int)(pCall->nOut / 4096 + 1);
+    for (k = 0; k < nShare; k++) {
+        memset(&aShare[k], 0, sizeof aShare[k]);
+        aShare[k].pJob = pJob;
+        aShare[k].lo = pCall->nOut / nShare * k;
+        aShare[k].hi = k + 1 == nShare ? pCall->nOut : pCall->nOut / nShare * (k + 1);
+        aShare[k].iStopped = UINT64_MAX;
+        aShare[k].beats = k == 0;
+        judgement_init(&aShare[k].j, pCall, pJob->pPlan);
+    }
+    for (k = 1; k < nShare; k++)
+        aStarted[k] = pthread_create(&aThread[k], NULL, fast_share, &aShare[k]) == 0;
+    fast_share(&aShare[0]);
+    for (k = 1; k < nShare; k++) {
+        if (aStarted[k]) pthread_join(aThread[k], NULL);
+        else fast_share(&aShare[k]);   /* no thread: this one does it */
+    }
+    return nShare;
+}
+
+static void time_limit(const parity_op_call *pCall, uint64_t i, char *zErr, size_t nErr)
+{
+    snprintf(zErr, nErr, "%s: %s at element %llu of %llu", pCall->pDef->zName,
+             PARITY_JUDGE_TIME_LIMIT, (unsigned long long)i, (unsigned long long)pCall->nOut);
+}
+
+/* The plan's beat every PARITY_JUDGE_BEAT_ELEMS elements MPFR judged (nChecked of them,
+ * element i the last): 0, or -1 with the time limit's error. */
+static int beat(const parity_op_call *pCall, const parity_judge_plan *pPlan, uint64_t nChecked,
+                uint64_t i, char *zErr, size_t nErr)
+{
+    if (!pPlan || !pPlan->xBeat || nChecked % PARITY_JUDGE_BEAT_ELEMS != 0 ||
+        pPlan->xBeat(pPlan->pBeatCtx) == 0)
+        return 0;
+    time_limit(pCall, i, zErr, nErr);
+    return -1;
+}
+
 int parity_judge_planned(parity_op_call *pCall, const double *aEager, const double *aCompiled,
                          const double *aApprox, const parity_judge_plan *pPlan,
                          parity_judgement *pJ, char *zErr, size_t nErr)
 {
     mpfr_t ref, scratch;
     uint64_t i, threshold;
-    int rc = 0, selective;
+    int rc = 0, selective, nShare = 0, k;
+    judge_share aShare[JUDGE_MAX_THREADS];
+    judge_job job;
 
-    memset(pJ, 0, sizeof *pJ);
-    pJ->worstRatio = -1.0;
-    selective = plan_selection(pCall, pPlan, pJ, &threshold);
     if (pPlan) pCall->lambda = pPlan->lambda;
-    pJ->lambda = pCall->lambda;
-    pJ->probabilisticDecides = pPlan && pPlan->probabilistic;
+    judgement_init(pJ, pCall, pPlan);
+    selective = plan_selection(pCall, pPlan, pJ, &threshold);
+    job = (judge_job){ pCall, aEager, aCompiled, aApprox, pPlan, selective, threshold, 0 };
+    if (pCall->pDef->xFast && !(pPlan && pPlan->noFastPath)) {
+        nShare = run_fast_shares(&job, aShare);
+        for (k = 0; k < nShare; k++) {
+            if (aShare[k].oom) {
+                snprintf(zErr, nErr, "%s: out of memory while judging", pCall->pDef->zName);
+                rc = -1;
+            } else if (aShare[k].iStopped != UINT64_MAX && rc == 0) {
+                time_limit(pCall, aShare[k].iStopped, zErr, nErr);
+                rc = -1;
+            }
+        }
+    }
     mpfr_inits2(PARITY_REF_PREC, ref, scratch, (mpfr_ptr)0);
-    for (i = 0; i < pCall->nOut; i++) {
-        judged_element el;
-        double c = aCompiled[i], e = aEager ? aEager[i] : 0.0;
-
-        if (pPlan && pPlan->skipIdentical && aEager && bit_identical(c, e)) {
-            pJ->sampled = 1;
-            continue;
+    if (nShare > 0) {
+        /* what the fast path left, in increasing order; the filters ran already */
+        parity_judgement slow;
+        judgement_init(&slow, pCall, pPlan);
+        for (k = 0; k < nShare && rc == 0; k++) {
+            size_t s;
+            merge_judgement(pJ, &aShare[k].j, pCall->outRank);
+            for (s = 0; s < aShare[k].nSlow && rc == 0; s++) {
+                judged_element el;
+                i = aShare[k].aSlow[s];
+                element_init(aEager, aCompiled, aApprox, pPlan, i, &el);
+                rc = slow_element(pCall, pPlan, i, ref, scratch, &slow, &el, zErr, nErr);
+                if (rc == 0) rc = beat(pCall, pPlan, slow.nChecked, i, zErr, nErr);
+            }
         }
-        if (selective && !selected(pCall, aApprox ? aApprox : aEager, aCompiled, i, threshold,
-                                   pPlan->seed, pJ))
-            continue;
-
-        memset(&el, 0, sizeof el);
-        el.c = c;
-        el.e = e;
-        el.hasEager = aEager != NULL;
-        if (!aEager && pPlan && pPlan->identicalIsEager && aApprox &&
-            bit_identical(c, aApprox[i])) {
-            el.e = c;
-            el.hasEager = 1;
-        }
-        pCall->probBound = NAN;
-        pCall->overflowPossible = 0;
-        pCall->nonfiniteAny = 0;
-        if (pCall->pDef->xElement(pCall, i, ref, &el.bound) != 0) {
-            snprintf(zErr, nErr, "%s: reference failed at element %llu", pCall->pDef->zName,
-                     (unsigned long long)i);
-            rc = -1;
-            break;
-        }
-        pJ->nChecked++;
-        if (pPlan && pPlan->xBeat && pJ->nChecked % PARITY_JUDGE_BEAT_ELEMS == 0 &&
-            pPlan->xBeat(pPlan->pBeatCtx) != 0) {
-            snprintf(zErr, nErr, "%s: %s at element %llu of %llu", pCall->pDef->zName,
-                     PARITY_JUDGE_TIME_LIMIT, (unsigned long long)i,
-                     (unsigned long long)pCall->nOut);
-            rc = -1;
-            break;
-        }
-        el.probBound = pCall->probBound;
-        settle_bounds(pCall, pPlan, ref, pJ, &el);
-        el.rounded = parity_round_to_dtype(ref, pCall->outDtype);
-        if (el.bound > pJ->maxBound) pJ->maxBound = el.bound;
-        if (el.bound == INFINITY) pJ->nVacuous++;
-        if (pCall->overflowPossible) pJ->nVacuousOverflow++;
-
-        judge_element(pCall, pPlan, scratch, ref, pJ, &el);
-        if (el.ratio > pJ->worstRatio) {
-            pJ->worstRatio = el.ratio;
-            pJ->worstLinear = i;
-        }
-        if (el.cOut) {
-            mark_fail(pCall, i, pJ);
-            if (el.eOut) pJ->nFailEagerBeyond++;
+        merge_judgement(pJ, &slow, pCall->outRank);
+        for (k = 0; k < nShare; k++) parity_free(aShare[k].aSlow);
+    } else {
+        for (i = 0; i < pCall->nOut && rc == 0; i++) {
+            judged_element el;
+            if (!element_wanted(pCall, aEager, aCompiled, aApprox, pPlan, selective, threshold,
+                                i, pJ, &el))
+                continue;
+            rc = slow_element(pCall, pPlan, i, ref, scratch, pJ, &el, zErr, nErr);
+            if (rc == 0) rc = beat(pCall, pPlan, pJ->nChecked, i, zErr, nErr);
         }
     }
     mpfr_clears(ref, scratch, (mpfr_ptr)0);

@@ -8,6 +8,12 @@
  *   eager_worse     eager beyond B, compiled within (compiled is closer to the truth)
  *   both_beyond     both beyond B, compiled not worse: reported, not a failure, since the
  *                   model or both kernels deserve a look
+ * Fast path: ops with xFast (ops.h) give a binary64 reference with a stated error; where
+ * the compiled and eager errors are farther from the bound than that error (and from each
+ * other, when both are beyond), the element is decided without MPFR, with the same class;
+ * elsewhere MPFR decides (Ziv's strategy: J.-M. Muller et al., Handbook of Floating-Point
+ * Arithmetic, 2nd ed., 2018, 10.5). The error figures of fast-path elements are within the
+ * stated error of MPFR's; counts, classes and slices are the same (tests/test_fast_path.c).
  * Non-finite values: the reference, rounded to the output dtype, decides. A compiled
  * NaN/Inf where that is finite, or a compiled finite value where it is NaN/Inf, or the
  * wrong infinity, is a non-finite divergence and fails; the same on the eager side counts
@@ -23,6 +29,8 @@ typedef struct {
     uint64_t nFlagged;             /* checked because eager and compiled disagree too much */
     uint64_t nSampled;             /* checked because the deterministic sample drew them */
     uint64_t nChecked;
+    uint64_t nSlowPath;            /* of those, the ones whose verdict MPFR decided: all of
+                                    * them for ops without a fast path (ops.h, xFast) */
     uint64_t nWithin, nCompiledWorse, nEagerWorse, nBothBeyond;
     uint64_t nNonFinite;           /* compiled non-finite divergences (failures) */
     uint64_t nOverflowAccepted;    /* compiled values off the reference's special value, or
@@ -92,6 +100,13 @@ typedef struct {
      * judgement with the error "time limit reached while judging" (--timeout). */
     int (*xBeat)(void *pCtx);
     void *pBeatCtx;
+    /* Threads for the fast path (ops with xFast): 0 or 1 judges on the calling thread.
+     * The elements MPFR must decide are judged afterwards on the calling thread, in
+     * increasing order, whatever the count. */
+    int nThreads;
+    /* Every element through xElement (MPFR), as if the op had no fast path: the tests'
+     * judge of record. */
+    int noFastPath;
 } parity_judge_plan;
 
 #define PARITY_JUDGE_BEAT_ELEMS 256   /* ~10 ms of the costliest reference (GELU, 43 us) */

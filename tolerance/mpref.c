@@ -83,6 +83,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---------------------------------------------------------------------------------- */
 /* Formats                                                                            */
@@ -240,15 +241,30 @@ double parity_ulp_at(parity_dtype dt, double x)
     } else if (ax == 0.0) {
         e = eMinNormal;
     } else {
-        int k;
-        frexp(ax, &k); /* ax = m 2^k, m in [0.5, 1): ax in [2^(k-1), 2^k) */
-        e = k - 1;
+        /* the exponent field of a normal binary64 (the fast path asks this per element,
+         * so no frexp/ldexp calls where bits will do) */
+        uint64_t bits;
+        memcpy(&bits, &ax, sizeof bits);
+        if ((bits >> 52) != 0) {
+            e = (int)(bits >> 52) - 1023;   /* ax in [2^e, 2^(e+1)) */
+        } else {
+            int k;
+            frexp(ax, &k); /* ax = m 2^k, m in [0.5, 1): ax in [2^(k-1), 2^k) */
+            e = k - 1;
+        }
     }
     if (e > eMax)
         e = eMax;
     if (e < eMinNormal)
         e = eMinNormal; /* subnormals share the lowest normal binade's spacing */
-    return ldexp(1.0, e - p + 1);
+    e = e - p + 1;
+    if (e >= -1022 && e <= 1023) {
+        uint64_t bits = (uint64_t)(e + 1023) << 52;
+        double r;
+        memcpy(&r, &bits, sizeof r);
+        return r;
+    }
+    return ldexp(1.0, e);
 }
 
 /* ---------------------------------------------------------------------------------- */

@@ -135,6 +135,9 @@ typedef struct {
                                * 3 g = tanh(softplus(x)) */
     int expOverflow;          /* the kernel's exp(-x) may overflow acc (sigmoid, silu) */
     double aSpecial[4];       /* result at -Inf, -0, +0, +Inf (NaN -> NaN always) */
+    double (*xFastRef)(double x);   /* binary64 reference for the fast path, or NULL */
+    double fastRel;           /* its stated relative error (see "Fast path") */
+    double fastLo;            /* and the least x it holds for (finite nonzero x) */
 } unary_fn;
 
 /* ---- references of the composites ------------------------------------------------ */
@@ -240,28 +243,73 @@ static int ref_mish(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd)
     return rc;
 }
 
+/* ---- binary64 references of the fast path ----------------------------------------- */
+
+/* Fast path (ops.h, xFast; judge.c). Each function below evaluates the row's reference in
+ * binary64 in the same cancellation-free form as the MPFR chain above, with glibc's double
+ * functions (exp, log, log1p, tanh, erf, erfc, sqrt: within a few ulps of binary64 by glibc
+ * 2.36's libm-test-ulps, at most 5 for erfc; + - * / and sqrt correctly rounded). A chain of
+ * k such steps whose condition numbers are at most K stays within about k K 2^-52 of exact,
+ * relative:
+ *   exp, log, tanh, erf, sqrt    one step, K <= 1 (glibc's log is relative to its result,
+ *                                 near 1 too)
+ *   rsqrt, reciprocal            two correctly rounded steps (1/sqrt x) or one (1/x)
+ *   sigmoid, silu                exp(-x), 1 + e, a division: K <= 1 each (x exact)
+ *   mish                         exp, log1p, a max-add, tanh, a product: K <= 1 each
+ *   gelu                         t = x / sqrt 2 (2 roundings), erfc(-t): erfc amplifies t's
+ *                                relative error by 2 t^2 (t e^-t^2 / erfc t <= t^2 + 1/2),
+ *                                <= 2^10.8 for x >= -30, the range held
+ *   gelu_tanh                    z (7 roundings, no cancellation: x and x^3 share a sign),
+ *                                exp(-2z) amplifies by 2|z| <= 2^6.6 for x >= -10, the range
+ * so the worst analysed error is about 2^-40.5 (gelu at x = -30). The stated error is
+ * FAST_REL = 2^-32 relative, for every row: tests/test_fast_path.c measures each function
+ * against MPFR over random inputs across its range and its hard regions (gelu's and
+ * gelu_tanh's tails, 1 + e near its limits, log near 1) and requires the worst error it sees
+ * times 2^10 to stay below it. Inputs below fastLo, results that are zero or below 2^-960
+ * (where binary64 loses relative accuracy) and special inputs go to MPFR. That error is far
+ * below every bound the fast path decides with (0.5 ulp of float32 is 2^-25 relative): only
+ * compiled values within 2^-32 |ref| of the bound are left to MPFR. Outputs or acc dtypes of
+ * float64, whose bounds are near binary64's own accuracy, always take the MPFR path. */
+#define FAST_REL 0x1p-32
+
+static double fast_gelu(double x)        { return 0.5 * x * erfc(-x * M_SQRT1_2); }
+static double fast_gelu_tanh(double x)
+{
+    double z = sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+    return x / (1.0 + exp(-2.0 * z));
+}
+static double fast_silu(double x)        { return x / (1.0 + exp(-x)); }
+static double fast_sigmoid(double x)     { return 1.0 / (1.0 + exp(-x)); }
+static double fast_mish(double x)        { return x * tanh(parity_unary_softplus_d(x)); }
+static double fast_rsqrt(double x)       { return 1.0 / sqrt(x); }
+static double fast_reciprocal(double x)  { return 1.0 / x; }
+static double fast_neg(double x)         { return -x; }
+
 /* ---- the table -------------------------------------------------------------------- */
 
 #define NaN_ NAN
 #define INF_ INFINITY
 
+#define F FAST_REL
 static const unary_fn kUnary[] = {
-    /* name         approx  reference       c             cG              gS ovf  -Inf  -0     +0     +Inf */
-    { "gelu",       "none", ref_gelu,       2.0,          (C_GELU_ERF + 2) / 2, 2, 0, { NaN_, -0.0,  0.0,   INF_ } },
-    { "gelu",       "tanh", ref_gelu_tanh,  2.0,          (C_FN + 5) / 2, 2, 0, { NaN_, -0.0,  0.0,   INF_ } },
-    { "silu",       NULL,   ref_silu,       1.0,          2 * C_FN + 2,   1, 1, { NaN_, -0.0,  0.0,   INF_ } },
-    { "sigmoid",    NULL,   ref_sigmoid,    2 * C_FN + 2, 0,              0, 1, { 0.0,  0.5,   0.5,   1.0 } },
-    { "mish",       NULL,   ref_mish,       1.0,          6 * C_FN,       3, 0, { NaN_, -0.0,  0.0,   INF_ } },
-    { "tanh",       NULL,   mpfr_tanh,      C_FN,         0,              0, 0, { -1.0, -0.0,  0.0,   1.0 } },
-    { "exp",        NULL,   mpfr_exp,       C_FN,         0,              0, 0, { 0.0,  1.0,   1.0,   INF_ } },
-    { "log",        NULL,   mpfr_log,       C_FN,         0,              0, 0, { NaN_, -INF_, -INF_, INF_ } },
-    { "sqrt",       NULL,   mpfr_sqrt,      1.0,          0,              0, 0, { NaN_, -0.0,  0.0,   INF_ } },
-    { "rsqrt",      NULL,   mpfr_rec_sqrt,  2.0,          0,              0, 0, { NaN_, -INF_, INF_,  0.0 } },
-    { "reciprocal", NULL,   ref_reciprocal, 0.5,          0,              0, 0, { -0.0, -INF_, INF_,  0.0 } },
-    { "erf",        NULL,   mpfr_erf,       C_FN,         0,              0, 0, { -1.0, -0.0,  0.0,   1.0 } },
-    { "neg",        NULL,   mpfr_neg,       0.0,          0,              0, 0, { INF_, 0.0,   -0.0,  -INF_ } },
-    { "abs",        NULL,   mpfr_abs,       0.0,          0,              0, 0, { INF_, 0.0,   0.0,   INF_ } },
+    /* name         approx  reference       c             cG              gS ovf  -Inf  -0     +0     +Inf     fast             rel  least x */
+    { "gelu",       "none", ref_gelu,       2.0,          (C_GELU_ERF + 2) / 2, 2, 0, { NaN_, -0.0,  0.0,   INF_ }, fast_gelu,       F, -30 },
+    { "gelu",       "tanh", ref_gelu_tanh,  2.0,          (C_FN + 5) / 2, 2, 0, { NaN_, -0.0,  0.0,   INF_ }, fast_gelu_tanh,  F, -10 },
+    { "silu",       NULL,   ref_silu,       1.0,          2 * C_FN + 2,   1, 1, { NaN_, -0.0,  0.0,   INF_ }, fast_silu,       F, -700 },
+    { "sigmoid",    NULL,   ref_sigmoid,    2 * C_FN + 2, 0,              0, 1, { 0.0,  0.5,   0.5,   1.0 },  fast_sigmoid,    F, -700 },
+    { "mish",       NULL,   ref_mish,       1.0,          6 * C_FN,       3, 0, { NaN_, -0.0,  0.0,   INF_ }, fast_mish,       F, -700 },
+    { "tanh",       NULL,   mpfr_tanh,      C_FN,         0,              0, 0, { -1.0, -0.0,  0.0,   1.0 },  tanh,            F, -INF_ },
+    { "exp",        NULL,   mpfr_exp,       C_FN,         0,              0, 0, { 0.0,  1.0,   1.0,   INF_ }, exp,             F, -700 },
+    { "log",        NULL,   mpfr_log,       C_FN,         0,              0, 0, { NaN_, -INF_, -INF_, INF_ }, log,             F, 0 },
+    { "sqrt",       NULL,   mpfr_sqrt,      1.0,          0,              0, 0, { NaN_, -0.0,  0.0,   INF_ }, sqrt,            F, 0 },
+    { "rsqrt",      NULL,   mpfr_rec_sqrt,  2.0,          0,              0, 0, { NaN_, -INF_, INF_,  0.0 },  fast_rsqrt,      F, 0 },
+    { "reciprocal", NULL,   ref_reciprocal, 0.5,          0,              0, 0, { -0.0, -INF_, INF_,  0.0 },  fast_reciprocal, F, -INF_ },
+    { "erf",        NULL,   mpfr_erf,       C_FN,         0,              0, 0, { -1.0, -0.0,  0.0,   1.0 },  erf,             F, -INF_ },
+    /* exact in binary64: stated error 0 */
+    { "neg",        NULL,   mpfr_neg,       0.0,          0,              0, 0, { INF_, 0.0,   -0.0,  -INF_ }, fast_neg,       0, -INF_ },
+    { "abs",        NULL,   mpfr_abs,       0.0,          0,              0, 0, { INF_, 0.0,   0.0,   INF_ },  fabs,           0, -INF_ },
 };
+#undef F
 
 /* ---- prepare and element ---------------------------------------------------------- */
 
@@ -327,10 +375,52 @@ double parity_unary_bound(const parity_op_call *pCall, mpfr_srcptr ref, double a
     return a + (acc_fits_out(pCall->accDtype, out) ? 0.0 : 0.5 * parity_ulp_at(out, absRef + a));
 }
 
-/* The largest finite value of a float dtype: (2^p - 1) ulp(max). */
-static double dtype_max(parity_dtype dt)
+/* A (op_unary_internal.h) of a finite nonzero x whose reference has magnitude y: the row's
+ * ulps of acc at y, its composite term from x, exp's overflow. */
+static double unary_allowance(const unary_fn *pF, parity_dtype acc, double x, double y)
 {
-    return (1.0 / parity_unit_roundoff(dt) - 1.0) * parity_ulp_at(dt, INFINITY);
+    double a = pF->c * parity_ulp_at(acc, y);
+    if (pF->gScale) {
+        double g = pF->gScale == 1 ? 1.0 / (1.0 + exp(-x))
+                 : pF->gScale == 3 ? tanh(parity_unary_softplus_d(x)) : 0.5;
+        a += fabs(x) * pF->cG * parity_ulp_at(acc, g);
+    }
+    if (pF->expOverflow && -x > log(parity_dtype_max_finite(acc)) * (1.0 - 1e-6)) a += y;
+    return a;
+}
+
+/* The fast path (ops.h): the row's binary64 reference within FAST_REL of exact, and the
+ * bound when no ulp it takes changes over [ref - err, ref + err]. */
+static int unary_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
+                      double *pBound)
+{
+    const unary_fn *pF = pCall->pParams;
+    const parity_dtype acc = pCall->accDtype, out = pCall->outDtype;
+    double x = pCall->aIn[0].aValue[linear], r, y, err, a, yLo, yHi;
+
+    if (!pF->xFastRef || !isfinite(x) || x == 0.0 || !(x >= pF->fastLo)) return 0;
+    if (pF->fastRel > 0.0 && (acc == PARITY_DT_F64 || out == PARITY_DT_F64)) return 0;
+    r = pF->xFastRef(x);
+    y = fabs(r);
+    if (!isfinite(r) || (pF->fastRel > 0.0 && !(y >= 0x1p-960))) return 0;
+    err = pF->fastRel * y;
+    yLo = y - err;
+    yHi = y + err;
+    a = unary_allowance(pF, acc, x, y);
+    if (parity_ulp_at(acc, yLo) != parity_ulp_at(acc, yHi) ||
+        (pF->expOverflow && a != unary_allowance(pF, acc, x, yHi)))
+        return 0;
+    /* parity_unary_bound's cases, on the interval */
+    if (a == 0.0 && parity_round_double_to_dtype(r, out) == r) {
+        *pBound = 0.0;   /* exact (stated error 0) and representable */
+    } else {
+        if (!acc_fits_out(acc, out) && parity_ulp_at(out, yLo + a) != parity_ulp_at(out, yHi + a))
+            return 0;
+        *pBound = a + (acc_fits_out(acc, out) ? 0.0 : 0.5 * parity_ulp_at(out, y + a));
+    }
+    *pRef = r;
+    *pErr = err;
+    return 1;
 }
 
 static int unary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
@@ -358,13 +448,7 @@ static int unary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, dou
         mpfr_clear(xm);
         if (mpfr_nan_p(ref) || mpfr_inf_p(ref)) return 0;
         y = fabs(mpfr_get_d(ref, MPFR_RNDU));
-        a = pF->c * parity_ulp_at(acc, y);
-        if (pF->gScale) {
-            double g = pF->gScale == 1 ? 1.0 / (1.0 + exp(-x))
-                     : pF->gScale == 3 ? tanh(parity_unary_softplus_d(x)) : 0.5;
-            a += fabs(x) * pF->cG * parity_ulp_at(acc, g);
-        }
-        if (pF->expOverflow && -x > log(dtype_max(acc)) * (1.0 - 1e-6)) a += y;
+        a = unary_allowance(pF, acc, x, y);
     }
     *pBound = parity_unary_bound(pCall, ref, fabs(y), a);
     return 0;
@@ -373,13 +457,13 @@ static int unary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, dou
 #define UNARY_OP(sym, name, model) \
     const parity_op_def sym = { .zName = name, .zModel = model, .nInMin = 1, .nInMax = 1, \
                                 .family = PARITY_FAMILY_UNARY, .xPrepare = unary_prepare, \
-                                .xElement = unary_element };
+                                .xElement = unary_element, .xFast = unary_fast };
 /* gelu's generated cases try approximate="tanh" too (fuzz/cases/layout.c). */
 #define UNARY_OP_ATTR(sym, name, model, attr) \
     const parity_op_def sym = { .zName = name, .zModel = model, .nInMin = 1, .nInMax = 1, \
                                 .family = PARITY_FAMILY_UNARY, .aCaseAttr = attr, \
                                 .nCaseAttr = 1, .xPrepare = unary_prepare, \
-                                .xElement = unary_element };
+                                .xElement = unary_element, .xFast = unary_fast };
 
 static const parity_op_case_attr aGeluCase[] = {
     { "approximate", PARITY_ATTR_STRING, { 0, 0 }, { NULL, "tanh" } },

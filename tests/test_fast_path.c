@@ -1,0 +1,437 @@
+/*
+ * test_fast_path.c - the judge's fast path (tolerance/judge.h, "Fast path"; ops.h, xFast):
+ * a binary64 reference with a stated error, MPFR only where that error leaves the verdict
+ * open. Two properties, for every op that has a fast path:
+ *
+ * 1. Margin: the stated error is at least 2^10 times the worst error measured against the
+ *    MPFR reference, over random inputs across the op's range and over its hard regions
+ *    (the tails where a composite's condition number peaks, log near 1, exp's and the
+ *    logistic's limits, rows of extreme spread for the norms). And the bound the fast path
+ *    hands the judge is the one xElement gives, exactly. The worst measured error and the
+ *    margin are logged (criterion --verbose) for the README.
+ * 2. Equivalence: judging with and without the fast path (plan.noFastPath) gives the same
+ *    counts, classes, failing slices and worst index class, and error figures within the
+ *    stated error, on random data, special values, and compiled values placed at the bound
+ *    to within 2^-45 (where the fast path must hand over to MPFR), with eager or without,
+ *    under the tolerance file's scale and extra ulps, on 1 and 3 threads.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpfr.h>
+
+#include "formats/capture.h"
+#include "formats/dtype.h"
+#include "tolerance/judge.h"
+#include "tolerance/mpref.h"
+#include "tolerance/ops.h"
+#include "support.h"
+
+#define MARGIN 1024.0   /* 2^10: stated error over the worst measured (the rule) */
+
+/* ---- inputs ------------------------------------------------------------------------- */
+
+static double uniform(uint64_t *pS, double lo, double hi)
+{
+    return lo + (hi - lo) * ((double)(splitmix64(pS) >> 11) * 0x1p-53);
+}
+
+/* A float32 value: uniform in [lo, hi] three times in four, else sign * 2^[-40, 10]. */
+static double draw(uint64_t *pS, double lo, double hi, int logScale)
+{
+    double v;
+    if (logScale && splitmix64(pS) % 4 == 0) {
+        v = exp2(uniform(pS, -40.0, 10.0));
+        if (splitmix64(pS) & 1) v = -v;
+    } else {
+        v = uniform(pS, lo, hi);
+    }
+    return (double)(float)v;
+}
+
+/* One configuration of an op with a fast path: how its inputs are drawn. */
+typedef struct {
+    const char *zOp;
+    const char *zApprox;      /* gelu's approximate, or NULL */
+    double lo, hi;            /* random inputs, uniform */
+    double hardLo, hardHi;    /* the hard region, uniform */
+} unary_case;
+
+static const unary_case kUnaryCases[] = {
+    { "gelu", "none", -12, 12, -30, -3 },       /* erfc's tail: conditioning 2 t^2 */
+    { "gelu", "tanh", -12, 12, -10, -3 },       /* exp(-2z)'s tail */
+    { "silu", NULL, -100, 100, -700, -20 },     /* 1 + e with e huge */
+    { "sigmoid", NULL, -100, 100, -700, -20 },
+    { "mish", NULL, -100, 100, -700, -20 },     /* softplus near 0 */
+    { "tanh", NULL, -20, 20, -1e-3, 1e-3 },
+    { "exp", NULL, -100, 88, -700, -80 },       /* results far below float32 */
+    { "log", NULL, 1e-30, 100, 0.999, 1.001 },  /* log near 1 */
+    { "sqrt", NULL, 0, 1e6, 1e-38, 1e-30 },
+    { "rsqrt", NULL, 0, 1e6, 1e-38, 1e-30 },
+    { "reciprocal", NULL, -1e6, 1e6, -1e-30, 1e-30 },
+    { "erf", NULL, -6, 6, -1e-4, 1e-4 },
+    { "neg", NULL, -1e30, 1e30, -1e-38, 1e-38 },
+    { "abs", NULL, -1e30, 1e30, -1e-38, 1e-38 },
+};
+#define N_UNARY (sizeof kUnaryCases / sizeof kUnaryCases[0])
+
+/* Inputs of case pC: n values, the first nHard from the hard region, then specials, then
+ * random ones. */
+static double *unary_inputs(const unary_case *pC, size_t n, uint64_t seed)
+{
+    static const double kSpecial[] = { 0.0, -0.0, INFINITY, -INFINITY, NAN, 1.0, -1.0,
+                                       0x1p-149, -0x1p-149, 0x1p-126, 3.4028234663852886e38,
+                                       -3.4028234663852886e38, 88.72, -88.72, -103.9, 0.5 };
+    double *a = malloc(n * sizeof *a);
+    uint64_t s = seed;
+    size_t i, nHard = n / 4, nSpecial = sizeof kSpecial / sizeof kSpecial[0];
+    cr_assert(a);
+    for (i = 0; i < n; i++) {
+        if (i < nHard) a[i] = draw(&s, pC->hardLo, pC->hardHi, 0);
+        else if (i < nHard + nSpecial) a[i] = kSpecial[i - nHard];
+        else a[i] = draw(&s, pC->lo, pC->hi, 1);
+    }
+    return a;
+}
+
+static void begin_unary(parity_op_call *pCall, const unary_case *pC, parity_operand *pIn,
+                        double *aX, uint64_t n, parity_dtype out)
+{
+    uint64_t aDim[1] = { n };
+    parity_attr aA[1];
+    size_t nA = 0;
+    char zErr[256];
+    *pIn = op_operand("x", PARITY_DT_F32, 1, aDim, aX);
+    if (pC->zApprox) aA[nA++] = attr_str(0, "approximate", pC->zApprox);
+    cr_assert_eq(parity_op_begin(pCall, parity_op_find(pC->zOp), pIn, 1, out, 1, aDim,
+                                 PARITY_DT_INVALID, aA, nA, zErr, sizeof zErr), 0,
+                 "%s: %s", pC->zOp, zErr);
+}
+
+/* ---- 1. margin ------------------------------------------------------------------------ */
+
+/* Checks the fast path of every element of pCall against MPFR; returns the worst relative
+ * error seen (and the share of elements the fast path took, in *pShare). */
+static double check_margin(parity_op_call *pCall, const char *zWhat, double *pShare)
+{
+    mpfr_t ref, d;
+    uint64_t i, nFast = 0;
+    double worst = 0.0;
+    mpfr_inits2(PARITY_REF_PREC, ref, d, (mpfr_ptr)0);
+    for (i = 0; i < pCall->nOut; i++) {
+        double r, err, bound, slowBound, gap, rel;
+        if (!pCall->pDef->xFast(pCall, i, &r, &err, &bound)) continue;
+        nFast++;
+        pCall->probBound = NAN;
+        pCall->overflowPossible = 0;
+        pCall->nonfiniteAny = 0;
+        cr_assert_eq(pCall->pDef->xElement(pCall, i, ref, &slowBound), 0);
+        cr_assert(mpfr_number_p(ref), "%s: element %llu: fast path where MPFR says %g",
+                  zWhat, (unsigned long long)i, mpfr_get_d(ref, MPFR_RNDN));
+        cr_assert(!pCall->overflowPossible);
+        mpfr_set_d(d, r, MPFR_RNDN);
+        mpfr_sub(d, d, ref, MPFR_RNDN);
+        gap = fabs(mpfr_get_d(d, MPFR_RNDU));
+        cr_assert(gap * MARGIN <= err,
+                  "%s: element %llu: the fast reference %.17g is %.3g from MPFR's, more than "
+                  "2^-10 of its stated error %.3g", zWhat, (unsigned long long)i, r, gap, err);
+        cr_assert(same_double(bound, slowBound),
+                  "%s: element %llu: fast bound %.17g, MPFR's %.17g", zWhat,
+                  (unsigned long long)i, bound, slowBound);
+        rel = r != 0.0 ? gap / fabs(r) : 0.0;
+        if (rel > worst) worst = rel;
+    }
+    mpfr_clears(ref, d, (mpfr_ptr)0);
+    *pShare = pCall->nOut ? (double)nFast / (double)pCall->nOut : 0.0;
+    return worst;
+}
+
+/* FAST_PATH_SAMPLES=K multiplies the margin test's sample (the figures in the README come
+ * from K = 20: 1.2M inputs per function into float32). */
+static uint64_t samples_scale(void)
+{
+    const char *z = getenv("FAST_PATH_SAMPLES");
+    long k = z ? atol(z) : 1;
+    return k < 1 ? 1 : (uint64_t)k;
+}
+
+Test(fast_path, unary_stated_error_keeps_its_margin_over_mpfr)
+{
+    static const parity_dtype kOut[] = { PARITY_DT_F32, PARITY_DT_BF16, PARITY_DT_F16 };
+    size_t k, o;
+    for (k = 0; k < N_UNARY; k++) {
+        const unary_case *pC = &kUnaryCases[k];
+        for (o = 0; o < sizeof kOut / sizeof kOut[0]; o++) {
+            const uint64_t n = (o == 0 ? 60000 : 8000) * samples_scale();
+            double *aX = unary_inputs(pC, n, 1000 + k * 7 + o), share, worst;
+            parity_operand in;
+            parity_op_call call;
+            char zWhat[64];
+            snprintf(zWhat, sizeof zWhat, "%s%s%s -> %s", pC->zOp, pC->zApprox ? " " : "",
+                     pC->zApprox ? pC->zApprox : "", parity_dtype_name(kOut[o]));
+            begin_unary(&call, pC, &in, aX, n, kOut[o]);
+            cr_assert(call.pDef->xFast, "%s has no fast path", pC->zOp);
+            worst = check_margin(&call, zWhat, &share);
+            /* the fast path is not switched off by accident: most random inputs take it */
+            cr_assert(share > 0.6, "%s: only %.1f%% of the inputs took the fast path", zWhat,
+                      100.0 * share);
+            if (o == 0)
+                cr_log_info("%-18s worst fast-path error 2^%.1f relative (stated 2^-32), "
+                            "fast share %.1f%%", zWhat, worst > 0 ? log2(worst) : -INFINITY,
+                            100.0 * share);
+            parity_op_end(&call);
+            free(aX);
+        }
+    }
+}
+
+/* float64 outputs judge against bounds near binary64's own accuracy: never the fast path
+ * (but for the exact neg and abs). */
+Test(fast_path, float64_outputs_take_the_mpfr_path)
+{
+    double aX[3] = { 0.25, -1.5, 3.0 };
+    const unary_case *pC = &kUnaryCases[4];   /* mish */
+    parity_operand in;
+    parity_op_call call;
+    double r, err, bound;
+    uint64_t aDim[1] = { 3 };
+    char zErr[256];
+    in = op_operand("x", PARITY_DT_F64, 1, aDim, aX);
+    cr_assert_eq(parity_op_begin(&call, parity_op_find(pC->zOp), &in, 1, PARITY_DT_F64, 1, aDim,
+                                 PARITY_DT_INVALID, NULL, 0, zErr, sizeof zErr), 0);
+    cr_assert_eq(call.pDef->xFast(&call, 1, &r, &err, &bound), 0);
+    parity_op_end(&call);
+}
+
+/* ---- 2. equivalence ------------------------------------------------------------------- */
+
+/* How far the fast path's figures may be from MPFR's: the largest stated error over the
+ * elements it can take, absolute, in ulps of the output and in bounds (each doubled for the
+ * binary64 arithmetic's slack, and at least 2^-40 of the figure). */
+typedef struct {
+    double abs, ulps, ratio;
+} figure_slack;
+
+static figure_slack slack_of(const parity_op_call *pCall, const parity_judge_plan *pPlan)
+{
+    figure_slack f = { 0, 0, 0 };
+    uint64_t i;
+    for (i = 0; i < pCall->nOut; i++) {
+        double r, err, bound;
+        if (!pCall->pDef->xFast(pCall, i, &r, &err, &bound)) continue;
+        bound = bound * pPlan->boundScale + pPlan->extraUlps * parity_ulp_at(pCall->outDtype, r);
+        if (2 * err > f.abs) f.abs = 2 * err;
+        if (2 * err / parity_ulp_at(pCall->outDtype, r) > f.ulps)
+            f.ulps = 2 * err / parity_ulp_at(pCall->outDtype, r);
+        if (bound > 0 && 2 * err / bound > f.ratio) f.ratio = 2 * err / bound;
+    }
+    return f;
+}
+
+/* The judgements with and without the fast path agree: counts and slices exactly, figures
+ * within the stated error (pSlack). */
+static void expect_same_judgement(const parity_judgement *pF, const parity_judgement *pS,
+                                  int rank, const figure_slack *pSlack, const char *zWhat)
+{
+    int d;
+#define SAME(f) cr_assert_eq(pF->f, pS->f, "%s: " #f " fast %llu, mpfr %llu", zWhat, \
+                             (unsigned long long)pF->f, (unsigned long long)pS->f)
+    SAME(nChecked); SAME(nWithin); SAME(nCompiledWorse); SAME(nEagerWorse); SAME(nBothBeyond);
+    SAME(nNonFinite); SAME(nOverflowAccepted); SAME(nVacuous); SAME(nSuspicious); SAME(nFail);
+    SAME(nFailEagerBeyond); SAME(sampled);
+#undef SAME
+    for (d = 0; d < rank && pF->nFail; d++) {
+        cr_assert_eq(pF->aSliceLo[d], pS->aSliceLo[d], "%s: slice", zWhat);
+        cr_assert_eq(pF->aSliceHi[d], pS->aSliceHi[d], "%s: slice", zWhat);
+    }
+#define NEAR(f, tol) cr_assert(pF->f == pS->f || \
+                               fabs(pF->f - pS->f) <= (tol) + 0x1p-40 * fabs(pS->f), \
+                               "%s: " #f " fast %.17g, mpfr %.17g (slack %.3g)", zWhat, \
+                               pF->f, pS->f, (double)(tol))
+    NEAR(maxErrCompiled, pSlack->abs); NEAR(maxErrEager, pSlack->abs);
+    NEAR(maxUlpCompiled, pSlack->ulps); NEAR(maxUlpEager, pSlack->ulps);
+    NEAR(maxRatioCompiled, pSlack->ratio); NEAR(maxRatioEager, pSlack->ratio);
+    NEAR(worstRatio, pSlack->ratio);
+    cr_assert_eq(pF->maxBound, pS->maxBound, "%s: maxBound", zWhat);
+#undef NEAR
+}
+
+/* Judges (aEager may be NULL) with and without the fast path and compares; returns the
+ * fast judgement's slow-path count. */
+static uint64_t judge_both_ways(parity_op_call *pCall, const double *aEager,
+                                const double *aCompiled, const double *aApprox,
+                                const parity_judge_plan *pBase, const char *zWhat)
+{
+    parity_judge_plan plan = *pBase;
+    parity_judgement fast, slow;
+    figure_slack slack = slack_of(pCall, pBase);
+    char zErr[256];
+    plan.noFastPath = 1;
+    cr_assert_eq(parity_judge_planned(pCall, aEager, aCompiled, aApprox, &plan, &slow, zErr,
+                                      sizeof zErr), 0, "%s", zErr);
+    cr_assert_eq(slow.nSlowPath, slow.nChecked);
+    plan.noFastPath = 0;
+    cr_assert_eq(parity_judge_planned(pCall, aEager, aCompiled, aApprox, &plan, &fast, zErr,
+                                      sizeof zErr), 0, "%s", zErr);
+    expect_same_judgement(&fast, &slow, pCall->outRank, &slack, zWhat);
+    cr_assert(fast.nSlowPath < fast.nChecked / 2, "%s: %llu of %llu took the slow path", zWhat,
+              (unsigned long long)fast.nSlowPath, (unsigned long long)fast.nChecked);
+    return fast.nSlowPath;
+}
+
+/* Eager and compiled values for element i of a call whose reference is ref and bound b:
+ * eager the reference rounded to float32 (sometimes a few ulps off, sometimes far), compiled
+ * anything from within, to the bound to within 2^-45 on either side, to far beyond, to a
+ * non-finite value. */
+static void make_sides(uint64_t *pS, double ref, double b, double *pE, double *pC)
+{
+    double e = (double)(float)ref, c, ulp = parity_ulp_at(PARITY_DT_F32, ref);
+    uint64_t kind = splitmix64(pS) % 16;
+    if (!isfinite(ref)) {
+        *pE = ref;
+        *pC = kind < 12 ? ref : (kind < 14 ? 0.0 : NAN);
+        return;
+    }
+    if (kind == 0) e += 40 * ulp;   /* eager beyond too, now and then */
+    switch (kind) {
+    case 1: case 2: case 3: case 4: {
+        /* at the bound, either side, to within 2^-45 relative: MPFR decides */
+        double s = splitmix64(pS) & 1 ? 1.0 : -1.0;
+        double f = 1.0 + (double)((int)(splitmix64(pS) % 7) - 3) * 0x1p-45;
+        c = ref + s * b * f;
+        break;
+    }
+    case 5: c = ref + 3.0 * b + ulp; break;              /* beyond */
+    case 6: c = e + 40 * ulp; break;                     /* beyond, maybe like eager */
+    case 7: c = e; break;                                /* eager's value */
+    case 8: c = splitmix64(pS) & 1 ? INFINITY : NAN; break;
+    case 9: c = ref + b * (splitmix64(pS) & 1 ? 0.99 : -0.99); break;
+    default: c = e + (double)((int)(splitmix64(pS) % 5) - 2) * ulp; break;
+    }
+    *pE = e;
+    *pC = c;
+}
+
+/* Fills aEager and aCompiled for every element of pCall from its MPFR reference. */
+static void sides_for_call(parity_op_call *pCall, uint64_t seed, double *aEager,
+                           double *aCompiled)
+{
+    uint64_t i, s = seed;
+    for (i = 0; i < pCall->nOut; i++) {
+        double ref, bound;
+        op_element(pCall, i, &ref, &bound);
+        make_sides(&s, ref, bound, &aEager[i], &aCompiled[i]);
+    }
+}
+
+Test(fast_path, unary_verdicts_are_the_same_with_and_without_it)
+{
+    size_t k;
+    for (k = 0; k < N_UNARY; k++) {
+        const unary_case *pC = &kUnaryCases[k];
+        const uint64_t n = 12000;
+        double *aX = unary_inputs(pC, n, 77 + k);
+        double *aE = malloc(n * sizeof *aE), *aC = malloc(n * sizeof *aC);
+        parity_operand in;
+        parity_op_call call;
+        parity_judge_plan plan;
+        uint64_t nSlow;
+        char zWhat[96];
+        cr_assert(aE && aC);
+        begin_unary(&call, pC, &in, aX, n, PARITY_DT_F32);
+        sides_for_call(&call, 5 + k, aE, aC);
+        parity_judge_plan_default(&plan);
+
+        snprintf(zWhat, sizeof zWhat, "%s (eager and compiled)", pC->zOp);
+        nSlow = judge_both_ways(&call, aE, aC, NULL, &plan, zWhat);
+        /* the values placed at the bound went to MPFR (but for exact ops, whose bound of 0
+         * the fast path decides alone) */
+        if (strcmp(pC->zOp, "neg") != 0 && strcmp(pC->zOp, "abs") != 0)
+            cr_assert(nSlow > n / 40, "%s: only %llu elements went to MPFR", zWhat,
+                      (unsigned long long)nSlow);
+
+        snprintf(zWhat, sizeof zWhat, "%s (compiled alone, identical to eager counts as it)",
+                 pC->zOp);
+        plan.identicalIsEager = 1;
+        judge_both_ways(&call, NULL, aC, aE, &plan, zWhat);
+
+        snprintf(zWhat, sizeof zWhat, "%s (3 threads, scale 1.5, 2 extra ulps)", pC->zOp);
+        plan.identicalIsEager = 0;
+        plan.nThreads = 3;
+        plan.boundScale = 1.5;
+        plan.extraUlps = 2.0;
+        judge_both_ways(&call, aE, aC, NULL, &plan, zWhat);
+
+        parity_op_end(&call);
+        free(aX);
+        free(aE);
+        free(aC);
+    }
+}
+
+/* The threads split the elements; the result is the one-thread result, however they
+ * interleave, including the worst element's index and the failing slice. */
+Test(fast_path, threads_do_not_change_the_judgement)
+{
+    const uint64_t n = 50000;
+    const unary_case *pC = &kUnaryCases[6];   /* exp */
+    double *aX = unary_inputs(pC, n, 9);
+    double *aE = malloc(n * sizeof *aE), *aC = malloc(n * sizeof *aC);
+    parity_operand in;
+    parity_op_call call;
+    parity_judge_plan plan;
+    parity_judgement one, many;
+    char zErr[256];
+    int t;
+    cr_assert(aE && aC);
+    begin_unary(&call, pC, &in, aX, n, PARITY_DT_F32);
+    sides_for_call(&call, 31, aE, aC);
+    parity_judge_plan_default(&plan);
+    cr_assert_eq(parity_judge_planned(&call, aE, aC, NULL, &plan, &one, zErr, sizeof zErr), 0);
+    cr_assert(one.nFail > 0);
+    for (t = 2; t <= 7; t += 5) {
+        plan.nThreads = t;
+        cr_assert_eq(parity_judge_planned(&call, aE, aC, NULL, &plan, &many, zErr, sizeof zErr), 0);
+        cr_assert_eq(memcmp(&one, &many, sizeof one), 0, "%d threads judged otherwise", t);
+    }
+    parity_op_end(&call);
+    free(aX);
+    free(aE);
+    free(aC);
+}
+
+/* The time limit still stops a judgement that the fast path runs (the beat is called from
+ * the fast path too). */
+static int stop_now(void *pCtx)
+{
+    return ++*(int *)pCtx >= 2;
+}
+
+Test(fast_path, time_limit_stops_the_fast_path)
+{
+    const uint64_t n = 400000;
+    const unary_case *pC = &kUnaryCases[5];   /* tanh */
+    double *aX = unary_inputs(pC, n, 3), *aE = malloc(n * sizeof *aE);
+    parity_operand in;
+    parity_op_call call;
+    parity_judge_plan plan;
+    parity_judgement j;
+    char zErr[256];
+    uint64_t i;
+    int nBeat = 0;
+    cr_assert(aE);
+    for (i = 0; i < n; i++) aE[i] = (double)(float)tanh(aX[i]);
+    begin_unary(&call, pC, &in, aX, n, PARITY_DT_F32);
+    parity_judge_plan_default(&plan);
+    plan.xBeat = stop_now;
+    plan.pBeatCtx = &nBeat;
+    plan.nThreads = 2;
+    cr_assert_eq(parity_judge_planned(&call, aE, aE, NULL, &plan, &j, zErr, sizeof zErr), -1);
+    cr_assert(strstr(zErr, PARITY_JUDGE_TIME_LIMIT), "%s", zErr);
+    parity_op_end(&call);
+    free(aX);
+    free(aE);
+}
