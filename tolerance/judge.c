@@ -294,12 +294,12 @@ static int bit_identical(double a, double b)
  * 2^-50 covers their sum with room. */
 #define FAST_SLACK 0x1p-50
 
-/* What the interval [lo, hi] of an error says against the bound: 0 within, 1 beyond, -1
- * open. */
-static int side_of(double lo, double hi, double bound)
+/* What the interval [lo, hi] of an error says against a bound somewhere in [bound -
+ * spread, bound + spread]: 0 within, 1 beyond, -1 open. */
+static int side_of(double lo, double hi, double bound, double spread)
 {
-    if (hi <= bound) return 0;
-    if (lo > bound) return 1;
+    if (hi <= bound - spread) return 0;
+    if (lo > bound + spread) return 1;
     return -1;
 }
 
@@ -310,10 +310,10 @@ static int fast_element(const parity_op_call *pCall, const parity_judge_plan *pP
                         uint64_t i, parity_judgement *pJ, judged_element *pEl)
 {
     const parity_dtype out = pCall->outDtype;
-    double r, err, bound, dC, dE = 0.0, loC, hiC, loE = 0.0, hiE = 0.0, ulp;
+    double r, err, bound, spread, dC, dE = 0.0, loC, hiC, loE = 0.0, hiE = 0.0, ulp;
     int cSide, eSide = 0, cNotWorse = 1;
 
-    if (!pCall->pDef->xFast(pCall, i, &r, &err, &bound)) return 0;
+    if (!pCall->pDef->xFast(pCall, i, &r, &err, &bound, &spread)) return 0;
     /* Finite and not rounding to an infinity in the output dtype, whatever the exact
      * reference in the interval; the ulp of the output the same over it (the figures, the
      * tolerance file's extra ulps). */
@@ -322,17 +322,19 @@ static int fast_element(const parity_op_call *pCall, const parity_judge_plan *pP
     ulp = parity_ulp_at(out, r);
     if (parity_ulp_at(out, fabs(r) - err) != ulp || parity_ulp_at(out, fabs(r) + err) != ulp)
         return 0;
-    if (pPlan && (pPlan->boundScale != 1.0 || pPlan->extraUlps > 0.0))
+    if (pPlan && (pPlan->boundScale != 1.0 || pPlan->extraUlps > 0.0)) {
         bound = bound * pPlan->boundScale + pPlan->extraUlps * ulp;
+        spread *= pPlan->boundScale;
+    }
     dC = fabs(pEl->c - r);
     loC = (dC - err) * (1.0 - FAST_SLACK);
     hiC = (dC + err) * (1.0 + FAST_SLACK);
-    if ((cSide = side_of(loC, hiC, bound)) < 0) return 0;
+    if ((cSide = side_of(loC, hiC, bound, spread)) < 0) return 0;
     if (pEl->hasEager) {
         dE = fabs(pEl->e - r);
         loE = (dE - err) * (1.0 - FAST_SLACK);
         hiE = (dE + err) * (1.0 + FAST_SLACK);
-        if ((eSide = side_of(loE, hiE, bound)) < 0) return 0;
+        if ((eSide = side_of(loE, hiE, bound, spread)) < 0) return 0;
     }
     if (cSide && eSide && pEl->c != pEl->e) {
         /* both beyond: is compiled's error at most eager's? (equal values: equal errors) */

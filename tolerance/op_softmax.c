@@ -36,22 +36,34 @@
 
 typedef struct {
     uint64_t nDim, nInner, nRow;
-    /* Per row: the max, whether the row is NaN, sum of exp (MPFR), weighted shift w. */
+    /* Per row: the max, whether the row is NaN, the weighted shift w and the sum of exp in
+     * binary64 (the fast path's, Neumaier-compensated), and the sum of exp in MPFR, made
+     * when an element of the row first asks for it (aSumMade). */
     double *aMax;
     double *aW;
+    double *aSumD;
+    double gammaN;            /* gamma_{(c_exp + 2) n}(u), the same for every row */
     unsigned char *aNanRow;
+    unsigned char *aSumMade;
     mpfr_t *aSum;
-    uint64_t nSumInit;
+    mpfr_t *aTerm;            /* the row's terms, scratch of the MPFR sum */
+    mpfr_ptr *apTerm;
 } softmax_params;
 
 static void softmax_free(void *p)
 {
     softmax_params *pP = p;
     uint64_t i;
-    for (i = 0; i < pP->nSumInit; i++) mpfr_clear(pP->aSum[i]);
+    for (i = 0; pP->aSumMade && i < pP->nRow; i++)
+        if (pP->aSumMade[i]) mpfr_clear(pP->aSum[i]);
+    for (i = 0; pP->aTerm && i < pP->nDim; i++) mpfr_clear(pP->aTerm[i]);
+    free(pP->aTerm);
+    free(pP->apTerm);
     free(pP->aSum);
+    free(pP->aSumMade);
     free(pP->aMax);
     free(pP->aW);
+    free(pP->aSumD);
     free(pP->aNanRow);
     free(pP);
 }
@@ -88,38 +100,44 @@ static int softmax_prepare(parity_op_call *pCall, const parity_attr *aAttr, size
     return 0;
 }
 
-/* The per-row max, sum of exponentials and weighted shift, from the values. */
+/* Neumaier's compensated sum (Neumaier 1974; Higham 2002, 4.3): relative error at most
+ * 2u + O(n u^2) for positive terms, u = 2^-53. */
+typedef struct {
+    double s, c;
+} comp_sum;
+
+static void comp_add(comp_sum *pS, double v)
+{
+    double t = pS->s + v;
+    if (fabs(pS->s) >= fabs(v)) pS->c += (pS->s - t) + v;
+    else pS->c += (v - t) + pS->s;
+    pS->s = t;
+}
+
+/* The per-row max, NaN flag, sum of exponentials (binary64) and weighted shift. The MPFR
+ * sums wait for the elements that need them (softmax_row_sum). */
 static int softmax_load(parity_op_call *pCall, char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0];
     softmax_params *pP = pCall->pParams;
     uint64_t iRow, k;
-    mpfr_t t, tw;
-    mpfr_t *aTerm = NULL;
-    mpfr_ptr *apTerm = NULL;
 
     pP->aMax = parity_calloc(pP->nRow + 1, sizeof(double));
     pP->aW = parity_calloc(pP->nRow + 1, sizeof(double));
+    pP->aSumD = parity_calloc(pP->nRow + 1, sizeof(double));
     pP->aNanRow = parity_calloc(pP->nRow + 1, 1);
+    pP->aSumMade = parity_calloc(pP->nRow + 1, 1);
     pP->aSum = parity_calloc(pP->nRow + 1, sizeof(mpfr_t));
-    aTerm = parity_calloc(pP->nDim + 1, sizeof(mpfr_t));
-    apTerm = parity_calloc(pP->nDim + 1, sizeof(mpfr_ptr));
-    if (!pP->aMax || !pP->aW || !pP->aNanRow || !pP->aSum || !aTerm || !apTerm) {
-        free(aTerm);
-        free(apTerm);
+    if (!pP->aMax || !pP->aW || !pP->aSumD || !pP->aNanRow || !pP->aSumMade || !pP->aSum) {
         snprintf(zErr, nErr, "out of memory");
         return -1;
     }
-    for (k = 0; k < pP->nDim; k++) {
-        mpfr_init2(aTerm[k], PARITY_REF_PREC);
-        apTerm[k] = aTerm[k];
-    }
-    mpfr_inits2(PARITY_REF_PREC, t, tw, (mpfr_ptr)0);
+    pP->gammaN = parity_gamma((C_EXP + 2.0) * (double)pP->nDim,
+                              parity_unit_roundoff(pCall->accDtype));
     for (iRow = 0; iRow < pP->nRow; iRow++) {
-        double m = -INFINITY;
+        double m = -INFINITY, w = 0.0, sum;
+        comp_sum acc = { 0.0, 0.0 };
         int bad = 0;
-        mpfr_init2(pP->aSum[iRow], PARITY_REF_PREC);
-        pP->nSumInit++;
         for (k = 0; k < pP->nDim; k++) {
             double v = row_value(pP, pX->aValue, iRow, k);
             if (v != v || v == INFINITY) bad = 1;
@@ -131,37 +149,80 @@ static int softmax_load(parity_op_call *pCall, char *zErr, size_t nErr)
             continue;
         }
         pP->aMax[iRow] = m;
+        for (k = 0; k < pP->nDim; k++) comp_add(&acc, exp(row_value(pP, pX->aValue, iRow, k) - m));
+        sum = acc.s + acc.c;
+        pP->aSumD[iRow] = sum;
+        /* w = sum_j y_j |x_j - m| (a first-order term of the bound: binary64 is plenty) */
         for (k = 0; k < pP->nDim; k++) {
-            mpfr_set_d(t, row_value(pP, pX->aValue, iRow, k), MPFR_RNDN);
-            mpfr_sub_d(t, t, m, MPFR_RNDN);
-            mpfr_exp(aTerm[k], t, MPFR_RNDN);
+            double xk = row_value(pP, pX->aValue, iRow, k);
+            if (xk == -INFINITY) continue;
+            w += exp(xk - m) / sum * (m - xk);
         }
-        mpfr_sum(pP->aSum[iRow], apTerm, pP->nDim, MPFR_RNDN);
-        /* w = sum_j y_j |x_j - m| (only to first order: binary64 is plenty). */
-        {
-            double w = 0.0, s = mpfr_get_d(pP->aSum[iRow], MPFR_RNDN);
-            for (k = 0; k < pP->nDim; k++) {
-                double xk = row_value(pP, pX->aValue, iRow, k);
-                if (xk == -INFINITY) continue;
-                w += mpfr_get_d(aTerm[k], MPFR_RNDN) / s * (m - xk);
-            }
-            pP->aW[iRow] = w;
+        pP->aW[iRow] = w;
+    }
+    return 0;
+}
+
+/* Row iRow's sum of exp(x_j - m) at PARITY_REF_PREC bits (mpfr_exp, mpfr_sum: correctly
+ * rounded), made once. Returns it, or NULL when memory runs out. */
+static mpfr_ptr softmax_row_sum(const parity_op_call *pCall, softmax_params *pP, uint64_t iRow)
+{
+    uint64_t k;
+    mpfr_t t;
+    if (pP->aSumMade[iRow]) return pP->aSum[iRow];
+    if (!pP->aTerm) {
+        pP->aTerm = parity_calloc(pP->nDim + 1, sizeof(mpfr_t));
+        pP->apTerm = parity_calloc(pP->nDim + 1, sizeof(mpfr_ptr));
+        if (!pP->aTerm || !pP->apTerm) {
+            free(pP->aTerm);
+            free(pP->apTerm);
+            pP->aTerm = NULL;
+            pP->apTerm = NULL;
+            return NULL;
+        }
+        for (k = 0; k < pP->nDim; k++) {
+            mpfr_init2(pP->aTerm[k], PARITY_REF_PREC);
+            pP->apTerm[k] = pP->aTerm[k];
         }
     }
-    mpfr_clears(t, tw, (mpfr_ptr)0);
-    for (k = 0; k < pP->nDim; k++) mpfr_clear(aTerm[k]);
-    free(aTerm);
-    free(apTerm);
-    return 0;
+    mpfr_init2(t, PARITY_REF_PREC);
+    for (k = 0; k < pP->nDim; k++) {
+        mpfr_set_d(t, row_value(pP, pCall->aIn[0].aValue, iRow, k), MPFR_RNDN);
+        mpfr_sub_d(t, t, pP->aMax[iRow], MPFR_RNDN);
+        mpfr_exp(pP->aTerm[k], t, MPFR_RNDN);
+    }
+    mpfr_clear(t);
+    mpfr_init2(pP->aSum[iRow], PARITY_REF_PREC);
+    mpfr_sum(pP->aSum[iRow], pP->apTerm, pP->nDim, MPFR_RNDN);
+    pP->aSumMade[iRow] = 1;
+    return pP->aSum[iRow];
+}
+
+/* The row of element `linear`. */
+static uint64_t softmax_row_of(const softmax_params *pP, uint64_t linear)
+{
+    uint64_t inner = linear % pP->nInner, outer = linear / (pP->nInner * pP->nDim);
+    return outer * pP->nInner + inner;
+}
+
+/* The bound of an element of value y (file comment); the first-order factor K is what
+ * multiplies y. */
+static double softmax_bound(const parity_op_call *pCall, const softmax_params *pP,
+                            uint64_t iRow, double x, double y, double *pK)
+{
+    double u = parity_unit_roundoff(pCall->accDtype), n = (double)pP->nDim, m = pP->aMax[iRow];
+    double k = (m - x + pP->aW[iRow] + 2.0 * C_EXP + 2.0) * u + pP->gammaN;
+    if (pK) *pK = k;
+    return y * k + 0.5 * parity_ulp_at(pCall->outDtype, y) +
+           n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
 }
 
 static int softmax_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
-    const softmax_params *pP = pCall->pParams;
-    double x = pCall->aIn[0].aValue[linear], u = parity_unit_roundoff(pCall->accDtype), y;
-    uint64_t inner = linear % pP->nInner, outer = linear / (pP->nInner * pP->nDim);
-    uint64_t iRow = outer * pP->nInner + inner;
-    double n = (double)pP->nDim, m = pP->aMax[iRow];
+    softmax_params *pP = pCall->pParams;
+    double x = pCall->aIn[0].aValue[linear];
+    uint64_t iRow = softmax_row_of(pP, linear);
+    mpfr_ptr pSum;
 
     if (pP->aNanRow[iRow]) {
         mpfr_set_nan(ref);
@@ -173,16 +234,45 @@ static int softmax_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, d
         *pBound = 0.0;
         return 0;
     }
+    if (!(pSum = softmax_row_sum(pCall, pP, iRow))) return -1;
     mpfr_set_d(ref, x, MPFR_RNDN);
-    mpfr_sub_d(ref, ref, m, MPFR_RNDN);
+    mpfr_sub_d(ref, ref, pP->aMax[iRow], MPFR_RNDN);
     mpfr_exp(ref, ref, MPFR_RNDN);
-    mpfr_div(ref, ref, pP->aSum[iRow], MPFR_RNDN);
-    y = mpfr_get_d(ref, MPFR_RNDN);
-    *pBound = y * ((m - x + pP->aW[iRow] + 2.0 * C_EXP + 2.0) * u +
-                   parity_gamma((C_EXP + 2.0) * n, u)) +
-              0.5 * parity_ulp_at(pCall->outDtype, y) +
-              n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    mpfr_div(ref, ref, pSum, MPFR_RNDN);
+    *pBound = softmax_bound(pCall, pP, iRow, x, mpfr_get_d(ref, MPFR_RNDN), NULL);
     return 0;
+}
+
+/* Fast path (ops.h): exp(x - m) / S in binary64, S the compensated sum of the load. x - m
+ * rounds once (2^-53 relative), which exp amplifies by |x - m| <= 745 (beyond, the result
+ * is below 2^-960 and left to MPFR): 2^-43.5; exp adds 2^-52, S at most 2^-51 (Neumaier,
+ * n below 2^40), the division 2^-53: about 2^-43 relative in all. Stated: FAST_REL = 2^-32
+ * (tests/test_fast_path.c measures it against MPFR, margin 2^10). The bound is monotone in
+ * y with slope K, so over the interval it moves by err K (spread), with the output's ulp
+ * checked constant. */
+#define FAST_REL 0x1p-32
+
+static int softmax_fast(const parity_op_call *pCall, uint64_t linear, double *pRef,
+                        double *pErr, double *pBound, double *pSpread)
+{
+    const softmax_params *pP = pCall->pParams;
+    double x = pCall->aIn[0].aValue[linear], r, err, k;
+    uint64_t iRow = softmax_row_of(pP, linear);
+    parity_dtype out = pCall->outDtype;
+
+    if (pP->aNanRow[iRow] || !isfinite(x) || pCall->accDtype == PARITY_DT_F64 ||
+        out == PARITY_DT_F64)
+        return 0;
+    r = exp(x - pP->aMax[iRow]) / pP->aSumD[iRow];
+    if (!(r >= 0x1p-960) || !isfinite(r)) return 0;
+    err = FAST_REL * r;
+    if (parity_ulp_at(out, r - err) != parity_ulp_at(out, r + err)) return 0;
+    *pBound = softmax_bound(pCall, pP, iRow, x, r, &k);
+    /* the bound's own binary64 evaluation: a few roundings, 2^-50 of it */
+    *pSpread = err * k * (1.0 + 0x1p-50) + 0x1p-50 * *pBound;
+    *pRef = r;
+    *pErr = err;
+    return 1;
 }
 
 const parity_op_def parity_op_softmax = {
@@ -194,4 +284,5 @@ const parity_op_def parity_op_softmax = {
     .xLoad = softmax_load,
     .xElement = softmax_element,
     .xFreeParams = softmax_free,
+    .xFast = softmax_fast,
 };

@@ -392,7 +392,7 @@ static double unary_allowance(const unary_fn *pF, parity_dtype acc, double x, do
 /* The fast path (ops.h): the row's binary64 reference within FAST_REL of exact, and the
  * bound when no ulp it takes changes over [ref - err, ref + err]. */
 static int unary_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
-                      double *pBound)
+                      double *pBound, double *pSpread)
 {
     const unary_fn *pF = pCall->pParams;
     const parity_dtype acc = pCall->accDtype, out = pCall->outDtype;
@@ -420,6 +420,7 @@ static int unary_fast(const parity_op_call *pCall, uint64_t linear, double *pRef
     }
     *pRef = r;
     *pErr = err;
+    *pSpread = 0.0;
     return 1;
 }
 

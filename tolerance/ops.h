@@ -171,17 +171,18 @@ struct parity_op_def {
     /* Optional: the judge's fast path (Ziv's strategy, judge.c). A binary64 evaluation of
      * element `linear`'s reference: *pRef lies within *pErr of the exact reference (the op's
      * stated error, with its source and the margin over what was measured, checked by
-     * tests/test_fast_path.c), and *pBound is the bound xElement gives for every reference
-     * within [*pRef - *pErr, *pRef + *pErr] (the op checks that the bound does not change
-     * over that interval). Returns 1, or 0 where it cannot say so (special values, an
-     * interval across a binade where an ulp term changes, inputs outside the range its
-     * error holds on): the judge then asks xElement. The judge calls MPFR only where the
+     * tests/test_fast_path.c), and the bound xElement gives for any reference within
+     * [*pRef - *pErr, *pRef + *pErr] lies within *pSpread of *pBound (0 where it does not
+     * depend on the reference's value; the op checks that no ulp term changes over the
+     * interval). Returns 1, or 0 where it cannot say so (special values, an interval
+     * across a binade where an ulp term changes, inputs outside the range its error holds
+     * on): the judge then asks xElement. The judge calls MPFR only where the
      * interval leaves the verdict open. Must be thread-safe (it reads the call and the
      * operands and what xLoad made, and writes nothing): the judge calls it from several
      * threads at once, in no particular order. Never sets overflowPossible or probBound:
      * ops with those have no fast path. */
     int (*xFast)(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
-                 double *pBound);
+                 double *pBound, double *pSpread);
 };
 
 /* The registered ops, one definition each (tolerance/op_list.h names them), and their
