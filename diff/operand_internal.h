@@ -8,6 +8,9 @@
 #ifndef PARITY_OPERAND_INTERNAL_H
 #define PARITY_OPERAND_INTERNAL_H
 
-#define OPERAND_BUDGET_ELEMS (64ull << 20)   /* 512 MiB of binary64 per judgement */
+/* 640 MiB of binary64 per judgement: a 16M-element output (eager and compiled: 256 MiB)
+ * with up to 24M operand elements a side, so a [4, 2048, 2048] activation of a norm with
+ * its weight and bias is judged, within --max-memory's default of 8 GiB. */
+#define OPERAND_BUDGET_ELEMS (80ull << 20)
 
 #endif

@@ -113,13 +113,18 @@ static void begin_unary(parity_op_call *pCall, const unary_case *pC, parity_oper
 
 /* ---- 1. margin ------------------------------------------------------------------------ */
 
+/* The smallest margin seen by check_margin: stated error / measured error. */
+static double g_minMargin;
+
 /* Checks the fast path of every element of pCall against MPFR; returns the worst relative
- * error seen (and the share of elements the fast path took, in *pShare). */
+ * error seen (and the share of elements the fast path took, in *pShare; the smallest
+ * margin in g_minMargin). */
 static double check_margin(parity_op_call *pCall, const char *zWhat, double *pShare)
 {
     mpfr_t ref, d;
     uint64_t i, nFast = 0;
     double worst = 0.0;
+    g_minMargin = INFINITY;
     mpfr_inits2(PARITY_REF_PREC, ref, d, (mpfr_ptr)0);
     for (i = 0; i < pCall->nOut; i++) {
         double r, err, bound, spread, slowBound, gap, rel;
@@ -142,6 +147,7 @@ static double check_margin(parity_op_call *pCall, const char *zWhat, double *pSh
                                 : fabs(bound - slowBound) <= spread,
                   "%s: element %llu: fast bound %.17g (+- %.3g), MPFR's %.17g", zWhat,
                   (unsigned long long)i, bound, spread, slowBound);
+        if (gap > 0 && err / gap < g_minMargin) g_minMargin = err / gap;
         rel = r != 0.0 ? gap / fabs(r) : 0.0;
         if (rel > worst) worst = rel;
     }
@@ -181,7 +187,8 @@ Test(fast_path, unary_stated_error_keeps_its_margin_over_mpfr)
                       100.0 * share);
             if (o == 0)
                 cr_log_info("%-18s worst fast-path error 2^%.1f relative (stated 2^-32), "
-                            "fast share %.1f%%", zWhat, worst > 0 ? log2(worst) : -INFINITY,
+                            "margin 2^%.1f, fast share %.1f%%", zWhat,
+                            worst > 0 ? log2(worst) : -INFINITY, log2(g_minMargin),
                             100.0 * share);
             parity_op_end(&call);
             free(aX);
@@ -494,8 +501,9 @@ Test(fast_path, softmax_stated_error_keeps_its_margin_over_mpfr)
                       kShape[k].out);
         worst = check_margin(&call, zWhat, &share);
         cr_assert(share > 0.6, "%s: only %.1f%% took the fast path", zWhat, 100.0 * share);
-        cr_log_info("%s: worst fast-path error 2^%.1f relative (stated 2^-32), fast share "
-                    "%.1f%%", zWhat, log2(worst), 100.0 * share);
+        cr_log_info("%s: worst fast-path error 2^%.1f relative (stated 2^-32), margin "
+                    "2^%.1f, fast share %.1f%%", zWhat, log2(worst), log2(g_minMargin),
+                    100.0 * share);
         parity_op_end(&call);
         free(aX);
     }
@@ -525,6 +533,103 @@ Test(fast_path, softmax_verdicts_are_the_same_with_and_without_it)
         judge_both_ways(&call, aE, aC, NULL, &plan, "softmax (3 threads, scale, ulps)");
         parity_op_end(&call);
     }
+    free(aX);
+    free(aE);
+    free(aC);
+}
+
+/* ---- layer_norm ------------------------------------------------------------------------ */
+
+/* x [nRow, nDim]: rows of every spread against their mean, down to |mu| / sigma = 2^20 (the
+ * cancellation of the centering), a constant row, a NaN row; weight and bias drawn, one
+ * weight 0. */
+static void layer_norm_inputs(uint64_t nRow, uint64_t nDim, uint64_t seed, double *aX,
+                              double *aW, double *aB)
+{
+    uint64_t s = seed, r, k;
+    for (r = 0; r < nRow; r++) {
+        double mean = uniform(&s, -100, 100), sigma = exp2(uniform(&s, -20, 4)) * (fabs(mean) + 1);
+        for (k = 0; k < nDim; k++) {
+            double v = mean + sigma * (uniform(&s, -1, 1) + uniform(&s, -1, 1));
+            if (r == 2) v = 3.5;
+            if (r == 3 && k == 5) v = NAN;
+            aX[r * nDim + k] = (double)(float)v;
+        }
+    }
+    for (k = 0; k < nDim; k++) {
+        aW[k] = (double)(float)uniform(&s, -2, 2);
+        aB[k] = (double)(float)uniform(&s, -1, 1);
+    }
+    aW[1] = 0.0;
+}
+
+static void begin_layer_norm(parity_op_call *pCall, parity_operand *aIn, double *aX, double *aW,
+                             double *aB, uint64_t nRow, uint64_t nDim, parity_dtype out)
+{
+    uint64_t aDim[2] = { nRow, nDim }, aDimW[1] = { nDim };
+    int64_t aNorm[1] = { (int64_t)nDim };
+    parity_attr aA[2] = { attr_ints(0, "normalized_shape", aNorm, 1), attr_float(1, "eps", 1e-5) };
+    char zErr[256];
+    aIn[0] = op_operand("x", PARITY_DT_F32, 2, aDim, aX);
+    aIn[1] = op_operand("weight", PARITY_DT_F32, 1, aDimW, aW);
+    aIn[2] = op_operand("bias", PARITY_DT_F32, 1, aDimW, aB);
+    cr_assert_eq(parity_op_begin(pCall, parity_op_find("layer_norm"), aIn, 3, out, 2, aDim,
+                                 PARITY_DT_INVALID, aA, 2, zErr, sizeof zErr), 0, "%s", zErr);
+}
+
+Test(fast_path, layer_norm_stated_error_keeps_its_margin_over_mpfr)
+{
+    static const struct { uint64_t nRow, nDim; parity_dtype out; } kShape[] = {
+        { 200, 1024, PARITY_DT_F32 }, { 2000, 3, PARITY_DT_F32 }, { 100, 512, PARITY_DT_BF16 },
+    };
+    size_t k;
+    for (k = 0; k < sizeof kShape / sizeof kShape[0]; k++) {
+        uint64_t n = kShape[k].nRow * kShape[k].nDim;
+        double *aX = malloc(n * sizeof *aX), *aW = malloc(kShape[k].nDim * sizeof *aW);
+        double *aB = malloc(kShape[k].nDim * sizeof *aB), share, worst;
+        parity_operand aIn[3];
+        parity_op_call call;
+        char zWhat[64];
+        cr_assert(aX && aW && aB);
+        layer_norm_inputs(kShape[k].nRow, kShape[k].nDim, 60 + k, aX, aW, aB);
+        snprintf(zWhat, sizeof zWhat, "layer_norm [%llu, %llu] -> %s",
+                 (unsigned long long)kShape[k].nRow, (unsigned long long)kShape[k].nDim,
+                 parity_dtype_name(kShape[k].out));
+        begin_layer_norm(&call, aIn, aX, aW, aB, kShape[k].nRow, kShape[k].nDim, kShape[k].out);
+        worst = check_margin(&call, zWhat, &share);
+        cr_assert(share > 0.6, "%s: only %.1f%% took the fast path", zWhat, 100.0 * share);
+        cr_log_info("%s: worst fast-path error 2^%.1f of |y| (stated 2^-32 of |d r w| + |y| "
+                    "+ |b|), margin 2^%.1f, fast share %.1f%%", zWhat, log2(worst),
+                    log2(g_minMargin), 100.0 * share);
+        parity_op_end(&call);
+        free(aX);
+        free(aW);
+        free(aB);
+    }
+}
+
+Test(fast_path, layer_norm_verdicts_are_the_same_with_and_without_it)
+{
+    const uint64_t nRow = 40, nDim = 256, n = nRow * nDim;
+    double *aX = malloc(n * sizeof *aX), aW[256], aB[256];
+    double *aE = malloc(n * sizeof *aE), *aC = malloc(n * sizeof *aC);
+    parity_operand aIn[3];
+    parity_op_call call;
+    parity_judge_plan plan;
+    cr_assert(aX && aE && aC);
+    layer_norm_inputs(nRow, nDim, 6, aX, aW, aB);
+    begin_layer_norm(&call, aIn, aX, aW, aB, nRow, nDim, PARITY_DT_F32);
+    sides_for_call(&call, 12, aE, aC);
+    parity_judge_plan_default(&plan);
+    judge_both_ways(&call, aE, aC, NULL, &plan, "layer_norm (eager and compiled)");
+    plan.identicalIsEager = 1;
+    judge_both_ways(&call, NULL, aC, aE, &plan, "layer_norm (compiled alone)");
+    plan.identicalIsEager = 0;
+    plan.nThreads = 3;
+    plan.boundScale = 2.0;
+    plan.extraUlps = 0.5;
+    judge_both_ways(&call, aE, aC, NULL, &plan, "layer_norm (3 threads, scale, ulps)");
+    parity_op_end(&call);
     free(aX);
     free(aE);
     free(aC);

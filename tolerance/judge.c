@@ -320,7 +320,8 @@ static int fast_element(const parity_op_call *pCall, const parity_judge_plan *pP
     if (!isfinite(r) || !(fabs(r) + err <= parity_dtype_max_finite(out)) || !(bound < INFINITY))
         return 0;
     ulp = parity_ulp_at(out, r);
-    if (parity_ulp_at(out, fabs(r) - err) != ulp || parity_ulp_at(out, fabs(r) + err) != ulp)
+    if (parity_ulp_at(out, fabs(r) > err ? fabs(r) - err : 0.0) != ulp ||
+        parity_ulp_at(out, fabs(r) + err) != ulp)
         return 0;
     if (pPlan && (pPlan->boundScale != 1.0 || pPlan->extraUlps > 0.0)) {
         bound = bound * pPlan->boundScale + pPlan->extraUlps * ulp;

@@ -46,10 +46,15 @@ typedef struct {
     uint64_t nNorm, nRow;
     const double *pWeight, *pBias;
     double eps;
-    /* Per row: mu, v (binary64 of the references), mean |x|, NaN flag; mu and r in MPFR. */
-    double *aMu, *aVar, *aMeanAbs;
+    /* Per row: mu as a binary64 pair (aMu + aMuLo, the exact mean to about 2^-106), v and
+     * r = 1/sqrt(v + eps) in binary64 from the deviations against that pair (the fast path's,
+     * and the bound's), mean |x|; mu in MPFR; r in MPFR, made when an element of the row
+     * first asks for it (aRMade). */
+    double *aMu, *aMuLo, *aVar, *aR, *aMeanAbs;
     mpfr_t *aMuRef, *aRRef;
+    unsigned char *aRMade;
     uint64_t nInit;
+    double gammaMean, gammaVar;   /* gamma_{n+1}(u), gamma_{2n+4}(u): the same every row */
 } ln_params;
 
 static void ln_free(void *p)
@@ -58,12 +63,15 @@ static void ln_free(void *p)
     uint64_t i;
     for (i = 0; i < pP->nInit; i++) {
         mpfr_clear(pP->aMuRef[i]);
-        mpfr_clear(pP->aRRef[i]);
+        if (pP->aRMade[i]) mpfr_clear(pP->aRRef[i]);
     }
     free(pP->aMuRef);
     free(pP->aRRef);
+    free(pP->aRMade);
     free(pP->aMu);
+    free(pP->aMuLo);
     free(pP->aVar);
+    free(pP->aR);
     free(pP->aMeanAbs);
     free(pP);
 }
@@ -97,102 +105,103 @@ static int ln_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nA
     return 0;
 }
 
-/* Every row's mean and rsqrt of its variance (plus eps), from the values. */
+/* Every row's mean (exactly, then as a binary64 pair) and, in binary64, its variance and
+ * r; the MPFR r waits for the elements that need it (ln_row_r). */
 static int ln_load(parity_op_call *pCall, char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0];
     ln_params *pP = pCall->pParams;
     uint64_t iRow, k;
-    double *aDev = NULL;
     mpfr_t t;
 
     pP->aMu = parity_calloc(pP->nRow + 1, sizeof(double));
+    pP->aMuLo = parity_calloc(pP->nRow + 1, sizeof(double));
     pP->aVar = parity_calloc(pP->nRow + 1, sizeof(double));
+    pP->aR = parity_calloc(pP->nRow + 1, sizeof(double));
     pP->aMeanAbs = parity_calloc(pP->nRow + 1, sizeof(double));
     pP->aMuRef = parity_calloc(pP->nRow + 1, sizeof(mpfr_t));
     pP->aRRef = parity_calloc(pP->nRow + 1, sizeof(mpfr_t));
-    aDev = parity_calloc(pP->nNorm + 1, sizeof(double));
-    if (!pP->aMu || !pP->aVar || !pP->aMeanAbs || !pP->aMuRef || !pP->aRRef || !aDev) {
-        free(aDev);
+    pP->aRMade = parity_calloc(pP->nRow + 1, 1);
+    if (!pP->aMu || !pP->aMuLo || !pP->aVar || !pP->aR || !pP->aMeanAbs || !pP->aMuRef ||
+        !pP->aRRef || !pP->aRMade) {
         snprintf(zErr, nErr, "out of memory");
         return -1;
     }
+    pP->gammaMean = parity_gamma((double)pP->nNorm + 1.0, parity_unit_roundoff(pCall->accDtype));
+    pP->gammaVar = parity_gamma(2.0 * (double)pP->nNorm + 4.0, parity_unit_roundoff(pCall->accDtype));
     mpfr_init2(t, PARITY_REF_PREC);
     for (iRow = 0; iRow < pP->nRow; iRow++) {
         const double *x = pX->aValue + iRow * pP->nNorm;
-        double absSum = 0.0;
-        mpfr_inits2(PARITY_REF_PREC, pP->aMuRef[iRow], pP->aRRef[iRow], (mpfr_ptr)0);
+        double absSum = 0.0, hi, lo;
+        parity_comp_sum sq = { 0.0, 0.0 };
+        mpfr_init2(pP->aMuRef[iRow], PARITY_REF_PREC);
         pP->nInit++;
         if (parity_exact_sum(pP->aMuRef[iRow], x, 1, pP->nNorm, &absSum) != 0) {
             mpfr_clear(t);
-            free(aDev);
             snprintf(zErr, nErr, "out of memory");
             return -1;
         }
         mpfr_div_ui(pP->aMuRef[iRow], pP->aMuRef[iRow], (unsigned long)pP->nNorm, MPFR_RNDN);
-        pP->aMu[iRow] = mpfr_get_d(pP->aMuRef[iRow], MPFR_RNDN);
+        hi = mpfr_get_d(pP->aMuRef[iRow], MPFR_RNDN);
+        mpfr_sub_d(t, pP->aMuRef[iRow], hi, MPFR_RNDN);
+        lo = isfinite(hi) ? mpfr_get_d(t, MPFR_RNDN) : 0.0;
+        pP->aMu[iRow] = hi;
+        pP->aMuLo[iRow] = lo;
         pP->aMeanAbs[iRow] = absSum / (double)pP->nNorm;
-        /* v = sum (x - mu)^2 / n at 128 bits: the deviations are rounded once at 128 bits,
-         * the squares and their sum at 128 bits. */
-        mpfr_set_zero(pP->aRRef[iRow], 1);
+        /* v = sum d_k^2 / n, d_k = (x_k - hi) - lo: each d_k within about 2^-52 |d_k| +
+         * 2^-106 |mu| of x_k - mu, the compensated sum of squares within 2^-51 of its
+         * exact value: v within about 2^-50 relative (rows of equal values give 0) */
         for (k = 0; k < pP->nNorm; k++) {
-            mpfr_set_d(t, x[k], MPFR_RNDN);
-            mpfr_sub(t, t, pP->aMuRef[iRow], MPFR_RNDN);
-            mpfr_sqr(t, t, MPFR_RNDN);
-            mpfr_add(pP->aRRef[iRow], pP->aRRef[iRow], t, MPFR_RNDN);
+            double d = (x[k] - hi) - lo;
+            parity_comp_add(&sq, d * d);
         }
-        mpfr_div_ui(pP->aRRef[iRow], pP->aRRef[iRow], (unsigned long)pP->nNorm, MPFR_RNDN);
-        pP->aVar[iRow] = mpfr_get_d(pP->aRRef[iRow], MPFR_RNDN);
-        mpfr_add_d(pP->aRRef[iRow], pP->aRRef[iRow], pP->eps, MPFR_RNDN);
-        mpfr_rec_sqrt(pP->aRRef[iRow], pP->aRRef[iRow], MPFR_RNDN);
+        pP->aVar[iRow] = (sq.s + sq.c) / (double)pP->nNorm;
+        pP->aR[iRow] = 1.0 / sqrt(pP->aVar[iRow] + pP->eps);
     }
     mpfr_clear(t);
-    free(aDev);
     return 0;
 }
 
-static int ln_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+/* Row iRow's r = 1/sqrt(v + eps) at PARITY_REF_PREC bits, v = sum (x - mu)^2 / n with the
+ * deviations rounded once at 128 bits, the squares and their sum at 128 bits; made once. */
+static mpfr_ptr ln_row_r(const parity_op_call *pCall, ln_params *pP, uint64_t iRow)
 {
-    const ln_params *pP = pCall->pParams;
-    uint64_t iRow = linear / pP->nNorm, k = linear % pP->nNorm;
-    double x = pCall->aIn[0].aValue[linear];
-    double w = pP->pWeight ? pP->pWeight[k] : 1.0, b = pP->pBias ? pP->pBias[k] : 0.0;
-    double u = parity_unit_roundoff(pCall->accDtype), n = (double)pP->nNorm;
-    double mu = pP->aMu[iRow], v = pP->aVar[iRow], r, d, y, eMu, eV, rho;
-
-    /* a sum of squares (one-pass, Welford's delta^2) may overflow: n (v + mu^2); its
-     * rsqrt is then 0, and the row's outputs finite (the bias) */
-    parity_note_overflow(pCall, n * (v + mu * mu));
-    /* y = (x - mu) r w + b at 128 bits. */
-    mpfr_set_d(ref, x, MPFR_RNDN);
-    mpfr_sub(ref, ref, pP->aMuRef[iRow], MPFR_RNDN);
-    mpfr_mul(ref, ref, pP->aRRef[iRow], MPFR_RNDN);
-    mpfr_mul_d(ref, ref, w, MPFR_RNDN);
-    mpfr_add_d(ref, ref, b, MPFR_RNDN);
-    if (mpfr_nan_p(ref) || mpfr_inf_p(ref)) {
-        /* An infinite weight or bias times (x - mu) r, whose sign a correct kernel's
-         * rounding may flip when x is close to the mean (or make 0 * Inf = NaN): any
-         * non-finite result is as right as the reference's (ops.h, overflowPossible). */
-        if (!isfinite(w) || !isfinite(b)) {
-            pCall->overflowPossible = 1;
-            /* a NaN no operand brought (x, w, b and the row's statistics are numbers):
-             * x - mu = 0 exactly against an infinite weight, where a kernel whose mean is
-             * off by a rounding gives an infinity (the clean campaign's seed 2, float16) */
-            pCall->nonfiniteAny = mpfr_nan_p(ref) && x == x && w == w && b == b &&
-                                  mu == mu && !mpfr_nan_p(pP->aRRef[iRow]);
-        }
-        *pBound = 0.0;   /* non-finite: the reference decides by value */
-        return 0;
+    const double *x = pCall->aIn[0].aValue + iRow * pP->nNorm;
+    uint64_t k;
+    mpfr_t t;
+    if (pP->aRMade[iRow]) return pP->aRRef[iRow];
+    mpfr_init2(t, PARITY_REF_PREC);
+    mpfr_init2(pP->aRRef[iRow], PARITY_REF_PREC);
+    pP->aRMade[iRow] = 1;
+    mpfr_set_zero(pP->aRRef[iRow], 1);
+    for (k = 0; k < pP->nNorm; k++) {
+        mpfr_set_d(t, x[k], MPFR_RNDN);
+        mpfr_sub(t, t, pP->aMuRef[iRow], MPFR_RNDN);
+        mpfr_sqr(t, t, MPFR_RNDN);
+        mpfr_add(pP->aRRef[iRow], pP->aRRef[iRow], t, MPFR_RNDN);
     }
-    r = mpfr_get_d(pP->aRRef[iRow], MPFR_RNDN);
-    d = x - mu;
-    y = mpfr_get_d(ref, MPFR_RNDN);
+    mpfr_div_ui(pP->aRRef[iRow], pP->aRRef[iRow], (unsigned long)pP->nNorm, MPFR_RNDN);
+    mpfr_add_d(pP->aRRef[iRow], pP->aRRef[iRow], pP->eps, MPFR_RNDN);
+    mpfr_rec_sqrt(pP->aRRef[iRow], pP->aRRef[iRow], MPFR_RNDN);
+    mpfr_clear(t);
+    return pP->aRRef[iRow];
+}
+
+/* The bound of element k of row iRow whose value is y (file comment). The row's v and r
+ * are the binary64 ones of the load, for the MPFR path too: the bound is first order in
+ * them, and one set of figures makes the fast path's bound the MPFR path's. */
+static double ln_bound(const parity_op_call *pCall, const ln_params *pP, uint64_t iRow,
+                       double x, double w, double b, double y)
+{
+    double u = parity_unit_roundoff(pCall->accDtype), n = (double)pP->nNorm;
+    double mu = pP->aMu[iRow], v = pP->aVar[iRow], r = pP->aR[iRow], d = x - mu, eMu, eV, rho;
+
     /* The mean also rounds on the subnormal grid (each Welford update, or the division):
      * up to n half-subnormals of acc_dtype, absolute. */
-    eMu = parity_gamma(n + 1.0, u) * pP->aMeanAbs[iRow] + n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    eMu = pP->gammaMean * pP->aMeanAbs[iRow] + n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
     /* Two-pass: the mean's error adds eMu^2 (the cross term vanishes); one-pass
      * (sum x^2 / n - mu^2): squaring the computed mean adds 2 |mu| eMu + eMu^2. */
-    eV = parity_gamma(2.0 * n + 4.0, u) * (v + mu * mu) + eMu * eMu + 2.0 * fabs(mu) * eMu;
+    eV = pP->gammaVar * (v + mu * mu) + eMu * eMu + 2.0 * fabs(mu) * eMu;
     {
         /* rsqrt of the computed v + eps: not linearised, since a one-pass kernel can lose
          * all of v (E_v >= v + eps when |mu| >> sigma). r^ <= 1/sqrt(vLow) with
@@ -209,10 +218,82 @@ static int ln_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double
         rho = rho * (1.0 + C_RSQRT * u) + C_RSQRT * u;
     }
     /* The centering error meets the computed r^ <= r (1 + rho), not r. */
-    *pBound = fabs(w) * r * (1.0 + rho) * (eMu + u * fabs(d)) + fabs(d * w) * r * (rho + 2.0 * u) +
-              u * (fabs(d * r * w) + fabs(b)) + 0.5 * parity_ulp_at(pCall->outDtype, fabs(y)) +
-              n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    return fabs(w) * r * (1.0 + rho) * (eMu + u * fabs(d)) + fabs(d * w) * r * (rho + 2.0 * u) +
+           u * (fabs(d * r * w) + fabs(b)) + 0.5 * parity_ulp_at(pCall->outDtype, fabs(y)) +
+           n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+}
+
+static int ln_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    ln_params *pP = pCall->pParams;
+    uint64_t iRow = linear / pP->nNorm, k = linear % pP->nNorm;
+    double x = pCall->aIn[0].aValue[linear];
+    double w = pP->pWeight ? pP->pWeight[k] : 1.0, b = pP->pBias ? pP->pBias[k] : 0.0;
+    double n = (double)pP->nNorm, mu = pP->aMu[iRow], v = pP->aVar[iRow];
+    mpfr_ptr pR;
+
+    /* a sum of squares (one-pass, Welford's delta^2) may overflow: n (v + mu^2); its
+     * rsqrt is then 0, and the row's outputs finite (the bias) */
+    parity_note_overflow(pCall, n * (v + mu * mu));
+    pR = ln_row_r(pCall, pP, iRow);
+    /* y = (x - mu) r w + b at 128 bits. */
+    mpfr_set_d(ref, x, MPFR_RNDN);
+    mpfr_sub(ref, ref, pP->aMuRef[iRow], MPFR_RNDN);
+    mpfr_mul(ref, ref, pR, MPFR_RNDN);
+    mpfr_mul_d(ref, ref, w, MPFR_RNDN);
+    mpfr_add_d(ref, ref, b, MPFR_RNDN);
+    if (mpfr_nan_p(ref) || mpfr_inf_p(ref)) {
+        /* An infinite weight or bias times (x - mu) r, whose sign a correct kernel's
+         * rounding may flip when x is close to the mean (or make 0 * Inf = NaN): any
+         * non-finite result is as right as the reference's (ops.h, overflowPossible). */
+        if (!isfinite(w) || !isfinite(b)) {
+            pCall->overflowPossible = 1;
+            /* a NaN no operand brought (x, w, b and the row's statistics are numbers):
+             * x - mu = 0 exactly against an infinite weight, where a kernel whose mean is
+             * off by a rounding gives an infinity (the clean campaign's seed 2, float16) */
+            pCall->nonfiniteAny = mpfr_nan_p(ref) && x == x && w == w && b == b &&
+                                  mu == mu && !mpfr_nan_p(pR);
+        }
+        *pBound = 0.0;   /* non-finite: the reference decides by value */
+        return 0;
+    }
+    *pBound = ln_bound(pCall, pP, iRow, x, w, b, mpfr_get_d(ref, MPFR_RNDN));
     return 0;
+}
+
+/* Fast path (ops.h): y = d r w + b in binary64 with d = (x - mu_hi) - mu_lo and the load's
+ * r. Errors (u = 2^-53): d within 2u |d| + 2^-106 |mu|; r within about 2^-50 relative (v's
+ * 2^-50 halved by the square root, the sum and division with eps, sqrt, 1/); the two
+ * products and the sum 3u more. So |y^ - y| <= 2^-48 (|d r w| + |y|) + u |b| + 2^-105 |mu| r
+ * |w|. Stated: 2^-32 (|d r w| + |y| + |b|) + 2^-80 |mu| r |w|, which
+ * tests/test_fast_path.c measures against MPFR with a margin of 2^10. The bound depends on
+ * y only through the output's ulp at |y|, checked constant over the interval; rows that may
+ * overflow (overflowPossible) and non-finite operands go to MPFR. */
+static int ln_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
+                   double *pBound, double *pSpread)
+{
+    const ln_params *pP = pCall->pParams;
+    uint64_t iRow = linear / pP->nNorm, k = linear % pP->nNorm;
+    double x = pCall->aIn[0].aValue[linear];
+    double w = pP->pWeight ? pP->pWeight[k] : 1.0, b = pP->pBias ? pP->pBias[k] : 0.0;
+    double mu = pP->aMu[iRow], v = pP->aVar[iRow], r = pP->aR[iRow], d, y, err;
+    parity_dtype out = pCall->outDtype;
+
+    if (pCall->accDtype == PARITY_DT_F64 || out == PARITY_DT_F64 || !isfinite(x) ||
+        !isfinite(w) || !isfinite(b) || !isfinite(mu) || !isfinite(r) ||
+        !((double)pP->nNorm * (v + mu * mu) < parity_dtype_max_finite(pCall->accDtype)))
+        return 0;
+    d = (x - mu) - pP->aMuLo[iRow];
+    y = d * r * w + b;
+    err = 0x1p-32 * (fabs(d * r * w) + fabs(y) + fabs(b)) + 0x1p-80 * fabs(mu) * r * fabs(w);
+    if (!isfinite(y) || parity_ulp_at(out, fabs(y) > err ? fabs(y) - err : 0.0) !=
+                            parity_ulp_at(out, fabs(y) + err))
+        return 0;
+    *pRef = y;
+    *pErr = err;
+    *pBound = ln_bound(pCall, pP, iRow, x, w, b, y);
+    *pSpread = 0.0;
+    return 1;
 }
 
 /* generated cases set eps = 1e-5 (fuzz/cases/layout.c) */
@@ -227,4 +308,5 @@ const parity_op_def parity_op_layer_norm = {
     .family = PARITY_FAMILY_NORM,
     .aCaseAttr = aLnCase, .nCaseAttr = 1,
     .xPrepare = ln_prepare, .xLoad = ln_load, .xElement = ln_element, .xFreeParams = ln_free,
+    .xFast = ln_fast,
 };

@@ -100,20 +100,6 @@ static int softmax_prepare(parity_op_call *pCall, const parity_attr *aAttr, size
     return 0;
 }
 
-/* Neumaier's compensated sum (Neumaier 1974; Higham 2002, 4.3): relative error at most
- * 2u + O(n u^2) for positive terms, u = 2^-53. */
-typedef struct {
-    double s, c;
-} comp_sum;
-
-static void comp_add(comp_sum *pS, double v)
-{
-    double t = pS->s + v;
-    if (fabs(pS->s) >= fabs(v)) pS->c += (pS->s - t) + v;
-    else pS->c += (v - t) + pS->s;
-    pS->s = t;
-}
-
 /* The per-row max, NaN flag, sum of exponentials (binary64) and weighted shift. The MPFR
  * sums wait for the elements that need them (softmax_row_sum). */
 static int softmax_load(parity_op_call *pCall, char *zErr, size_t nErr)
@@ -136,7 +122,7 @@ static int softmax_load(parity_op_call *pCall, char *zErr, size_t nErr)
                               parity_unit_roundoff(pCall->accDtype));
     for (iRow = 0; iRow < pP->nRow; iRow++) {
         double m = -INFINITY, w = 0.0, sum;
-        comp_sum acc = { 0.0, 0.0 };
+        parity_comp_sum acc = { 0.0, 0.0 };
         int bad = 0;
         for (k = 0; k < pP->nDim; k++) {
             double v = row_value(pP, pX->aValue, iRow, k);
@@ -149,7 +135,7 @@ static int softmax_load(parity_op_call *pCall, char *zErr, size_t nErr)
             continue;
         }
         pP->aMax[iRow] = m;
-        for (k = 0; k < pP->nDim; k++) comp_add(&acc, exp(row_value(pP, pX->aValue, iRow, k) - m));
+        for (k = 0; k < pP->nDim; k++) parity_comp_add(&acc, exp(row_value(pP, pX->aValue, iRow, k) - m));
         sum = acc.s + acc.c;
         pP->aSumD[iRow] = sum;
         /* w = sum_j y_j |x_j - m| (a first-order term of the bound: binary64 is plenty) */

@@ -13,6 +13,7 @@
 #define PARITY_ROWS_H
 
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include "tolerance/ops.h"
 
@@ -59,5 +60,20 @@ void parity_rows_gather(const parity_rows *pR, const double *x, uint64_t iRow, d
 
 /* For an input-shaped index: its row and its position in the row. */
 void parity_rows_locate(const parity_rows *pR, uint64_t linear, uint64_t *piRow, uint64_t *pk);
+
+/* A row's binary64 sum for the fast paths (ops.h, xFast), compensated as Neumaier's
+ * (Neumaier 1974; Higham 2002, 4.3): relative error at most 2u + O(n u^2) over the sum of
+ * |terms|, u = 2^-53. Start from { 0, 0 }; the sum is s + c. */
+typedef struct {
+    double s, c;
+} parity_comp_sum;
+
+static inline void parity_comp_add(parity_comp_sum *pS, double v)
+{
+    double t = pS->s + v;
+    if (fabs(pS->s) >= fabs(v)) pS->c += (pS->s - t) + v;
+    else pS->c += (v - t) + pS->s;
+    pS->s = t;
+}
 
 #endif
