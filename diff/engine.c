@@ -522,6 +522,7 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     memset(&d, 0, sizeof d);
     d.pOpt = pOpt;
     d.pRes = pRes;
+    parity_capture_set_decode_threads(pOpt->nThreads);
     memset(pRes, 0, sizeof *pRes);
     pRes->inputsMatch = 1;
     pRes->strict = pOpt->strict;

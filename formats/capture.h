@@ -143,6 +143,12 @@ int parity_tensor_reader_open(parity_capture *pCap, size_t i, parity_tensor_read
                               char *zErr, size_t nErr);
 /* Chunk extent per dimension (all 0 when the data is not chunked). */
 const uint64_t *parity_tensor_reader_chunk(const parity_tensor_reader *pRd);
+/* 1 when the chunks are read and decoded here, past libhdf5's selection machinery and on
+ * several threads (formats/chunk_read.c: no filter, shuffle, deflate, both); 0 when
+ * libhdf5 reads them (other filters, conversions) or the data is not chunked. */
+int parity_tensor_reader_decodes_chunks(const parity_tensor_reader *pRd);
+/* Threads that inflate chunks in the readers of this process (0: the cores online). */
+void parity_capture_set_decode_threads(int nThreads);
 /* Reads the slab into pBuf (pSlab->n * parity_dtype_size(dtype) bytes) in the dtype's
  * little-endian storage form. */
 int parity_tensor_read(parity_tensor_reader *pRd, const parity_slab *pSlab, void *pBuf,

@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libhdf5-dev hdf5-tools          # capture format (HDF5 1.10) and h5diff for the benchmark
+  libdeflate-dev                  # inflating deflate-compressed chunks in threads (formats/chunk_read.c)
   libmpfr-dev libgmp-dev          # high-precision reference
   libcriterion-dev                # unit tests
   libjansson-dev                  # JSON reports

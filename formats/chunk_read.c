@@ -1,0 +1,508 @@
+/*
+ * chunk_read.c - chunked datasets read chunk by chunk: the stored bytes of each chunk
+ * (H5Dread_chunk), checked, inflated and unshuffled on several threads (libdeflate), and the
+ * slab's part copied out (chunk_read_internal.h says why and when).
+ *
+ * What a stored chunk must be, checked before a byte is decoded (the file is untrusted):
+ *   - its stored size at most the chunk's size plus deflate's worst-case growth (HDF5 stores
+ *     a chunk unfiltered, with its filter-mask bit set, when deflate would grow it);
+ *   - deflate's output exactly the chunk's size: libdeflate refuses to write past the
+ *     buffer (a chunk that would inflate past its declared size is an error, never a larger
+ *     allocation) and reports a short one; its zlib stream's Adler-32 must match;
+ *   - a chunk no filter touched exactly the chunk's size.
+ * Chunks never written (unallocated) read as the dataset's fill value, as libhdf5 reads
+ * them. Edge chunks are stored whole; only their part inside the extent is copied.
+ *
+ * Memory: the chunks one read needs are decoded in batches of at most CHUNK_BATCH_BYTES,
+ * and at most CHUNK_CACHE_BYTES of decoded chunks stay for the next read (a chunk that
+ * spans two slabs is inflated once), so what a reader holds does not grow with the
+ * tensor, whatever its chunk shape.
+ */
+#include <libdeflate.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "formats/alloc.h"
+#include "formats/capture.h"
+#include "formats/chunk_read_internal.h"
+
+#define CHUNK_BATCH_BYTES (32u << 20)
+#define CHUNK_CACHE_BYTES (32u << 20)
+#define CHUNK_MAX_THREADS 16
+#define MAX_FILTERS 2
+
+typedef struct {
+    uint64_t key;              /* the chunk's linear index in the chunk grid */
+    unsigned char *p;          /* decoded, nChunkBytes */
+    uint64_t lastUse;
+} chunk_entry;
+
+struct parity_chunk_reader {
+    hid_t hDset;               /* not owned */
+    int rank;
+    uint64_t aDim[PARITY_MAX_RANK], aChunk[PARITY_MAX_RANK], aGrid[PARITY_MAX_RANK];
+    size_t nElemSize, nChunkBytes;
+    int nFilter;
+    H5Z_filter_t aFilter[MAX_FILTERS];   /* pipeline order (as written) */
+    unsigned char aFill[16];
+    unsigned char *pFillChunk; /* the fill value throughout, made when first needed */
+    chunk_entry *aCache;
+    size_t nCache, nCacheMax;
+    uint64_t tick;
+};
+
+static int g_nThreads;
+
+void parity_capture_set_decode_threads(int nThreads)
+{
+    g_nThreads = nThreads;
+}
+
+static int decode_threads(void)
+{
+    long n = g_nThreads > 0 ? g_nThreads : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (n > CHUNK_MAX_THREADS ? CHUNK_MAX_THREADS : (int)n);
+}
+
+parity_chunk_reader *parity_chunk_reader_open(hid_t hDset, hid_t hDcpl, hid_t hFileType,
+                                              hid_t hMemType, int rank, const uint64_t *aDim)
+{
+    parity_chunk_reader *p;
+    hsize_t aChunk[H5S_MAX_RANK];
+    int nFilter, i, d;
+    size_t nElemSize;
+    H5D_fill_value_t fillStatus;
+
+    if (getenv("PARITY_NO_CHUNK_READER") || rank < 1 || rank > PARITY_MAX_RANK ||
+        H5Pget_layout(hDcpl) != H5D_CHUNKED || H5Pget_chunk(hDcpl, rank, aChunk) != rank ||
+        H5Tequal(hFileType, hMemType) <= 0)
+        return NULL;
+    nElemSize = H5Tget_size(hMemType);
+    nFilter = H5Pget_nfilters(hDcpl);
+    if (nElemSize < 1 || nElemSize > sizeof p->aFill || nFilter < 0 || nFilter > MAX_FILTERS)
+        return NULL;
+    p = parity_calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->hDset = hDset;
+    p->rank = rank;
+    p->nElemSize = nElemSize;
+    p->nChunkBytes = nElemSize;
+    for (d = 0; d < rank; d++) {
+        if (aChunk[d] == 0) goto decline;
+        p->aDim[d] = aDim[d];
+        p->aChunk[d] = aChunk[d];
+        p->aGrid[d] = (aDim[d] + aChunk[d] - 1) / aChunk[d];
+        p->nChunkBytes *= aChunk[d];
+    }
+    /* only the pipelines decoded here, in the order h5py and torch write them */
+    for (i = 0; i < nFilter; i++) {
+        unsigned flags, aCd[8];
+        size_t nCd = 8;
+        char zName[64];
+        H5Z_filter_t f = H5Pget_filter2(hDcpl, (unsigned)i, &flags, &nCd, aCd, sizeof zName,
+                                        zName, NULL);
+        if (f != H5Z_FILTER_SHUFFLE && f != H5Z_FILTER_DEFLATE) goto decline;
+        if (f == H5Z_FILTER_SHUFFLE && i != 0) goto decline;   /* shuffle after deflate */
+        p->aFilter[p->nFilter++] = f;
+    }
+    if (nFilter == 2 && p->aFilter[0] == p->aFilter[1]) goto decline;
+    /* the fill value unallocated chunks read as (an undefined one: zeros, as libhdf5) */
+    if (H5Pfill_value_defined(hDcpl, &fillStatus) < 0) goto decline;
+    if (fillStatus != H5D_FILL_VALUE_UNDEFINED && H5Pget_fill_value(hDcpl, hMemType, p->aFill) < 0)
+        goto decline;
+    p->nCacheMax = CHUNK_CACHE_BYTES / p->nChunkBytes;
+    p->aCache = parity_calloc(p->nCacheMax + 1, sizeof *p->aCache);
+    if (!p->aCache) goto decline;
+    return p;
+decline:
+    parity_chunk_reader_close(p);
+    return NULL;
+}
+
+void parity_chunk_reader_close(parity_chunk_reader *p)
+{
+    size_t i;
+    if (!p) return;
+    for (i = 0; i < p->nCache; i++) free(p->aCache[i].p);
+    free(p->aCache);
+    free(p->pFillChunk);
+    free(p);
+}
+
+/* ---- decoding one chunk --------------------------------------------------------------- */
+
+/* One chunk of a batch: where it is, what was stored, and what decoding made of it. */
+typedef struct {
+    uint64_t aCoord[PARITY_MAX_RANK];   /* chunk-grid coordinates */
+    uint64_t key;
+    unsigned char *pRaw;       /* stored bytes (NULL: unallocated, or cached) */
+    size_t nRaw;
+    unsigned mask;             /* filters skipped for this chunk (bit i: filter i) */
+    unsigned char *pOut;       /* decoded */
+    int cached;                /* pOut belongs to the cache */
+    int owned;                 /* pOut is this batch's to free */
+    const char *zFail;         /* why decoding failed */
+} chunk_job;
+
+/* HDF5's shuffle filter, undone: byte b of element i was stored at b * n + i. The bytes past
+ * the last whole element stay where they are. */
+static void unshuffle(const unsigned char *pIn, unsigned char *pOut, size_t nBytes, size_t es)
+{
+    size_t n = nBytes / es, i, b;
+    for (b = 0; b < es; b++) {
+        const unsigned char *pSrc = pIn + b * n;
+        for (i = 0; i < n; i++) pOut[i * es + b] = pSrc[i];
+    }
+    memcpy(pOut + n * es, pIn + n * es, nBytes - n * es);
+}
+
+static void decode_chunk(const parity_chunk_reader *p, chunk_job *pJob,
+                         struct libdeflate_decompressor *pDec, unsigned char *pScratch)
+{
+    const unsigned char *pIn = pJob->pRaw;
+    size_t nIn = pJob->nRaw;
+    int i, inScratch = 0;
+
+    for (i = p->nFilter - 1; i >= 0; i--) {
+        if (pJob->mask & (1u << i)) continue;
+        if (p->aFilter[i] == H5Z_FILTER_DEFLATE) {
+            /* into pOut, or into the scratch when a shuffle is still to be undone */
+            unsigned char *pDst = (i > 0 && !(pJob->mask & 1u)) ? pScratch : pJob->pOut;
+            enum libdeflate_result r = libdeflate_zlib_decompress(pDec, pIn, nIn, pDst,
+                                                                  p->nChunkBytes, NULL);
+            if (r != LIBDEFLATE_SUCCESS) {
+                pJob->zFail = r == LIBDEFLATE_INSUFFICIENT_SPACE
+                                  ? "inflates past its declared size"
+                              : r == LIBDEFLATE_SHORT_OUTPUT ? "inflates short of its declared size"
+                                                             : "is not a valid deflate stream";
+                return;
+            }
+            pIn = pDst;
+            nIn = p->nChunkBytes;
+            inScratch = pDst == pScratch;
+        } else {
+            if (nIn != p->nChunkBytes) {
+                pJob->zFail = "is not its declared size";
+                return;
+            }
+            unshuffle(pIn, pJob->pOut, nIn, p->nElemSize);
+            pIn = pJob->pOut;
+            inScratch = 0;
+        }
+    }
+    if (pIn == pJob->pRaw) {   /* no filter applied to this chunk */
+        if (nIn != p->nChunkBytes) {
+            pJob->zFail = "is not its declared size";
+            return;
+        }
+        memcpy(pJob->pOut, pIn, nIn);
+    } else if (inScratch) {
+        memcpy(pJob->pOut, pScratch, p->nChunkBytes);
+    }
+}
+
+/* The jobs a decoding thread takes: every nStride-th from iFirst. */
+typedef struct {
+    const parity_chunk_reader *p;
+    chunk_job *aJob;
+    size_t nJob, iFirst, nStride;
+    int oom;
+} decode_share;
+
+static void *decode_worker(void *pArg)
+{
+    decode_share *pS = pArg;
+    struct libdeflate_decompressor *pDec = libdeflate_alloc_decompressor();
+    unsigned char *pScratch = parity_malloc(pS->p->nChunkBytes);
+    size_t i;
+    if (!pDec || !pScratch) {
+        pS->oom = 1;
+    } else {
+        for (i = pS->iFirst; i < pS->nJob; i += pS->nStride)
+            if (pS->aJob[i].pRaw) decode_chunk(pS->p, &pS->aJob[i], pDec, pScratch);
+    }
+    if (pDec) libdeflate_free_decompressor(pDec);
+    free(pScratch);
+    return NULL;
+}
+
+/* Decodes the batch's stored chunks on up to decode_threads() threads. 0, or -1 when
+ * memory runs out. */
+static int decode_batch(const parity_chunk_reader *p, chunk_job *aJob, size_t nJob)
+{
+    decode_share aShare[CHUNK_MAX_THREADS];
+    pthread_t aThread[CHUNK_MAX_THREADS];
+    int aStarted[CHUNK_MAX_THREADS] = { 0 };
+    size_t nToDecode = 0, i;
+    int nThread = decode_threads(), t, oom = 0;
+
+    for (i = 0; i < nJob; i++) nToDecode += aJob[i].pRaw != NULL;
+    if (nToDecode == 0) return 0;
+    if ((size_t)nThread > nToDecode) nThread = (int)nToDecode;
+    for (t = 0; t < nThread; t++)
+        aShare[t] = (decode_share){ p, aJob, nJob, (size_t)t, (size_t)nThread, 0 };
+    for (t = 1; t < nThread; t++)
+        aStarted[t] = pthread_create(&aThread[t], NULL, decode_worker, &aShare[t]) == 0;
+    decode_worker(&aShare[0]);
+    for (t = 1; t < nThread; t++) {
+        if (aStarted[t]) pthread_join(aThread[t], NULL);
+        else decode_worker(&aShare[t]);
+    }
+    for (t = 0; t < nThread; t++) oom |= aShare[t].oom;
+    return oom ? -1 : 0;
+}
+
+/* ---- the cache ------------------------------------------------------------------------ */
+
+static chunk_entry *cache_find(parity_chunk_reader *p, uint64_t key)
+{
+    size_t i;
+    for (i = 0; i < p->nCache; i++)
+        if (p->aCache[i].key == key) return &p->aCache[i];
+    return NULL;
+}
+
+/* Hands a decoded chunk to the cache (which then owns it), evicting the least recently
+ * used when full; with no room at all the caller keeps it. Returns 1 when taken. */
+static int cache_put(parity_chunk_reader *p, uint64_t key, unsigned char *pBuf)
+{
+    size_t i, iOld = 0;
+    if (p->nCacheMax == 0) return 0;
+    if (p->nCache < p->nCacheMax) {
+        p->aCache[p->nCache++] = (chunk_entry){ key, pBuf, ++p->tick };
+        return 1;
+    }
+    for (i = 1; i < p->nCache; i++)
+        if (p->aCache[i].lastUse < p->aCache[iOld].lastUse) iOld = i;
+    free(p->aCache[iOld].p);
+    p->aCache[iOld] = (chunk_entry){ key, pBuf, ++p->tick };
+    return 1;
+}
+
+/* ---- reading a box ---------------------------------------------------------------------- */
+
+/* Copies the part of decoded chunk pJob inside the box into pBuf (row-major over the box). */
+static void copy_part(const parity_chunk_reader *p, const chunk_job *pJob,
+                      const uint64_t *aStart, const uint64_t *aCount, unsigned char *pBuf)
+{
+    uint64_t aLo[PARITY_MAX_RANK], aHi[PARITY_MAX_RANK], aIdx[PARITY_MAX_RANK];
+    uint64_t aChunkStride[PARITY_MAX_RANK], aBoxStride[PARITY_MAX_RANK];
+    const int r = p->rank, last = r - 1;
+    size_t nRun;
+    int d;
+
+    if (r < 1) return;   /* rank 0 has no chunks (parity_chunk_reader_open) */
+    for (d = 0; d < r; d++) {
+        uint64_t o = pJob->aCoord[d] * p->aChunk[d], e = o + p->aChunk[d];
+        aLo[d] = o > aStart[d] ? o : aStart[d];
+        aHi[d] = e < aStart[d] + aCount[d] ? e : aStart[d] + aCount[d];
+        if (aLo[d] >= aHi[d]) return;
+        aIdx[d] = aLo[d];
+    }
+    aChunkStride[last] = aBoxStride[last] = p->nElemSize;
+    for (d = last - 1; d >= 0; d--) {
+        aChunkStride[d] = aChunkStride[d + 1] * p->aChunk[d + 1];
+        aBoxStride[d] = aBoxStride[d + 1] * aCount[d + 1];
+    }
+    nRun = (size_t)((aHi[last] - aLo[last]) * p->nElemSize);
+    if (r == 1) {
+        memcpy(pBuf + (aLo[0] - aStart[0]) * p->nElemSize,
+               pJob->pOut + (aLo[0] - pJob->aCoord[0] * p->aChunk[0]) * p->nElemSize, nRun);
+        return;
+    }
+    /* runs along the last dim, a row of the second-last at a time (h5py's narrow chunks
+     * make them short: a few dozen bytes, copied inline rather than through memcpy) */
+    for (;;) {
+        uint64_t src = 0, dst = 0, nRows = aHi[last - 1] - aIdx[last - 1], j;
+        const unsigned char *pSrc;
+        unsigned char *pDst;
+        for (d = 0; d < r; d++) {
+            src += (aIdx[d] - pJob->aCoord[d] * p->aChunk[d]) * aChunkStride[d];
+            dst += (aIdx[d] - aStart[d]) * aBoxStride[d];
+        }
+        pSrc = pJob->pOut + src;
+        pDst = pBuf + dst;
+        if (nRun % 8 == 0 && nRun <= 256) {
+            for (j = 0; j < nRows; j++) {
+                size_t b;
+                for (b = 0; b < nRun; b += 8) {
+                    uint64_t w;
+                    memcpy(&w, pSrc + b, 8);
+                    memcpy(pDst + b, &w, 8);
+                }
+                pSrc += aChunkStride[last - 1];
+                pDst += aBoxStride[last - 1];
+            }
+        } else {
+            for (j = 0; j < nRows; j++) {
+                memcpy(pDst, pSrc, nRun);
+                pSrc += aChunkStride[last - 1];
+                pDst += aBoxStride[last - 1];
+            }
+        }
+        aIdx[last - 1] = aLo[last - 1];
+        for (d = last - 2; d >= 0; d--) {
+            if (++aIdx[d] < aHi[d]) break;
+            aIdx[d] = aLo[d];
+        }
+        if (d < 0) return;
+    }
+}
+
+/* The fill chunk, made once. */
+static const unsigned char *fill_chunk(parity_chunk_reader *p)
+{
+    size_t i;
+    if (p->pFillChunk) return p->pFillChunk;
+    p->pFillChunk = parity_malloc(p->nChunkBytes);
+    if (!p->pFillChunk) return NULL;
+    for (i = 0; i < p->nChunkBytes; i += p->nElemSize)
+        memcpy(p->pFillChunk + i, p->aFill, p->nElemSize);
+    return p->pFillChunk;
+}
+
+/* Reads the stored bytes of job pJob's chunk (or notes it unallocated, or finds it cached).
+ * 0, or -1 with zErr. */
+static int fetch_chunk(parity_chunk_reader *p, chunk_job *pJob, char *zErr, size_t nErr)
+{
+    hsize_t aOffset[H5S_MAX_RANK];
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t nStored = 0;
+    unsigned mask = 0;
+    uint32_t mask32 = 0;
+    chunk_entry *pE = cache_find(p, pJob->key);
+    int d;
+
+    if (pE) {
+        pE->lastUse = ++p->tick;
+        pJob->pOut = pE->p;
+        pJob->cached = 1;
+        return 0;
+    }
+    for (d = 0; d < p->rank; d++) aOffset[d] = pJob->aCoord[d] * p->aChunk[d];
+    if (H5Dget_chunk_info_by_coord(p->hDset, aOffset, &mask, &addr, &nStored) < 0) {
+        snprintf(zErr, nErr, "cannot locate a stored chunk");
+        return -1;
+    }
+    if (addr == HADDR_UNDEF || nStored == 0) {
+        const unsigned char *pFill = fill_chunk(p);
+        if (!pFill) {
+            snprintf(zErr, nErr, "out of memory for a chunk");
+            return -1;
+        }
+        pJob->pOut = (unsigned char *)pFill;
+        pJob->cached = 1;   /* not this batch's to free */
+        return 0;
+    }
+    /* deflate grows incompressible data by at most 5 bytes per 16 KiB block plus its
+     * header and checksum; HDF5 then stores the chunk unfiltered */
+    if (nStored > p->nChunkBytes + p->nChunkBytes / 1024 + 1024) {
+        snprintf(zErr, nErr, "a stored chunk of %llu bytes is larger than a %llu-byte chunk "
+                 "can be", (unsigned long long)nStored, (unsigned long long)p->nChunkBytes);
+        return -1;
+    }
+    pJob->pOut = parity_malloc(p->nChunkBytes);
+    if (!pJob->pOut) {
+        snprintf(zErr, nErr, "out of memory for a chunk");
+        return -1;
+    }
+    pJob->owned = 1;
+    if (p->nFilter == 0) {
+        /* no pipeline: the stored bytes are the chunk, read in place */
+        if (nStored != p->nChunkBytes) {
+            snprintf(zErr, nErr, "read failed (a stored chunk is not its declared size)");
+            return -1;
+        }
+        if (H5Dread_chunk(p->hDset, H5P_DEFAULT, aOffset, &mask32, pJob->pOut) < 0) {
+            snprintf(zErr, nErr, "read failed (a stored chunk cannot be read)");
+            return -1;
+        }
+        return 0;
+    }
+    pJob->pRaw = parity_malloc((size_t)nStored);
+    if (!pJob->pRaw) {
+        snprintf(zErr, nErr, "out of memory for a chunk");
+        return -1;
+    }
+    pJob->nRaw = (size_t)nStored;
+    if (H5Dread_chunk(p->hDset, H5P_DEFAULT, aOffset, &mask32, pJob->pRaw) < 0) {
+        snprintf(zErr, nErr, "read failed (a stored chunk cannot be read)");
+        return -1;
+    }
+    pJob->mask = mask32;
+    return 0;
+}
+
+/* Frees what a batch still owns; decoded chunks go to the cache. */
+static void batch_done(parity_chunk_reader *p, chunk_job *aJob, size_t nJob, int keep)
+{
+    size_t i;
+    for (i = 0; i < nJob; i++) {
+        free(aJob[i].pRaw);
+        aJob[i].pRaw = NULL;
+        if (aJob[i].owned && !(keep && cache_put(p, aJob[i].key, aJob[i].pOut)))
+            free(aJob[i].pOut);
+        aJob[i].owned = 0;
+    }
+}
+
+int parity_chunk_read(parity_chunk_reader *p, const uint64_t *aStart, const uint64_t *aCount,
+                      void *pBuf, char *zErr, size_t nErr)
+{
+    uint64_t aLo[PARITY_MAX_RANK], aHi[PARITY_MAX_RANK], aC[PARITY_MAX_RANK];
+    size_t nBatchMax = CHUNK_BATCH_BYTES / p->nChunkBytes, nJob = 0, i;
+    chunk_job *aJob;
+    int d, rc = 0, more = 1;
+
+    if (nBatchMax < 1) nBatchMax = 1;
+    for (d = 0; d < p->rank; d++) {
+        if (aCount[d] == 0) return 0;
+        aLo[d] = aStart[d] / p->aChunk[d];
+        aHi[d] = (aStart[d] + aCount[d] - 1) / p->aChunk[d] + 1;
+        aC[d] = aLo[d];
+    }
+    aJob = parity_calloc(nBatchMax, sizeof *aJob);
+    if (!aJob) {
+        snprintf(zErr, nErr, "out of memory for a chunk batch");
+        return -1;
+    }
+    /* every chunk of the box, row-major over the chunk grid, a batch at a time */
+    while (more && rc == 0) {
+        chunk_job *pJob = &aJob[nJob];
+        uint64_t key = 0;
+        memset(pJob, 0, sizeof *pJob);
+        for (d = 0; d < p->rank; d++) {
+            pJob->aCoord[d] = aC[d];
+            key = key * p->aGrid[d] + aC[d];
+        }
+        pJob->key = key;
+        nJob++;
+        rc = fetch_chunk(p, pJob, zErr, nErr);
+        for (d = p->rank - 1; d >= 0; d--) {
+            if (++aC[d] < aHi[d]) break;
+            aC[d] = aLo[d];
+        }
+        more = d >= 0;
+        if (rc == 0 && (nJob == nBatchMax || !more)) {
+            if (decode_batch(p, aJob, nJob) != 0) {
+                snprintf(zErr, nErr, "out of memory while inflating chunks");
+                rc = -1;
+            }
+            for (i = 0; i < nJob && rc == 0; i++) {
+                if (aJob[i].zFail) {
+                    snprintf(zErr, nErr, "read failed (a stored chunk %s)", aJob[i].zFail);
+                    rc = -1;
+                } else {
+                    copy_part(p, &aJob[i], aStart, aCount, pBuf);
+                }
+            }
+            batch_done(p, aJob, nJob, rc == 0);
+            nJob = 0;
+        }
+    }
+    batch_done(p, aJob, nJob, 0);
+    free(aJob);
+    return rc;
+}
