@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "diff/compare_internal.h"
+#include "diff/compare_f32_internal.h"
 #include "tolerance/mpref.h"
 #include "diff/source_internal.h"
 #include "formats/alloc.h"
@@ -197,6 +198,58 @@ static inline void judge_element(const parity_cmp_spec *pSpec, block_acc *pAcc, 
     if (score > 1.0) mark_failing(pSpec, linear, pStats);
 }
 
+/* ---- float32: the lane pass (compare_f32.c), then the flagged elements ------------- */
+
+/* The lanes into the block's accumulator, in lane order. */
+static void f32_sums_fold(const parity_f32_sums *pS, block_acc *pAcc)
+{
+    int l;
+    for (l = 0; l < PARITY_F32_LANES; l++) {
+        if (pS->maxAbs[l] > pAcc->maxAbs) pAcc->maxAbs = pS->maxAbs[l];
+        if (pS->maxRel[l] > pAcc->maxRel) pAcc->maxRel = pS->maxRel[l];
+        if (pS->maxUlp[l] > pAcc->maxUlp) pAcc->maxUlp = pS->maxUlp[l];
+        pAcc->sumSqDiff += pS->sumSqDiff[l];
+        pAcc->sumSqRef += pS->sumSqRef[l];
+        pAcc->nSame += pS->nSame[l];
+        pAcc->nBitDiff += pS->nBitDiff[l];
+    }
+}
+
+/* An element the lane pass flagged: its special value, or its score against the current
+ * worst and the tolerance (its figures are in the lanes already). */
+static void f32_look(const parity_cmp_spec *pSpec, block_acc *pAcc, parity_tensor_stats *pStats,
+                     const unsigned char *pE, const unsigned char *pC, size_t i, uint64_t linear,
+                     double floorRel)
+{
+    const parity_tolerance *pTol = &pSpec->tol;
+    uint32_t bE, bC;
+    float fE, fC;
+    double e, c, d, allowed, score;
+    memcpy(&bE, pE + 4 * i, 4);
+    memcpy(&bC, pC + 4 * i, 4);
+    memcpy(&fE, &bE, 4);
+    memcpy(&fC, &bC, 4);
+    e = fE;
+    c = fC;
+    if (!isfinite(e) || !isfinite(c) || (e == 0.0 && c == 0.0)) {
+        score = judge_special(pTol, e, c, parity_sign_magnitude_key(bE, 32),
+                              parity_sign_magnitude_key(bC, 32), floorRel, pStats);
+    } else {
+        d = fabs(c - e);
+        allowed = pTol->atol + pTol->rtol * fabs(e);
+        if (!(d > allowed) && !(d > pAcc->worst * allowed)) return;
+        score = parity_tolerance_score(pTol, e, d,
+                                       parity_ulp_distance(parity_sign_magnitude_key(bE, 32),
+                                                           parity_sign_magnitude_key(bC, 32)));
+    }
+    if (score > pAcc->worst) {
+        pAcc->worst = score;
+        pStats->worstScore = score;
+        pStats->worstLinear = linear;
+    }
+    if (score > 1.0) mark_failing(pSpec, linear, pStats);
+}
+
 void parity_cmp_block(const parity_cmp_spec *pSpec, const void *pEager, const void *pCompiled,
                       uint64_t first, size_t n, parity_tensor_stats *pStats)
 {
@@ -220,20 +273,25 @@ void parity_cmp_block(const parity_cmp_spec *pSpec, const void *pEager, const vo
     }
     acc.worst = pStats->worstScore;
 
-    if (pSpec->dtype == PARITY_DT_F32) {
-        /* The dominant dtype gets a single pass straight over the stored bits: no decode
-         * or key arrays to write and read back. */
-        for (i = 0; i < n; i++) {
-            uint32_t bitsE, bitsC;
-            float fE, fC;
-            memcpy(&bitsE, pE + 4 * i, 4);
-            memcpy(&bitsC, pC + 4 * i, 4);
-            memcpy(&fE, &bitsE, 4);
-            memcpy(&fC, &bitsC, 4);
-            judge_element(pSpec, &acc, aHist, pStats, fE, fC, parity_sign_magnitude_key(bitsE, 32),
-                          parity_sign_magnitude_key(bitsC, 32), bitsE != bitsC, first + i,
-                          floorRel);
+    if (pSpec->dtype == PARITY_DT_F32 && !pSpec->tol.exact) {
+        /* The dominant dtype: a branch-free lane pass (compare_f32.c: AVX2 where the CPU
+         * has it), then the few elements it flags, one by one. */
+        parity_f32_sums sums;
+        memset(&sums, 0, sizeof sums);
+        for (iBase = 0; iBase < n; iBase += PARITY_F32_GROUP) {
+            size_t nGroup = n - iBase < PARITY_F32_GROUP ? n - iBase : PARITY_F32_GROUP;
+            unsigned char aBucket[PARITY_F32_GROUP], aLook[PARITY_F32_GROUP];
+            int anyLook = parity_f32_lanes(pE + 4 * iBase, pC + 4 * iBase, nGroup, &pSpec->tol,
+                                           floorRel, acc.worst, &sums, aBucket, aLook);
+            /* every element into the histogram: bucket 0 collects the ones outside the
+             * figures, and is dropped below (same bits count through nSame) */
+            for (i = 0; i < nGroup; i++) aHist[i & 1][aBucket[i]]++;
+            for (i = 0; anyLook && i < nGroup; i++)
+                if (aLook[i])
+                    f32_look(pSpec, &acc, pStats, pE, pC, iBase + i, first + iBase + i, floorRel);
         }
+        aHist[0][0] = aHist[1][0] = 0;
+        f32_sums_fold(&sums, &acc);
     } else {
         double aE[BATCH], aC[BATCH];
         int64_t aKeyE[BATCH], aKeyC[BATCH];

@@ -25,13 +25,13 @@ void parity_cmp_block(const parity_cmp_spec *pSpec, const void *pEager, const vo
                       uint64_t first, size_t n, parity_tensor_stats *pStats);
 void parity_cmp_stats_merge(parity_tensor_stats *pInto, const parity_tensor_stats *pFrom, int rank);
 
+/* The compute threads when --threads does not say: the cores online, 1 to 64. */
+int parity_cmp_default_threads(void);
+
 /* The dtype two float tensors of different dtypes are compared in: the narrower (larger
  * unit roundoff), so a bfloat16 compiled side is read against float32 eager rounded to
  * bfloat16, its ulps are bfloat16 ulps and its tolerance bfloat16's. Equal or non-float
  * dtypes: eager's. */
-/* The compute threads when --threads does not say: the cores online, 1 to 64. */
-int parity_cmp_default_threads(void);
-
 parity_dtype parity_cmp_dtype(parity_dtype eager, parity_dtype compiled);
 
 /* Streams both tensors slab by slab through parity_cmp_block using nThreads compute threads

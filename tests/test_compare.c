@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "diff/compare_internal.h"
+#include "diff/compare_f32_internal.h"
 #include "diff/order_internal.h"
 
 static parity_cmp_spec spec_f32(int rank, const uint64_t *aDim)
@@ -205,6 +206,150 @@ Test(compare, bf16_ulps_are_bf16_ulps)
 /* ---- order ------------------------------------------------------------------------- */
 
 static char g_zDir[256];
+
+/* ---- the vectorised float32 pass against an element-by-element reference ---------------- */
+
+/* What parity_cmp_block promises for float32, written element by element: specials first
+ * (compare.c's header), then the figures of finite differing pairs, the sums kept in 8
+ * lanes (element i in lane i mod 8 over the whole block, folded in lane order at its end),
+ * the worst score with the lowest index on ties, the failing count, the ulp histogram. The
+ * block's figures must equal these bit for bit, however the compiler ran the lanes. */
+typedef struct {
+    double maxAbs, maxRel, sumSqDiff, sumSqRef, worst;
+    uint64_t maxUlp, nBitDiff, nMismatch, nNan, nZero, worstLinear, aHist[PARITY_ULP_BUCKETS];
+} ref_stats;
+
+static int ref_bucket(uint64_t u) { return u == 0 ? 0 : 64 - __builtin_clzll(u); }
+
+static ref_stats reference_f32(const parity_tolerance *pTol, const float *e, const float *c,
+                               size_t n)
+{
+    ref_stats r;
+    double aSqD[8] = { 0 }, aSqR[8] = { 0 };
+    double floorRel = 0x1p-126;
+    size_t i;
+    int l;
+    memset(&r, 0, sizeof r);
+    r.worst = n ? 0.0 : -1.0;
+    for (i = 0; i < n; i++) {
+        uint32_t bE, bC;
+        double ed = e[i], cd = c[i], score = 0.0;
+        memcpy(&bE, &e[i], 4);
+        memcpy(&bC, &c[i], 4);
+        if (bE == bC) {
+            r.aHist[0]++;
+            if (isfinite(ed)) aSqR[i % 8] += ed * ed;
+            continue;
+        }
+        r.nBitDiff++;
+        if (ed != ed || cd != cd) {
+            if (ed != ed && cd != cd) { r.aHist[0]++; score = 0.0; }
+            else { r.nNan++; score = INFINITY; }
+        } else if (!isfinite(ed) || !isfinite(cd)) {
+            r.nNan++;
+            score = INFINITY;
+        } else if (ed == 0.0 && cd == 0.0) {
+            r.nZero++;
+            r.aHist[0]++;
+            score = pTol->signedZeros ? INFINITY : 0.0;
+        } else {
+            double d = fabs(cd - ed), denom = fabs(ed) > floorRel ? fabs(ed) : floorRel;
+            uint64_t u = parity_ulp_distance(parity_sign_magnitude_key(bE, 32),
+                                             parity_sign_magnitude_key(bC, 32));
+            if (d > r.maxAbs) r.maxAbs = d;
+            if (d / denom > r.maxRel) r.maxRel = d / denom;
+            if (u > r.maxUlp) r.maxUlp = u;
+            aSqD[i % 8] += d * d;
+            aSqR[i % 8] += ed * ed;
+            r.aHist[ref_bucket(u)]++;
+            score = parity_tolerance_score(pTol, ed, d, u);
+        }
+        if (score > r.worst) { r.worst = score; r.worstLinear = i; }
+        if (score > 1.0) r.nMismatch++;
+    }
+    for (l = 0; l < 8; l++) { r.sumSqDiff += aSqD[l]; r.sumSqRef += aSqR[l]; }
+    return r;
+}
+
+Test(compare, vectorised_float32_pass_equals_the_element_by_element_rule)
+{
+    static const float kSpecial[] = { 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1p-149f,
+                                      -0x1p-149f, 0x1p-126f, 3.4028235e38f, -3.4028235e38f };
+    static const size_t kN[] = { 1, 7, 8, 255, 256, 257, 4099, 65536 };
+    uint64_t s = 99;
+    size_t k, t, i;
+    for (k = 0; k < sizeof kN / sizeof kN[0]; k++)
+        for (t = 0; t < 3; t++) {
+            const size_t n = kN[k];
+            uint64_t aDim[1] = { n };
+            parity_cmp_spec spec = spec_f32(1, aDim);
+            float *e = malloc(n * sizeof *e), *c = malloc(n * sizeof *c);
+            parity_tensor_stats st;
+            ref_stats r;
+            cr_assert(e && c);
+            if (t == 1) { spec.tol.useUlp = 1; spec.tol.maxUlp = 3; }
+            if (t == 2) { spec.tol.signedZeros = 1; spec.tol.rtol = 0.0; spec.tol.atol = 1e-6; }
+            for (i = 0; i < n; i++) {
+                s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+                e[i] = (float)((double)(s >> 11) * 0x1p-53 * 8.0 - 4.0) * (float)(1 + (s % 5));
+                switch ((s >> 40) % 12) {
+                case 0: c[i] = e[i]; break;                                  /* same bits */
+                case 1: e[i] = kSpecial[(s >> 20) % 10]; c[i] = kSpecial[(s >> 24) % 10]; break;
+                case 2: c[i] = e[i] * (1.0f + 1e-3f); break;                 /* fails */
+                case 3: e[i] = 0x1p-140f; c[i] = 0x1p-139f; break;           /* subnormals */
+                default: {
+                    uint32_t b;
+                    memcpy(&b, &e[i], 4);
+                    b += (uint32_t)((s >> 30) % 9) - 4;                      /* a few ulps */
+                    memcpy(&c[i], &b, 4);
+                }
+                }
+            }
+            parity_cmp_stats_init(&st);
+            parity_cmp_block(&spec, e, c, 0, n, &st);
+            r = reference_f32(&spec.tol, e, c, n);
+            /* the run-time choice (AVX2 here) and the portable pass, group by group */
+            {
+                parity_f32_sums sA, sB;
+                unsigned char aBA[PARITY_F32_GROUP], aBB[PARITY_F32_GROUP];
+                unsigned char aLA[PARITY_F32_GROUP], aLB[PARITY_F32_GROUP];
+                size_t g;
+                memset(&sA, 0, sizeof sA);
+                memset(&sB, 0, sizeof sB);
+                for (g = 0; g < n; g += PARITY_F32_GROUP) {
+                    size_t m = n - g < PARITY_F32_GROUP ? n - g : PARITY_F32_GROUP;
+                    double worst = (double)(g % 3) * 0.5;
+                    int anyA = parity_f32_lanes((const unsigned char *)(e + g),
+                                                (const unsigned char *)(c + g), m, &spec.tol,
+                                                0x1p-126, worst, &sA, aBA, aLA);
+                    int anyB = parity_f32_lanes_portable((const unsigned char *)(e + g),
+                                                         (const unsigned char *)(c + g), m,
+                                                         &spec.tol, 0x1p-126, worst, &sB, aBB,
+                                                         aLB);
+                    cr_assert_eq(anyA, anyB);
+                    cr_assert_eq(memcmp(aBA, aBB, m), 0, "buckets, n %zu group %zu", n, g);
+                    cr_assert_eq(memcmp(aLA, aLB, m), 0, "looks, n %zu group %zu", n, g);
+                }
+                cr_assert_eq(memcmp(&sA, &sB, sizeof sA), 0, "lanes, n %zu", n);
+            }
+            cr_assert_eq(st.nElem, n);
+            cr_assert_eq(st.nBitDiff, r.nBitDiff, "n %zu tol %zu", n, t);
+            cr_assert_eq(st.nMismatch, r.nMismatch, "n %zu tol %zu", n, t);
+            cr_assert_eq(st.nNanMismatch, r.nNan);
+            cr_assert_eq(st.nSignedZeroMismatch, r.nZero);
+            cr_assert_eq(st.maxUlp, r.maxUlp);
+            cr_assert_eq(st.worstLinear, r.worstLinear, "n %zu tol %zu", n, t);
+            cr_assert(st.worstScore == r.worst || (isinf(st.worstScore) && isinf(r.worst)));
+            /* bit for bit: the same operations in the same order */
+            cr_assert_eq(memcmp(&st.maxAbsErr, &r.maxAbs, 8), 0);
+            cr_assert_eq(memcmp(&st.maxRelErr, &r.maxRel, 8), 0, "%.17g vs %.17g", st.maxRelErr, r.maxRel);
+            cr_assert_eq(memcmp(&st.sumSqDiff, &r.sumSqDiff, 8), 0, "%.17g vs %.17g", st.sumSqDiff, r.sumSqDiff);
+            cr_assert_eq(memcmp(&st.sumSqRef, &r.sumSqRef, 8), 0, "%.17g vs %.17g", st.sumSqRef, r.sumSqRef);
+            cr_assert_eq(memcmp(st.aUlpHist, r.aHist, sizeof r.aHist), 0);
+            free(e);
+            free(c);
+        }
+}
 
 static void setup_dir(void)
 {
