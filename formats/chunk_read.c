@@ -1,7 +1,8 @@
 /*
  * chunk_read.c - chunked datasets read chunk by chunk: the stored bytes of each chunk
- * (H5Dread_chunk), checked, inflated and unshuffled on several threads (libdeflate), and the
- * slab's part copied out (chunk_read_internal.h says why and when).
+ * (H5Dread_chunk, its size from H5Dget_chunk_storage_size: both B-tree lookups), checked,
+ * inflated and unshuffled on several threads (libdeflate), and the slab's rows copied out
+ * of them on the same threads (chunk_read_internal.h says why and when).
  *
  * What a stored chunk must be, checked before a byte is decoded (the file is untrusted):
  *   - its stored size at most the chunk's size plus deflate's worst-case growth (HDF5 stores
@@ -9,7 +10,9 @@
  *   - deflate's output exactly the chunk's size: libdeflate refuses to write past the
  *     buffer (a chunk that would inflate past its declared size is an error, never a larger
  *     allocation) and reports a short one; its zlib stream's Adler-32 must match;
- *   - a chunk no filter touched exactly the chunk's size.
+ *   - a chunk its filter mask left unfiltered exactly the chunk's size (a dataset without a
+ *     pipeline records no sizes: its chunks are read at their nominal size, as libhdf5
+ *     reads them).
  * Chunks never written (unallocated) read as the dataset's fill value, as libhdf5 reads
  * them. Edge chunks are stored whole; only their part inside the extent is copied.
  *
@@ -51,6 +54,14 @@ struct parity_chunk_reader {
     chunk_entry *aCache;
     size_t nCache, nCacheMax;
     uint64_t tick;
+    /* Buffers of nBufBytes (a decoded chunk, or the largest stored one allowed) kept for
+     * reuse: fresh allocations of chunk size are fresh pages, zeroed by the kernel. */
+    size_t nBufBytes;
+    unsigned char **apFree;
+    size_t nFree, nFreeMax;
+    /* per decoding thread, made when first needed */
+    struct libdeflate_decompressor *apDec[CHUNK_MAX_THREADS];
+    unsigned char *apScratch[CHUNK_MAX_THREADS];
 };
 
 static int g_nThreads;
@@ -64,6 +75,25 @@ static int decode_threads(void)
 {
     long n = g_nThreads > 0 ? g_nThreads : sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : (n > CHUNK_MAX_THREADS ? CHUNK_MAX_THREADS : (int)n);
+}
+
+/* The largest stored chunk accepted: deflate grows incompressible data by at most 5 bytes
+ * per 16 KiB block plus its header and checksum (HDF5 then stores the chunk unfiltered). */
+static size_t max_stored(const parity_chunk_reader *p)
+{
+    return p->nChunkBytes + p->nChunkBytes / 1024 + 1024;
+}
+
+static unsigned char *buf_get(parity_chunk_reader *p)
+{
+    return p->nFree ? p->apFree[--p->nFree] : parity_malloc(p->nBufBytes);
+}
+
+static void buf_put(parity_chunk_reader *p, unsigned char *pBuf)
+{
+    if (!pBuf) return;
+    if (p->nFree < p->nFreeMax) p->apFree[p->nFree++] = pBuf;
+    else free(pBuf);
 }
 
 parity_chunk_reader *parity_chunk_reader_open(hid_t hDset, hid_t hDcpl, hid_t hFileType,
@@ -114,7 +144,10 @@ parity_chunk_reader *parity_chunk_reader_open(hid_t hDset, hid_t hDcpl, hid_t hF
         goto decline;
     p->nCacheMax = CHUNK_CACHE_BYTES / p->nChunkBytes;
     p->aCache = parity_calloc(p->nCacheMax + 1, sizeof *p->aCache);
-    if (!p->aCache) goto decline;
+    p->nBufBytes = max_stored(p);
+    p->nFreeMax = 2 * (CHUNK_BATCH_BYTES / p->nChunkBytes) + 2;
+    p->apFree = parity_calloc(p->nFreeMax, sizeof *p->apFree);
+    if (!p->aCache || !p->apFree) goto decline;
     return p;
 decline:
     parity_chunk_reader_close(p);
@@ -126,6 +159,12 @@ void parity_chunk_reader_close(parity_chunk_reader *p)
     size_t i;
     if (!p) return;
     for (i = 0; i < p->nCache; i++) free(p->aCache[i].p);
+    for (i = 0; i < p->nFree; i++) free(p->apFree[i]);
+    for (i = 0; i < CHUNK_MAX_THREADS; i++) {
+        if (p->apDec[i]) libdeflate_free_decompressor(p->apDec[i]);
+        free(p->apScratch[i]);
+    }
+    free(p->apFree);
     free(p->aCache);
     free(p->pFillChunk);
     free(p);
@@ -151,6 +190,17 @@ typedef struct {
 static void unshuffle(const unsigned char *pIn, unsigned char *pOut, size_t nBytes, size_t es)
 {
     size_t n = nBytes / es, i, b;
+    if (es == 4) {
+        /* the common case, as whole words (the compiler vectorises it) */
+        const unsigned char *p0 = pIn, *p1 = pIn + n, *p2 = pIn + 2 * n, *p3 = pIn + 3 * n;
+        for (i = 0; i < n; i++) {
+            uint32_t w = (uint32_t)p0[i] | (uint32_t)p1[i] << 8 | (uint32_t)p2[i] << 16 |
+                         (uint32_t)p3[i] << 24;
+            memcpy(pOut + 4 * i, &w, 4);
+        }
+        memcpy(pOut + n * es, pIn + n * es, nBytes - n * es);
+        return;
+    }
     for (b = 0; b < es; b++) {
         const unsigned char *pSrc = pIn + b * n;
         for (i = 0; i < n; i++) pOut[i * es + b] = pSrc[i];
@@ -204,54 +254,133 @@ static void decode_chunk(const parity_chunk_reader *p, chunk_job *pJob,
 }
 
 /* The jobs a decoding thread takes: every nStride-th from iFirst. */
+/* A decoding thread's share of a batch: first every nStride-th job from iFirst decoded
+ * (where stored bytes were read), then, once all are, its band of the box's rows copied
+ * from every chunk that covers them (copying row by row keeps the writes sequential: the
+ * chunks h5py picks are narrow, a few dozen bytes of each row). */
 typedef struct {
     const parity_chunk_reader *p;
     chunk_job *aJob;
     size_t nJob, iFirst, nStride;
-    int oom;
+    struct libdeflate_decompressor *pDec;
+    unsigned char *pScratch;
+    const uint64_t *aStart, *aCount;
+    unsigned char *pBuf;
+    uint64_t rowLo, rowHi;     /* rows of the box (indices over all dims but the last) */
 } decode_share;
 
 static void *decode_worker(void *pArg)
 {
     decode_share *pS = pArg;
-    struct libdeflate_decompressor *pDec = libdeflate_alloc_decompressor();
-    unsigned char *pScratch = parity_malloc(pS->p->nChunkBytes);
     size_t i;
-    if (!pDec || !pScratch) {
-        pS->oom = 1;
-    } else {
-        for (i = pS->iFirst; i < pS->nJob; i += pS->nStride)
-            if (pS->aJob[i].pRaw) decode_chunk(pS->p, &pS->aJob[i], pDec, pScratch);
-    }
-    if (pDec) libdeflate_free_decompressor(pDec);
-    free(pScratch);
+    for (i = pS->iFirst; i < pS->nJob; i += pS->nStride)
+        if (pS->aJob[i].pRaw) decode_chunk(pS->p, &pS->aJob[i], pS->pDec, pS->pScratch);
     return NULL;
 }
 
-/* Decodes the batch's stored chunks on up to decode_threads() threads. 0, or -1 when
- * memory runs out. */
-static int decode_batch(const parity_chunk_reader *p, chunk_job *aJob, size_t nJob)
+/* Copies rows [rowLo, rowHi) of the box from the batch's chunks. */
+static void *copy_worker(void *pArg)
 {
-    decode_share aShare[CHUNK_MAX_THREADS];
-    pthread_t aThread[CHUNK_MAX_THREADS];
-    int aStarted[CHUNK_MAX_THREADS] = { 0 };
-    size_t nToDecode = 0, i;
-    int nThread = decode_threads(), t, oom = 0;
+    decode_share *pS = pArg;
+    const parity_chunk_reader *p = pS->p;
+    const int r = p->rank, last = r - 1;
+    const size_t es = p->nElemSize;
+    uint64_t aIdx[PARITY_MAX_RANK], row, rest;
+    uint64_t aChunkStride[PARITY_MAX_RANK], aBoxStride[PARITY_MAX_RANK];
+    size_t j;
+    int d;
 
-    for (i = 0; i < nJob; i++) nToDecode += aJob[i].pRaw != NULL;
-    if (nToDecode == 0) return 0;
-    if ((size_t)nThread > nToDecode) nThread = (int)nToDecode;
-    for (t = 0; t < nThread; t++)
-        aShare[t] = (decode_share){ p, aJob, nJob, (size_t)t, (size_t)nThread, 0 };
+    if (r < 1 || pS->rowLo >= pS->rowHi) return NULL;
+    aChunkStride[last] = aBoxStride[last] = es;
+    for (d = last - 1; d >= 0; d--) {
+        aChunkStride[d] = aChunkStride[d + 1] * p->aChunk[d + 1];
+        aBoxStride[d] = aBoxStride[d + 1] * pS->aCount[d + 1];
+    }
+    /* the first row's index tuple */
+    rest = pS->rowLo;
+    for (d = last - 1; d >= 0; d--) {
+        aIdx[d] = pS->aStart[d] + rest % pS->aCount[d];
+        rest /= pS->aCount[d];
+    }
+    for (row = pS->rowLo; row < pS->rowHi; row++) {
+        uint64_t dstRow = 0;
+        for (d = 0; d < last; d++) dstRow += (aIdx[d] - pS->aStart[d]) * aBoxStride[d];
+        for (j = 0; j < pS->nJob; j++) {
+            const chunk_job *pJ = &pS->aJob[j];
+            uint64_t src = 0, lo, hi, o;
+            if (pJ->zFail) continue;
+            for (d = 0; d < last; d++) {
+                o = pJ->aCoord[d] * p->aChunk[d];
+                if (aIdx[d] < o || aIdx[d] >= o + p->aChunk[d]) break;
+                src += (aIdx[d] - o) * aChunkStride[d];
+            }
+            if (d < last) continue;   /* this chunk does not cover the row */
+            o = pJ->aCoord[last] * p->aChunk[last];
+            lo = o > pS->aStart[last] ? o : pS->aStart[last];
+            hi = o + p->aChunk[last];
+            if (hi > pS->aStart[last] + pS->aCount[last]) hi = pS->aStart[last] + pS->aCount[last];
+            if (lo >= hi) continue;
+            {
+                const unsigned char *pSrc = pJ->pOut + src + (lo - o) * es;
+                unsigned char *pDst = pS->pBuf + dstRow + (lo - pS->aStart[last]) * es;
+                size_t n = (size_t)((hi - lo) * es);
+                /* the usual run lengths by fixed-size moves, not a memcpy call each */
+                switch (n) {
+                case 16: memcpy(pDst, pSrc, 16); break;
+                case 32: memcpy(pDst, pSrc, 32); break;
+                case 64: memcpy(pDst, pSrc, 64); break;
+                case 128: memcpy(pDst, pSrc, 128); break;
+                default: memcpy(pDst, pSrc, n); break;
+                }
+            }
+        }
+        for (d = last - 1; d >= 0; d--) {
+            if (++aIdx[d] < pS->aStart[d] + pS->aCount[d]) break;
+            aIdx[d] = pS->aStart[d];
+        }
+    }
+    return NULL;
+}
+
+/* Runs xWork over the shares on up to nThread threads (share 0 on this one). */
+static void run_shares(void *(*xWork)(void *), decode_share *aShare, int nThread)
+{
+    pthread_t aThread[CHUNK_MAX_THREADS];
+    int aStarted[CHUNK_MAX_THREADS] = { 0 }, t;
     for (t = 1; t < nThread; t++)
-        aStarted[t] = pthread_create(&aThread[t], NULL, decode_worker, &aShare[t]) == 0;
-    decode_worker(&aShare[0]);
+        aStarted[t] = pthread_create(&aThread[t], NULL, xWork, &aShare[t]) == 0;
+    xWork(&aShare[0]);
     for (t = 1; t < nThread; t++) {
         if (aStarted[t]) pthread_join(aThread[t], NULL);
-        else decode_worker(&aShare[t]);
+        else xWork(&aShare[t]);
     }
-    for (t = 0; t < nThread; t++) oom |= aShare[t].oom;
-    return oom ? -1 : 0;
+}
+
+/* Decodes the batch's stored chunks, then copies the box's rows from them, each on up to
+ * decode_threads() threads (each with its decompressor and scratch, kept by the reader).
+ * 0, or -1 when memory runs out. */
+static int decode_batch(parity_chunk_reader *p, chunk_job *aJob, size_t nJob,
+                        const uint64_t *aStart, const uint64_t *aCount, unsigned char *pBuf)
+{
+    decode_share aShare[CHUNK_MAX_THREADS];
+    int nThread = decode_threads(), nCopy, t, d;
+    uint64_t nRow = 1;
+
+    if (nJob == 0) return 0;
+    for (d = 0; d + 1 < p->rank; d++) nRow *= aCount[d];
+    nCopy = (uint64_t)nThread > nRow ? (int)nRow : nThread;
+    for (t = 0; t < nThread; t++) {
+        if (!p->apDec[t]) p->apDec[t] = libdeflate_alloc_decompressor();
+        if (!p->apScratch[t]) p->apScratch[t] = parity_malloc(p->nChunkBytes);
+        if (!p->apDec[t] || !p->apScratch[t]) return -1;
+        aShare[t] = (decode_share){ p, aJob, nJob, (size_t)t, (size_t)nThread, p->apDec[t],
+                                    p->apScratch[t], aStart, aCount, pBuf,
+                                    t < nCopy ? nRow * (uint64_t)t / (uint64_t)nCopy : 0,
+                                    t < nCopy ? nRow * (uint64_t)(t + 1) / (uint64_t)nCopy : 0 };
+    }
+    run_shares(decode_worker, aShare, (size_t)nThread > nJob ? (int)nJob : nThread);
+    run_shares(copy_worker, aShare, nCopy);
+    return 0;
 }
 
 /* ---- the cache ------------------------------------------------------------------------ */
@@ -276,80 +405,12 @@ static int cache_put(parity_chunk_reader *p, uint64_t key, unsigned char *pBuf)
     }
     for (i = 1; i < p->nCache; i++)
         if (p->aCache[i].lastUse < p->aCache[iOld].lastUse) iOld = i;
-    free(p->aCache[iOld].p);
+    buf_put(p, p->aCache[iOld].p);
     p->aCache[iOld] = (chunk_entry){ key, pBuf, ++p->tick };
     return 1;
 }
 
 /* ---- reading a box ---------------------------------------------------------------------- */
-
-/* Copies the part of decoded chunk pJob inside the box into pBuf (row-major over the box). */
-static void copy_part(const parity_chunk_reader *p, const chunk_job *pJob,
-                      const uint64_t *aStart, const uint64_t *aCount, unsigned char *pBuf)
-{
-    uint64_t aLo[PARITY_MAX_RANK], aHi[PARITY_MAX_RANK], aIdx[PARITY_MAX_RANK];
-    uint64_t aChunkStride[PARITY_MAX_RANK], aBoxStride[PARITY_MAX_RANK];
-    const int r = p->rank, last = r - 1;
-    size_t nRun;
-    int d;
-
-    if (r < 1) return;   /* rank 0 has no chunks (parity_chunk_reader_open) */
-    for (d = 0; d < r; d++) {
-        uint64_t o = pJob->aCoord[d] * p->aChunk[d], e = o + p->aChunk[d];
-        aLo[d] = o > aStart[d] ? o : aStart[d];
-        aHi[d] = e < aStart[d] + aCount[d] ? e : aStart[d] + aCount[d];
-        if (aLo[d] >= aHi[d]) return;
-        aIdx[d] = aLo[d];
-    }
-    aChunkStride[last] = aBoxStride[last] = p->nElemSize;
-    for (d = last - 1; d >= 0; d--) {
-        aChunkStride[d] = aChunkStride[d + 1] * p->aChunk[d + 1];
-        aBoxStride[d] = aBoxStride[d + 1] * aCount[d + 1];
-    }
-    nRun = (size_t)((aHi[last] - aLo[last]) * p->nElemSize);
-    if (r == 1) {
-        memcpy(pBuf + (aLo[0] - aStart[0]) * p->nElemSize,
-               pJob->pOut + (aLo[0] - pJob->aCoord[0] * p->aChunk[0]) * p->nElemSize, nRun);
-        return;
-    }
-    /* runs along the last dim, a row of the second-last at a time (h5py's narrow chunks
-     * make them short: a few dozen bytes, copied inline rather than through memcpy) */
-    for (;;) {
-        uint64_t src = 0, dst = 0, nRows = aHi[last - 1] - aIdx[last - 1], j;
-        const unsigned char *pSrc;
-        unsigned char *pDst;
-        for (d = 0; d < r; d++) {
-            src += (aIdx[d] - pJob->aCoord[d] * p->aChunk[d]) * aChunkStride[d];
-            dst += (aIdx[d] - aStart[d]) * aBoxStride[d];
-        }
-        pSrc = pJob->pOut + src;
-        pDst = pBuf + dst;
-        if (nRun % 8 == 0 && nRun <= 256) {
-            for (j = 0; j < nRows; j++) {
-                size_t b;
-                for (b = 0; b < nRun; b += 8) {
-                    uint64_t w;
-                    memcpy(&w, pSrc + b, 8);
-                    memcpy(pDst + b, &w, 8);
-                }
-                pSrc += aChunkStride[last - 1];
-                pDst += aBoxStride[last - 1];
-            }
-        } else {
-            for (j = 0; j < nRows; j++) {
-                memcpy(pDst, pSrc, nRun);
-                pSrc += aChunkStride[last - 1];
-                pDst += aBoxStride[last - 1];
-            }
-        }
-        aIdx[last - 1] = aLo[last - 1];
-        for (d = last - 2; d >= 0; d--) {
-            if (++aIdx[d] < aHi[d]) break;
-            aIdx[d] = aLo[d];
-        }
-        if (d < 0) return;
-    }
-}
 
 /* The fill chunk, made once. */
 static const unsigned char *fill_chunk(parity_chunk_reader *p)
@@ -368,10 +429,8 @@ static const unsigned char *fill_chunk(parity_chunk_reader *p)
 static int fetch_chunk(parity_chunk_reader *p, chunk_job *pJob, char *zErr, size_t nErr)
 {
     hsize_t aOffset[H5S_MAX_RANK];
-    haddr_t addr = HADDR_UNDEF;
     hsize_t nStored = 0;
-    unsigned mask = 0;
-    uint32_t mask32 = 0;
+    uint32_t mask = 0;
     chunk_entry *pE = cache_find(p, pJob->key);
     int d;
 
@@ -382,11 +441,9 @@ static int fetch_chunk(parity_chunk_reader *p, chunk_job *pJob, char *zErr, size
         return 0;
     }
     for (d = 0; d < p->rank; d++) aOffset[d] = pJob->aCoord[d] * p->aChunk[d];
-    if (H5Dget_chunk_info_by_coord(p->hDset, aOffset, &mask, &addr, &nStored) < 0) {
-        snprintf(zErr, nErr, "cannot locate a stored chunk");
-        return -1;
-    }
-    if (addr == HADDR_UNDEF || nStored == 0) {
+    /* a B-tree lookup (H5Dget_chunk_info_by_coord would walk every chunk before it: O(n^2)
+     * over a tensor in HDF5 1.10) */
+    if (H5Dget_chunk_storage_size(p->hDset, aOffset, &nStored) < 0 || nStored == 0) {
         const unsigned char *pFill = fill_chunk(p);
         if (!pFill) {
             snprintf(zErr, nErr, "out of memory for a chunk");
@@ -396,42 +453,30 @@ static int fetch_chunk(parity_chunk_reader *p, chunk_job *pJob, char *zErr, size
         pJob->cached = 1;   /* not this batch's to free */
         return 0;
     }
-    /* deflate grows incompressible data by at most 5 bytes per 16 KiB block plus its
-     * header and checksum; HDF5 then stores the chunk unfiltered */
-    if (nStored > p->nChunkBytes + p->nChunkBytes / 1024 + 1024) {
+    if (nStored > max_stored(p)) {
         snprintf(zErr, nErr, "a stored chunk of %llu bytes is larger than a %llu-byte chunk "
                  "can be", (unsigned long long)nStored, (unsigned long long)p->nChunkBytes);
         return -1;
     }
-    pJob->pOut = parity_malloc(p->nChunkBytes);
-    if (!pJob->pOut) {
+    pJob->pOut = buf_get(p);
+    pJob->pRaw = p->nFilter ? buf_get(p) : NULL;
+    if (!pJob->pOut || (p->nFilter && !pJob->pRaw)) {
         snprintf(zErr, nErr, "out of memory for a chunk");
         return -1;
     }
     pJob->owned = 1;
-    if (p->nFilter == 0) {
-        /* no pipeline: the stored bytes are the chunk, read in place */
-        if (nStored != p->nChunkBytes) {
-            snprintf(zErr, nErr, "read failed (a stored chunk is not its declared size)");
-            return -1;
-        }
-        if (H5Dread_chunk(p->hDset, H5P_DEFAULT, aOffset, &mask32, pJob->pOut) < 0) {
-            snprintf(zErr, nErr, "read failed (a stored chunk cannot be read)");
-            return -1;
-        }
-        return 0;
-    }
-    pJob->pRaw = parity_malloc((size_t)nStored);
-    if (!pJob->pRaw) {
-        snprintf(zErr, nErr, "out of memory for a chunk");
+    if (!p->nFilter && nStored != p->nChunkBytes) {
+        snprintf(zErr, nErr, "read failed (a stored chunk is not its declared size)");
         return -1;
     }
-    pJob->nRaw = (size_t)nStored;
-    if (H5Dread_chunk(p->hDset, H5P_DEFAULT, aOffset, &mask32, pJob->pRaw) < 0) {
+    /* no pipeline: the stored bytes are the chunk, read in place */
+    if (H5Dread_chunk(p->hDset, H5P_DEFAULT, aOffset, &mask,
+                      p->nFilter ? pJob->pRaw : pJob->pOut) < 0) {
         snprintf(zErr, nErr, "read failed (a stored chunk cannot be read)");
         return -1;
     }
-    pJob->mask = mask32;
+    pJob->nRaw = (size_t)nStored;
+    pJob->mask = mask;
     return 0;
 }
 
@@ -440,10 +485,10 @@ static void batch_done(parity_chunk_reader *p, chunk_job *aJob, size_t nJob, int
 {
     size_t i;
     for (i = 0; i < nJob; i++) {
-        free(aJob[i].pRaw);
+        buf_put(p, aJob[i].pRaw);
         aJob[i].pRaw = NULL;
         if (aJob[i].owned && !(keep && cache_put(p, aJob[i].key, aJob[i].pOut)))
-            free(aJob[i].pOut);
+            buf_put(p, aJob[i].pOut);
         aJob[i].owned = 0;
     }
 }
@@ -486,7 +531,7 @@ int parity_chunk_read(parity_chunk_reader *p, const uint64_t *aStart, const uint
         }
         more = d >= 0;
         if (rc == 0 && (nJob == nBatchMax || !more)) {
-            if (decode_batch(p, aJob, nJob) != 0) {
+            if (decode_batch(p, aJob, nJob, aStart, aCount, pBuf) != 0) {
                 snprintf(zErr, nErr, "out of memory while inflating chunks");
                 rc = -1;
             }
@@ -494,8 +539,6 @@ int parity_chunk_read(parity_chunk_reader *p, const uint64_t *aStart, const uint
                 if (aJob[i].zFail) {
                     snprintf(zErr, nErr, "read failed (a stored chunk %s)", aJob[i].zFail);
                     rc = -1;
-                } else {
-                    copy_part(p, &aJob[i], aStart, aCount, pBuf);
                 }
             }
             batch_done(p, aJob, nJob, rc == 0);

@@ -10,9 +10,9 @@
  * 2. A chunk whose filter mask skips deflate (HDF5 stores incompressible chunks that way)
  *    reads as stored.
  * 3. Hostile chunks, written raw (H5Dwrite_chunk): a deflate stream that inflates past the
- *    chunk's size, one that inflates short of it, bytes that are no deflate stream, an
- *    unfiltered chunk of the wrong size: each read fails with one clear line, and nothing
- *    grows past the chunk's size.
+ *    chunk's size, one that inflates short of it, bytes that are no deflate stream, a chunk
+ *    stored unfiltered by its mask at the wrong size, a stored chunk larger than a chunk can
+ *    be: each read fails with one clear line, and nothing grows past the chunk's size.
  * 4. Pipelines the reader does not decode (fletcher32) still read through libhdf5, which
  *    checks the checksum: a corrupted chunk is a read error there too.
  */
@@ -293,9 +293,11 @@ Test(chunk_read, hostile_chunks_are_read_errors)
     for (i = 0; i < sizeof aGarbage; i++) aGarbage[i] = (unsigned char)(i * 37 + 11);
     write_raw_chunk(zFile, 1, 1, 0, aGarbage, sizeof aGarbage, 0);
     expect_read_error(zFile, "garbage", "is not a valid deflate stream");
-    /* an unfiltered chunk of the wrong size */
+    /* a chunk stored unfiltered (its mask skips deflate) but of the wrong size (a dataset
+     * with no pipeline records no chunk sizes at all: there libhdf5 and the reader both
+     * read the chunk's nominal size) */
     memset(aChunk, 0, sizeof aChunk);
-    write_raw_chunk(zFile, 0, 0, 0, aChunk, sizeof aChunk / 2, 0);
+    write_raw_chunk(zFile, 0, 1, 0, aChunk, sizeof aChunk / 2, 1u);
     expect_read_error(zFile, "short raw chunk", "is not its declared size");
     /* a stored chunk far larger than a chunk can be */
     {
@@ -326,4 +328,39 @@ Test(chunk_read, fletcher32_goes_through_libhdf5_and_its_checksum_holds)
     memset(aBad, 0x3c, sizeof aBad);
     write_raw_chunk(zFile, 0, 0, 1, aBad, sizeof aBad, 0);
     expect_read_error(zFile, "bad checksum", "read failed");
+}
+
+/* Chunk addresses are relative to the user block: a file with one (h5py's userblock_size)
+ * reads the same through the reader's own descriptor as through libhdf5. */
+Test(chunk_read, a_user_block_shifts_the_chunks)
+{
+    static const layout kLayout[] = {
+        { "/plain", 2, { 100, 70 }, { 32, 32 }, 0, 0, 0, 0 },
+        { "/both", 2, { 100, 70 }, { 32, 32 }, 0, 1, 1, 0 },
+    };
+    const char *zFile = tmp_path("userblock.h5");
+    hid_t hFcpl = H5Pcreate(H5P_FILE_CREATE), hFile;
+    size_t k;
+    cr_assert(H5Pset_userblock(hFcpl, 4096) >= 0);
+    hFile = H5Fcreate(zFile, H5F_ACC_TRUNC, hFcpl, H5P_DEFAULT);
+    cr_assert(hFile >= 0);
+    for (k = 0; k < 2; k++) {
+        layout L = kLayout[k];
+        L.hType = H5T_IEEE_F32LE;
+        write_layout(hFile, &L, 3 + k);
+    }
+    H5Fclose(hFile);
+    H5Pclose(hFcpl);
+    for (k = 0; k < 2; k++) {
+        char zErr[256];
+        size_t nA, nB;
+        unsigned char *pA = read_all(zFile, kLayout[k].zName, 2000, 0, &nA, zErr, sizeof zErr);
+        unsigned char *pB;
+        cr_assert(pA && g_decoded, "%s: %s", kLayout[k].zName, zErr);
+        pB = read_all(zFile, kLayout[k].zName, 2000, 1, &nB, zErr, sizeof zErr);
+        cr_assert(pB);
+        cr_assert_eq(memcmp(pA, pB, nA), 0, "%s: differs under a user block", kLayout[k].zName);
+        free(pA);
+        free(pB);
+    }
 }
