@@ -634,3 +634,103 @@ Test(fast_path, layer_norm_verdicts_are_the_same_with_and_without_it)
     free(aE);
     free(aC);
 }
+
+/* ---- binary, data-movement ops and relu ------------------------------------------------- */
+
+/* Runs the margin check and the equivalence checks on a prepared call. */
+static void margin_and_equivalence(parity_op_call *pCall, const char *zWhat, uint64_t seed)
+{
+    double share, *aE = malloc(pCall->nOut * sizeof *aE), *aC = malloc(pCall->nOut * sizeof *aC);
+    parity_judge_plan plan;
+    cr_assert(aE && aC);
+    check_margin(pCall, zWhat, &share);
+    cr_assert(share > 0.6, "%s: only %.1f%% took the fast path", zWhat, 100.0 * share);
+    cr_log_info("%s: margin 2^%.1f, fast share %.1f%%", zWhat, log2(g_minMargin), 100.0 * share);
+    sides_for_call(pCall, seed, aE, aC);
+    parity_judge_plan_default(&plan);
+    judge_both_ways(pCall, aE, aC, NULL, &plan, zWhat);
+    plan.identicalIsEager = 1;
+    judge_both_ways(pCall, NULL, aC, aE, &plan, zWhat);
+    plan.identicalIsEager = 0;
+    plan.nThreads = 3;
+    plan.boundScale = 1.25;
+    plan.extraUlps = 1.0;
+    judge_both_ways(pCall, aE, aC, NULL, &plan, zWhat);
+    free(aE);
+    free(aC);
+}
+
+Test(fast_path, binary_ops_keep_their_margin_and_their_verdicts)
+{
+    static const char *const azOp[] = { "add", "sub", "mul", "div" };
+    const uint64_t nRow = 100, nCol = 97;
+    double *aX = malloc(nRow * nCol * sizeof *aX), aY[97];
+    uint64_t s = 17, i, aDimX[2] = { nRow, nCol }, aDimY[1] = { nCol };
+    size_t k, o;
+    cr_assert(aX);
+    for (i = 0; i < nRow * nCol; i++) aX[i] = draw(&s, -100, 100, 1);
+    for (i = 0; i < nCol; i++) aY[i] = draw(&s, -3, 3, 1);
+    aX[5] = INFINITY;
+    aX[6] = NAN;
+    aX[7] = -aY[7];   /* cancels to 0 in add */
+    aY[3] = 0.0;
+    for (k = 0; k < 4; k++)
+        for (o = 0; o < 3; o++) {
+            static const parity_dtype kOut[] = { PARITY_DT_F32, PARITY_DT_BF16, PARITY_DT_F32 };
+            parity_operand aIn[2] = { op_operand("x", PARITY_DT_F32, 2, aDimX, aX),
+                                      op_operand("y", PARITY_DT_F32, 1, aDimY, aY) };
+            parity_attr aA[1] = { attr_float(0, "alpha", 0.5) };
+            parity_op_call call;
+            char zErr[256], zWhat[64];
+            /* o == 2: add and sub with alpha 0.5 (two roundings), the others bfloat16 in */
+            if (o == 2 && k >= 2) continue;
+            snprintf(zWhat, sizeof zWhat, "%s -> %s%s", azOp[k], parity_dtype_name(kOut[o]),
+                     o == 2 ? ", alpha 0.5" : "");
+            cr_assert_eq(parity_op_begin(&call, parity_op_find(azOp[k]), aIn, 2, kOut[o], 2, aDimX,
+                                         PARITY_DT_INVALID, aA, o == 2 ? 1 : 0, zErr, sizeof zErr),
+                         0, "%s", zErr);
+            margin_and_equivalence(&call, zWhat, 90 + k * 3 + o);
+            parity_op_end(&call);
+        }
+    free(aX);
+}
+
+Test(fast_path, data_movement_and_relu_are_exact_on_the_fast_path)
+{
+    const uint64_t nA = 20, nB = 30, nC = 7, n = nA * nB * nC;
+    double *aX = malloc(n * sizeof *aX);
+    uint64_t s = 5, i, aDim[3] = { nA, nB, nC };
+    cr_assert(aX);
+    for (i = 0; i < n; i++) aX[i] = draw(&s, -10, 10, 1);
+    aX[3] = NAN;
+    aX[4] = -INFINITY;
+    aX[5] = -0.0;
+    {
+        parity_operand in = op_operand("x", PARITY_DT_F32, 3, aDim, aX);
+        parity_op_call call;
+        char zErr[256];
+        uint64_t aT[3] = { nA, nC, nB }, aR[2] = { nA * nB, nC }, aS[2] = { nA, nC };
+        int64_t aShape[2] = { (int64_t)(nA * nB), (int64_t)nC };
+        parity_attr aTr[2] = { attr_int(0, "dim0", 1), attr_int(1, "dim1", 2) };
+        parity_attr aRe[1] = { attr_ints(2, "shape", aShape, 2) };
+        parity_attr aSe[2] = { attr_int(3, "dim", 1), attr_int(4, "index", 4) };
+
+        cr_assert_eq(parity_op_begin(&call, parity_op_find("transpose"), &in, 1, PARITY_DT_F32,
+                                     3, aT, PARITY_DT_INVALID, aTr, 2, zErr, sizeof zErr), 0, "%s", zErr);
+        margin_and_equivalence(&call, "transpose", 1);
+        parity_op_end(&call);
+        cr_assert_eq(parity_op_begin(&call, parity_op_find("reshape"), &in, 1, PARITY_DT_F32,
+                                     2, aR, PARITY_DT_INVALID, aRe, 1, zErr, sizeof zErr), 0, "%s", zErr);
+        margin_and_equivalence(&call, "reshape", 2);
+        parity_op_end(&call);
+        cr_assert_eq(parity_op_begin(&call, parity_op_find("select"), &in, 1, PARITY_DT_F32,
+                                     2, aS, PARITY_DT_INVALID, aSe, 2, zErr, sizeof zErr), 0, "%s", zErr);
+        margin_and_equivalence(&call, "select", 3);
+        parity_op_end(&call);
+        cr_assert_eq(parity_op_begin(&call, parity_op_find("relu"), &in, 1, PARITY_DT_BF16,
+                                     3, aDim, PARITY_DT_INVALID, NULL, 0, zErr, sizeof zErr), 0, "%s", zErr);
+        margin_and_equivalence(&call, "relu -> bfloat16", 4);
+        parity_op_end(&call);
+    }
+    free(aX);
+}

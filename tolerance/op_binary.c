@@ -135,23 +135,57 @@ static double half_ulp(parity_dtype dt, double x)
     return 0.5 * parity_ulp_at(dt, x);
 }
 
-static int binary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+/* The operands of output element `linear` (broadcast). */
+static void binary_operands(const parity_op_call *pCall, uint64_t linear, double *pX, double *pY)
 {
-    const binary_params *pP = pCall->pParams;
     const parity_elementwise_geometry *pG = &pCall->geom.elementwise;
-    parity_dtype acc = pCall->accDtype, out = pCall->outDtype;
     uint64_t offX = 0, offY = 0, rest = linear;
-    double x, y, r, a = pG->alpha, eIn = 0.0, eAcc;
     int d;
-
     for (d = pCall->outRank - 1; d >= 0; d--) {
         uint64_t idx = rest % pCall->aOutDim[d];
         rest /= pCall->aOutDim[d];
         offX += idx * pG->aStrideX[d];
         offY += idx * pG->aStrideY[d];
     }
-    x = pCall->aIn[0].aValue[offX];
-    y = pCall->aIn[1].aValue[offY];
+    *pX = pCall->aIn[0].aValue[offX];
+    *pY = pCall->aIn[1].aValue[offY];
+}
+
+/* The bound of an element with finite operands x, y (a: add's signed alpha) whose exact
+ * result has magnitude r: the operands' rounding into acc where they are wider, alpha's
+ * product, one rounding in acc and the output's. Monotone in r. */
+static double binary_bound(const parity_op_call *pCall, const binary_params *pP, double x,
+                           double y, double a, double r)
+{
+    parity_dtype acc = pCall->accDtype, out = pCall->outDtype;
+    double eIn = 0.0, eAcc;
+    switch (pP->pSpec->kind) {
+    case BIN_ADD:
+    case BIN_SUB:
+        if (pP->narrowX) eIn += half_ulp(acc, fabs(x));
+        if (pP->narrowY) eIn += fabs(a) * half_ulp(acc, fabs(y));
+        if (fabs(a) != 1.0) {
+            double eA = half_ulp(acc, fabs(a)) * fabs(y);
+            eIn += eA + half_ulp(acc, fabs(a * y) + eA + eIn);
+        }
+        break;
+    default:
+        if (pP->narrowX || pP->narrowY)
+            eIn = parity_gamma(2.0, parity_unit_roundoff(acc)) * r;
+        break;
+    }
+    eAcc = eIn + half_ulp(acc, r + eIn);
+    return eAcc + half_ulp(out, r + eAcc);
+}
+
+static int binary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    const binary_params *pP = pCall->pParams;
+    const parity_elementwise_geometry *pG = &pCall->geom.elementwise;
+    parity_dtype out = pCall->outDtype;
+    double x, y, r, a = pG->alpha;
+
+    binary_operands(pCall, linear, &x, &y);
 
     switch (pP->pSpec->kind) {
     case BIN_ADD:
@@ -195,24 +229,53 @@ static int binary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
         *pBound = 0.0;
         return 0;
     }
-    switch (pP->pSpec->kind) {
+    *pBound = binary_bound(pCall, pP, x, y, a, r);   /* a: negated above for sub */
+    return 0;
+}
+
+/* Fast path (ops.h): the operation in binary64, correctly rounded (IEEE 754): within 2^-53
+ * of exact relative, 2^-52 of |a y| + |r| for add's alpha (two roundings). Stated: 2^-40 of
+ * |x| + |a y| + |r| (add, sub) or of |r| (mul, div), a margin of 2^12 (tests/test_fast_path.c
+ * measures it). Results that are 0 or below 2^-960 (no relative accuracy), non-finite
+ * operands and max/min (exact, cheap in MPFR already) go to MPFR. The bound is monotone in
+ * r, so its spread over the interval is the larger distance to its ends. */
+static int binary_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
+                       double *pBound, double *pSpread)
+{
+    const binary_params *pP = pCall->pParams;
+    double x, y, r, a = pCall->geom.elementwise.alpha, err, b, bLo, bHi;
+    int kind = pP->pSpec->kind;
+
+    if (kind == BIN_MAX || kind == BIN_MIN || pCall->accDtype == PARITY_DT_F64 ||
+        pCall->outDtype == PARITY_DT_F64)
+        return 0;
+    binary_operands(pCall, linear, &x, &y);
+    if (!isfinite(x) || !isfinite(y)) return 0;
+    if (kind == BIN_SUB) a = -a;
+    switch (kind) {
     case BIN_ADD:
     case BIN_SUB:
-        if (pP->narrowX) eIn += half_ulp(acc, fabs(x));
-        if (pP->narrowY) eIn += fabs(a) * half_ulp(acc, fabs(y));
-        if (fabs(a) != 1.0) {
-            double eA = half_ulp(acc, fabs(a)) * fabs(y);
-            eIn += eA + half_ulp(acc, fabs(a * y) + eA + eIn);
-        }
+        r = a == 1.0 ? x + y : (a == -1.0 ? x - y : x + a * y);
+        err = 0x1p-40 * (fabs(x) + fabs(a * y) + fabs(r));
+        break;
+    case BIN_MUL:
+        r = x * y;
+        err = 0x1p-40 * fabs(r);
         break;
     default:
-        if (pP->narrowX || pP->narrowY)
-            eIn = parity_gamma(2.0, parity_unit_roundoff(acc)) * r;
+        r = x / y;
+        err = 0x1p-40 * fabs(r);
         break;
     }
-    eAcc = eIn + half_ulp(acc, r + eIn);
-    *pBound = eAcc + half_ulp(out, r + eAcc);
-    return 0;
+    if (!isfinite(r) || !(fabs(r) >= 0x1p-960)) return 0;
+    b = binary_bound(pCall, pP, x, y, a, fabs(r));
+    bLo = binary_bound(pCall, pP, x, y, a, fabs(r) > err ? fabs(r) - err : 0.0);
+    bHi = binary_bound(pCall, pP, x, y, a, fabs(r) + err);
+    *pRef = r;
+    *pErr = err;
+    *pBound = b;
+    *pSpread = (bHi - b > b - bLo ? bHi - b : b - bLo) * (1.0 + 0x1p-50) + 0x1p-50 * b;
+    return 1;
 }
 
 #define BINARY_MODEL "one IEEE rounding in acc_dtype then the output's: 0.5 ulp_acc + 0.5 ulp_out"
@@ -226,7 +289,8 @@ static const parity_op_case_attr aAlphaCase[] = {
     const parity_op_def sym = { .zName = name, .zModel = model, .nInMin = 2, .nInMax = 2, \
                                 .family = PARITY_FAMILY_BINARY, .aCaseAttr = attr, \
                                 .nCaseAttr = nAttr, .xPrepare = binary_prepare, \
-                                .xElement = binary_element, .xFreeParams = binary_free };
+                                .xElement = binary_element, .xFreeParams = binary_free, \
+                                .xFast = binary_fast };
 
 BINARY_OP(parity_op_add, "add", BINARY_MODEL " (+ alpha product); IEEE 754 correct rounding",
           aAlphaCase, 1)

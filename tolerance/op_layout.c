@@ -177,7 +177,8 @@ static int permute_prepare(parity_op_call *pCall, const parity_attr *aAttr, size
     return perm_setup(pCall, aPerm, zErr, nErr);
 }
 
-static int perm_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+/* The input value output element `linear` moves. */
+static double perm_value(const parity_op_call *pCall, uint64_t linear)
 {
     const perm_params *pP = pCall->pParams;
     uint64_t off = 0, rest = linear;
@@ -187,9 +188,32 @@ static int perm_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
         off += (rest % n) * pP->aStride[d];
         rest /= n;
     }
-    mpfr_set_d(ref, pCall->aIn[0].aValue[off], MPFR_RNDN);
+    return pCall->aIn[0].aValue[off];
+}
+
+static int perm_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    mpfr_set_d(ref, perm_value(pCall, linear), MPFR_RNDN);
     *pBound = 0.0;
     return 0;
+}
+
+/* Fast path (ops.h) of the data-movement ops: the reference is the moved value itself,
+ * exact in binary64 (stated error 0), bound 0; non-finite values go to MPFR. */
+int parity_exact_fast(double v, double *pRef, double *pErr, double *pBound, double *pSpread)
+{
+    if (!isfinite(v)) return 0;
+    *pRef = v;
+    *pErr = 0.0;
+    *pBound = 0.0;
+    *pSpread = 0.0;
+    return 1;
+}
+
+static int perm_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
+                     double *pBound, double *pSpread)
+{
+    return parity_exact_fast(perm_value(pCall, linear), pRef, pErr, pBound, pSpread);
 }
 
 /* ---- reshape --------------------------------------------------------------------------- */
@@ -263,20 +287,28 @@ static int reshape_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, d
     return 0;
 }
 
+static int reshape_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
+                        double *pBound, double *pSpread)
+{
+    return parity_exact_fast(pCall->aIn[0].aValue[linear], pRef, pErr, pBound, pSpread);
+}
+
 const parity_op_def parity_op_transpose = {
     .zName = "transpose", .zModel = "exact (a permutation of the input); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_TRANSPOSE,
     .xPrepare = transpose_prepare, .xElement = perm_element, .xFreeParams = free,
+    .xFast = perm_fast,
 };
 
 const parity_op_def parity_op_permute = {
     .zName = "permute", .zModel = "exact (a permutation of the input); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_PERMUTE,
     .xPrepare = permute_prepare, .xElement = perm_element, .xFreeParams = free,
+    .xFast = perm_fast,
 };
 
 const parity_op_def parity_op_reshape = {
     .zName = "reshape", .zModel = "exact (row-major order kept); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_RESHAPE,
-    .xPrepare = reshape_prepare, .xElement = reshape_element,
+    .xPrepare = reshape_prepare, .xElement = reshape_element, .xFast = reshape_fast,
 };

@@ -26,16 +26,31 @@ static int relu_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
     return 0;
 }
 
-static int relu_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+/* relu(x) and its bound: representable results are exact; otherwise the output rounding
+ * is all. */
+static double relu_value(const parity_op_call *pCall, uint64_t linear, double *pBound)
 {
     double x = pCall->aIn[0].aValue[linear];
     double y = x != x ? x : (x > 0.0 ? x : 0.0);
-    double rounded;
-    mpfr_set_d(ref, y, MPFR_RNDN);
-    rounded = parity_round_double_to_dtype(y, pCall->outDtype);
-    /* Representable results are exact; otherwise the output rounding is all. */
+    double rounded = parity_round_double_to_dtype(y, pCall->outDtype);
     *pBound = (rounded == y || y != y) ? 0.0 : 0.5 * parity_ulp_at(pCall->outDtype, y);
+    return y;
+}
+
+static int relu_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    mpfr_set_d(ref, relu_value(pCall, linear, pBound), MPFR_RNDN);
     return 0;
+}
+
+/* Fast path (ops.h): relu is exact in binary64 (stated error 0), its bound as above. */
+static int relu_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
+                     double *pBound, double *pSpread)
+{
+    double b, y = relu_value(pCall, linear, &b);
+    if (!parity_exact_fast(y, pRef, pErr, pBound, pSpread)) return 0;
+    *pBound = b;
+    return 1;
 }
 
 const parity_op_def parity_op_relu = {
@@ -45,4 +60,5 @@ const parity_op_def parity_op_relu = {
     .family = PARITY_FAMILY_UNARY,
     .xPrepare = relu_prepare,
     .xElement = relu_element,
+    .xFast = relu_fast,
 };

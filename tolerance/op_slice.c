@@ -155,20 +155,27 @@ static int slice_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, dou
     return 0;
 }
 
+static int slice_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
+                      double *pBound, double *pSpread)
+{
+    uint64_t off = parity_slice_source(&pCall->geom.slice, pCall->aOutDim, pCall->outRank, linear);
+    return parity_exact_fast(pCall->aIn[0].aValue[off], pRef, pErr, pBound, pSpread);
+}
+
 const parity_op_def parity_op_select = {
     .zName = "select", .zModel = "exact (one slice of the input); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_SLICE,
-    .xPrepare = select_prepare, .xElement = slice_element,
+    .xPrepare = select_prepare, .xElement = slice_element, .xFast = slice_fast,
 };
 
 const parity_op_def parity_op_slice = {
     .zName = "slice", .zModel = "exact (every step-th element of a range); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_SLICE,
-    .xPrepare = slice_prepare, .xElement = slice_element,
+    .xPrepare = slice_prepare, .xElement = slice_element, .xFast = slice_fast,
 };
 
 const parity_op_def parity_op_split = {
     .zName = "split", .zModel = "exact (its first output: the first split_size along dim); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_SLICE,
-    .xPrepare = split_prepare, .xElement = slice_element,
+    .xPrepare = split_prepare, .xElement = slice_element, .xFast = slice_fast,
 };

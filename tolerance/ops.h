@@ -262,5 +262,9 @@ const char *parity_shape_str(int rank, const uint64_t *aDim, char *zBuf, size_t 
  * smallest subnormal; integers by their range): the data-movement ops' rule that moving a
  * value cannot round it (op_layout.c). */
 int parity_dtype_holds(parity_dtype out, parity_dtype in);
+/* The fast path (xFast) of an op whose reference is the binary64 value v itself (the
+ * data-movement ops, relu): v with stated error 0 and bound 0; 0 when v is not finite
+ * (op_layout.c). */
+int parity_exact_fast(double v, double *pRef, double *pErr, double *pBound, double *pSpread);
 
 #endif
