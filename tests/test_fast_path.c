@@ -734,3 +734,35 @@ Test(fast_path, data_movement_and_relu_are_exact_on_the_fast_path)
     }
     free(aX);
 }
+
+/* ---- attention ---------------------------------------------------------------------------- */
+
+Test(fast_path, attention_keeps_its_margin_and_its_verdicts)
+{
+    enum { B = 2, H = 3, L = 24, S = 24, E = 16, EV = 8 };
+    static double aQ[B * H * L * E], aK[B * H * S * E], aV[B * H * S * EV], aM[L * S];
+    uint64_t s = 23, i, aDimQ[4] = { B, H, L, E }, aDimK[4] = { B, H, S, E };
+    uint64_t aDimV[4] = { B, H, S, EV }, aDimO[4] = { B, H, L, EV }, aDimM[2] = { L, S };
+    int variant;
+    for (i = 0; i < sizeof aQ / sizeof aQ[0]; i++) aQ[i] = draw(&s, -2, 2, 0);
+    for (i = 0; i < sizeof aK / sizeof aK[0]; i++) aK[i] = draw(&s, -2, 2, 0);
+    for (i = 0; i < sizeof aV / sizeof aV[0]; i++) aV[i] = draw(&s, -3, 3, 0);
+    for (i = 0; i < L * S; i++) aM[i] = i % 7 == 0 ? -INFINITY : draw(&s, -1, 1, 0);
+    aK[5] *= 60.0;   /* a score far above its row: weights down to e^-100 */
+    for (variant = 0; variant < 3; variant++) {
+        parity_operand aIn[4] = { op_operand("q", PARITY_DT_F32, 4, aDimQ, aQ),
+                                  op_operand("k", PARITY_DT_F32, 4, aDimK, aK),
+                                  op_operand("v", PARITY_DT_F32, 4, aDimV, aV),
+                                  op_operand("m", PARITY_DT_F32, 2, aDimM, aM) };
+        parity_attr aA[1] = { attr_int(0, "is_causal", 1) };
+        parity_op_call call;
+        char zErr[256];
+        static const char *const azWhat[] = { "sdpa", "sdpa causal", "sdpa float mask" };
+        cr_assert_eq(parity_op_begin(&call, parity_op_find("scaled_dot_product_attention"), aIn,
+                                     variant == 2 ? 4 : 3, PARITY_DT_F32, 4, aDimO,
+                                     PARITY_DT_INVALID, aA, variant == 1 ? 1 : 0, zErr,
+                                     sizeof zErr), 0, "%s", zErr);
+        margin_and_equivalence(&call, azWhat[variant], 40 + variant);
+        parity_op_end(&call);
+    }
+}

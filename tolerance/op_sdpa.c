@@ -59,11 +59,13 @@
  * reference has.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/rows.h"
 #include "formats/alloc.h"
 
 #define SDPA_C_EXP 4.0
@@ -422,6 +424,194 @@ static int sdpa_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
     return 0;
 }
 
+/* ---- the fast path (ops.h, xFast) ------------------------------------------------------ */
+
+/* A row's weights and their error bounds in binary64, kept per thread (xFast runs on
+ * several at once; a thread's elements come in runs of rows): the row's p_j, R_j, the
+ * weights' relative error pRel, and whether the fast path takes the row at all. */
+typedef struct {
+    const parity_op_call *pCall;
+    uint64_t row;
+    int ok;
+    uint64_t vOff, nAlloc;
+    double pRel;
+    double *aP, *aR;
+    unsigned char *aLive;
+} fast_row;
+
+static pthread_key_t g_rowKey;
+static pthread_once_t g_rowOnce = PTHREAD_ONCE_INIT;
+
+static void fast_row_free(void *p)
+{
+    fast_row *pR = p;
+    if (!pR) return;
+    free(pR->aP);
+    free(pR->aR);
+    free(pR->aLive);
+    free(pR);
+}
+
+static void fast_row_key(void)
+{
+    if (pthread_key_create(&g_rowKey, fast_row_free) != 0) g_rowKey = (pthread_key_t)-1;
+}
+
+/* Row iRow in binary64, mirroring sdpa_row: the scores as binary64 dot products (error at
+ * most (E + 2) 2^-53 |scale| sum |q k|, Higham 2002 eq. 3.5, plus a float mask's add), the
+ * shifted exponentials, their compensated sum, the weights, and the bound's per-weight R_j
+ * from the same formulas. The row is left to MPFR (ok = 0) when a score may carry more
+ * than 2^-38 absolute error (the weights' relative error is then past 2^-36), when some
+ * order may overflow, and for NaN, fully masked or empty rows. */
+static void fast_row_make(const parity_op_call *pCall, const sdpa_params *pP, uint64_t iRow,
+                          fast_row *pR)
+{
+    const parity_attention_geometry *pG = &pCall->geom.attention;
+    const double *q = pCall->aIn[0].aValue, *k = pCall->aIn[1].aValue;
+    const double *pMask = pCall->nIn == 4 ? pCall->aIn[3].aValue : NULL;
+    double u = parity_unit_roundoff(pCall->accDtype), sub = parity_ulp_at(pCall->accDtype, 0.0);
+    double gScore = parity_gamma(pP->nScore, u), absScale = fabs(pG->scale);
+    double m = -INFINITY, maxErr = 0.0, D = 0.0, W = 0.0, w = 0.0, r2c, eD, sum;
+    parity_comp_sum acc = { 0.0, 0.0 };
+    uint64_t l = iRow % pG->L, qOff, kOff, mOff, strMS, j, e;
+    double *aS = pR->aR;   /* the scores, then the shifts' place is reused for R */
+    double *aDs = pR->aP;  /* the score bounds, then the weights */
+    int anyLive = 0;
+
+    pR->pCall = pCall;
+    pR->row = iRow;
+    pR->ok = 0;
+    if (pG->S == 0) return;
+    parity_attention_row(pG, iRow, &qOff, &kOff, &pR->vOff, &mOff, &strMS);
+    for (j = 0; j < pG->S; j++) {
+        double dot = 0.0, absSum = 0.0, sj, err;
+        pR->aLive[j] = 0;
+        if (pG->causal && j > l) continue;
+        if (pG->maskKind == PARITY_MASK_BOOL && pMask[mOff + j * strMS] == 0.0) continue;
+        for (e = 0; e < pG->E; e++) {
+            double t = q[qOff + e] * k[kOff + j * pG->E + e];
+            dot += t;
+            absSum += fabs(t);
+        }
+        if (!(absSum * (absScale > 1.0 ? absScale : 1.0) < parity_dtype_max_finite(pCall->accDtype)) ||
+            !isfinite(dot))
+            return;   /* may overflow, or NaN/Inf: MPFR's */
+        sj = dot * pG->scale;
+        err = ((double)pG->E + 2.0) * 0x1p-53 * absSum * absScale;
+        aDs[j] = gScore * absScale * absSum + 0.5 * (double)pG->E * sub * (absScale > 1.0 ? absScale : 1.0);
+        if (pG->maskKind == PARITY_MASK_FLOAT) {
+            double mv = pMask[mOff + j * strMS];
+            if (mv == -INFINITY) continue;
+            if (!isfinite(mv)) return;
+            sj += mv;
+            err += 0x1p-52 * (fabs(sj) + fabs(mv));
+            aDs[j] += u * (fabs(sj) + fabs(mv));
+        }
+        if (err > maxErr) maxErr = err;
+        aS[j] = sj;
+        if (sj > m) m = sj;
+        pR->aLive[j] = 1;
+        anyLive = 1;
+    }
+    if (!anyLive || !(maxErr <= 0x1p-38)) return;
+    for (j = 0; j < pG->S; j++)
+        if (pR->aLive[j]) parity_comp_add(&acc, exp(aS[j] - m));
+    sum = acc.s + acc.c;
+    for (j = 0; j < pG->S; j++) {
+        double shift, pj;
+        if (!pR->aLive[j]) { pR->aP[j] = 0.0; pR->aR[j] = 0.0; continue; }
+        shift = m - aS[j];
+        pj = exp(-shift) / sum;
+        w += pj * shift;
+        W += pj * aDs[j];
+        if (aDs[j] > D) D = aDs[j];
+        pR->aR[j] = shift;     /* the shift (aS's storage), until R replaces it below */
+        pR->aP[j] = pj;        /* over aDs[j], used above */
+    }
+    /* R_j needs each weight's score bound again: recomputed (the row's storage held the
+     * scores and their bounds until here) */
+    eD = exp(D);
+    r2c = (w + 2.0 * SDPA_C_EXP + 2.0) * u + parity_gamma((SDPA_C_EXP + 2.0) * (double)pG->S, u);
+    for (j = 0; j < pG->S; j++) {
+        double absSum = 0.0, ds, r1, r2;
+        if (!pR->aLive[j]) continue;
+        for (e = 0; e < pG->E; e++) absSum += fabs(q[qOff + e] * k[kOff + j * pG->E + e]);
+        ds = gScore * absScale * absSum + 0.5 * (double)pG->E * sub * (absScale > 1.0 ? absScale : 1.0);
+        if (pG->maskKind == PARITY_MASK_FLOAT) {
+            double mv = pMask[mOff + j * strMS];
+            ds += u * (fabs(m - pR->aR[j]) + fabs(mv));
+        }
+        r1 = expm1(ds + eD * W);
+        r2 = pR->aR[j] * u + r2c;
+        pR->aR[j] = ((1.0 + r1) * (1.0 + r2) * (1.0 + pP->uP) - 1.0) * (1.0 + 0x1p-50);
+    }
+    /* the weights: the scores' error e^maxErr - 1 twice (numerator and sum), exp's, the
+     * compensated sum's and the division's roundings */
+    pR->pRel = 2.0 * expm1(maxErr) + 0x1p-48;
+    pR->ok = 1;
+}
+
+/* Fast path (ops.h): o = sum_j p_j v_jc in binary64 (compensated) over the row's binary64
+ * weights, within pRel sum p |v| + 2^-50 sum p |v| of exact; stated 2^-30 sum_j p_j |v_jc|
+ * (plus 2^-1000 for weights that underflow), 2^6 over the worst that analysis allows and
+ * checked against MPFR by tests/test_fast_path.c with a margin of 2^10. The bound uses the
+ * binary64 weights where the MPFR path uses MPFR's: it is first order in them, and they
+ * differ by pRel < 2^-36 relative, so the spread 2^-30 of the bound covers it. */
+static int sdpa_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
+                     double *pBound, double *pSpread)
+{
+    const sdpa_params *pP = pCall->pParams;
+    const parity_attention_geometry *pG = &pCall->geom.attention;
+    const double *v = pCall->aIn[2].aValue;
+    uint64_t c = pG->Ev ? linear % pG->Ev : 0, iRow = pG->Ev ? linear / pG->Ev : 0, j;
+    double u = parity_unit_roundoff(pCall->accDtype), sub = parity_ulp_at(pCall->accDtype, 0.0);
+    double gSum = parity_gamma(pP->nSum, u), b0 = 0.0, absV = 0.0, absPV = 0.0, o, err, bLo, bHi;
+    parity_comp_sum acc = { 0.0, 0.0 };
+    fast_row *pR;
+
+    if (pCall->accDtype == PARITY_DT_F64 || pCall->outDtype == PARITY_DT_F64) return 0;
+    pthread_once(&g_rowOnce, fast_row_key);
+    if (g_rowKey == (pthread_key_t)-1) return 0;
+    pR = pthread_getspecific(g_rowKey);
+    if (!pR || pR->nAlloc < pG->S) {
+        fast_row_free(pR);
+        pR = calloc(1, sizeof *pR);
+        if (pR) {
+            pR->aP = malloc((pG->S + 1) * sizeof(double));
+            pR->aR = malloc((pG->S + 1) * sizeof(double));
+            pR->aLive = malloc(pG->S + 1);
+            pR->nAlloc = pG->S;
+            if (!pR->aP || !pR->aR || !pR->aLive) { fast_row_free(pR); pR = NULL; }
+        }
+        pthread_setspecific(g_rowKey, pR);
+        if (!pR) return 0;
+        pR->pCall = NULL;
+    }
+    if (pR->pCall != pCall || pR->row != iRow) fast_row_make(pCall, pP, iRow, pR);
+    if (!pR->ok) return 0;
+    for (j = 0; j < pG->S; j++) {
+        double vj, pj;
+        if (!pR->aLive[j]) continue;
+        vj = v[pR->vOff + j * pG->Ev + c];
+        if (!isfinite(vj)) return 0;
+        pj = pR->aP[j];
+        parity_comp_add(&acc, pj * vj);
+        absPV += pj * fabs(vj);
+        b0 += pj * fabs(vj) * (pR->aR[j] + gSum * (1.0 + pR->aR[j]));
+        absV += fabs(vj);
+    }
+    o = acc.s + acc.c;
+    err = 0x1p-30 * absPV + 0x1p-1000;
+    b0 = b0 * (1.0 + 0x1p-48) + (double)pG->S * sub * (1.0 + absV);
+    bLo = b0 + 0.5 * parity_ulp_at(pCall->outDtype, (fabs(o) > err ? fabs(o) - err : 0.0) + b0);
+    bHi = b0 + 0.5 * parity_ulp_at(pCall->outDtype, fabs(o) + err + b0);
+    *pRef = o;
+    *pErr = err;
+    *pBound = b0 + 0.5 * parity_ulp_at(pCall->outDtype, fabs(o) + b0);
+    *pSpread = (bHi - bLo) + 0x1p-30 * b0;
+    return 1;
+}
+
 const parity_op_def parity_op_scaled_dot_product_attention = {
     .zName = "scaled_dot_product_attention",
     .zModel = "scores gamma_{E+4}(u)|scale|sum|q k| through softmax p_j(|ds_j| + sum p|ds|), "
@@ -436,4 +626,5 @@ const parity_op_def parity_op_scaled_dot_product_attention = {
     .xFreeParams = sdpa_free,
     .xCost = sdpa_cost,
     .xEnvelope = NULL,
+    .xFast = sdpa_fast,
 };
