@@ -766,3 +766,33 @@ Test(fast_path, attention_keeps_its_margin_and_its_verdicts)
         parity_op_end(&call);
     }
 }
+
+/* The per-thread rows are keyed by the call's generation, not its address: two one-row
+ * calls in the same place, with different values, each get their own row (the clean
+ * campaign's seed 2 caught a stale row from the previous case). */
+Test(fast_path, attention_rows_are_not_reused_across_calls)
+{
+    double aQ[4], aK[8], aV[2];
+    uint64_t aDimQ[2] = { 1, 4 }, aDimK[2] = { 2, 4 }, aDimV[2] = { 2, 1 }, aDimO[2] = { 1, 1 };
+    int round;
+    for (round = 0; round < 2; round++) {
+        parity_operand aIn[3];
+        parity_op_call call;
+        char zErr[256];
+        double share;
+        int i;
+        for (i = 0; i < 4; i++) aQ[i] = round ? -1.5 + i : 0.25 * i;
+        for (i = 0; i < 8; i++) aK[i] = round ? 0.5 * i - 2.0 : 1.0 - 0.125 * i;
+        aV[0] = round ? 3.0 : -1.0;
+        aV[1] = round ? -2.0 : 0.5;
+        aIn[0] = op_operand("q", PARITY_DT_F32, 2, aDimQ, aQ);
+        aIn[1] = op_operand("k", PARITY_DT_F32, 2, aDimK, aK);
+        aIn[2] = op_operand("v", PARITY_DT_F32, 2, aDimV, aV);
+        cr_assert_eq(parity_op_begin(&call, parity_op_find("scaled_dot_product_attention"), aIn,
+                                     3, PARITY_DT_F32, 2, aDimO, PARITY_DT_INVALID, NULL, 0, zErr,
+                                     sizeof zErr), 0, "%s", zErr);
+        check_margin(&call, round ? "second call" : "first call", &share);
+        cr_assert_eq(share, 1.0);
+        parity_op_end(&call);
+    }
+}

@@ -87,7 +87,11 @@ typedef struct {
     double *aP, *aR, *aDs, *aShift;
     unsigned char *aLive;
     int rowOverflow;          /* a score's sum of |q k| reaches acc_dtype's largest finite */
+    uint64_t generation;      /* this call's number: the fast path's per-thread rows are
+                               * keyed by it (a later call may get the same addresses) */
 } sdpa_params;
+
+static uint64_t g_generation;
 
 static void sdpa_free(void *p)
 {
@@ -272,6 +276,7 @@ static int sdpa_load(parity_op_call *pCall, char *zErr, size_t nErr)
     }
     mpfr_inits2(PARITY_REF_PREC, pP->sum, pP->m, (mpfr_ptr)0);
     pP->haveMp = 1;
+    pP->generation = __atomic_add_fetch(&g_generation, 1, __ATOMIC_RELAXED);
     for (j = 0; j < S; j++) {
         mpfr_init2(pP->aE[j], PARITY_REF_PREC);
         mpfr_init2(pP->aProd[j], PARITY_REF_PREC + 64);   /* e_j * v exactly (128 + 53) */
@@ -430,7 +435,7 @@ static int sdpa_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
  * several at once; a thread's elements come in runs of rows): the row's p_j, R_j, the
  * weights' relative error pRel, and whether the fast path takes the row at all. */
 typedef struct {
-    const parity_op_call *pCall;
+    uint64_t generation;       /* sdpa_params.generation of the call the row is of; 0: none */
     uint64_t row;
     int ok;
     uint64_t vOff, nAlloc;
@@ -478,7 +483,7 @@ static void fast_row_make(const parity_op_call *pCall, const sdpa_params *pP, ui
     double *aDs = pR->aP;  /* the score bounds, then the weights */
     int anyLive = 0;
 
-    pR->pCall = pCall;
+    pR->generation = pP->generation;
     pR->row = iRow;
     pR->ok = 0;
     if (pG->S == 0) return;
@@ -585,9 +590,9 @@ static int sdpa_fast(const parity_op_call *pCall, uint64_t linear, double *pRef,
         }
         pthread_setspecific(g_rowKey, pR);
         if (!pR) return 0;
-        pR->pCall = NULL;
+        pR->generation = 0;
     }
-    if (pR->pCall != pCall || pR->row != iRow) fast_row_make(pCall, pP, iRow, pR);
+    if (pR->generation != pP->generation || pR->row != iRow) fast_row_make(pCall, pP, iRow, pR);
     if (!pR->ok) return 0;
     for (j = 0; j < pG->S; j++) {
         double vj, pj;
