@@ -22,7 +22,6 @@
  * tensor, whatever its chunk shape.
  */
 #include <libdeflate.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@
 #include "formats/alloc.h"
 #include "formats/capture.h"
 #include "formats/chunk_read_internal.h"
+#include "formats/parallel.h"
 
 #define CHUNK_BATCH_BYTES (32u << 20)
 #define CHUNK_CACHE_BYTES (32u << 20)
@@ -342,20 +342,6 @@ static void *copy_worker(void *pArg)
     return NULL;
 }
 
-/* Runs xWork over the shares on up to nThread threads (share 0 on this one). */
-static void run_shares(void *(*xWork)(void *), decode_share *aShare, int nThread)
-{
-    pthread_t aThread[CHUNK_MAX_THREADS];
-    int aStarted[CHUNK_MAX_THREADS] = { 0 }, t;
-    for (t = 1; t < nThread; t++)
-        aStarted[t] = pthread_create(&aThread[t], NULL, xWork, &aShare[t]) == 0;
-    xWork(&aShare[0]);
-    for (t = 1; t < nThread; t++) {
-        if (aStarted[t]) pthread_join(aThread[t], NULL);
-        else xWork(&aShare[t]);
-    }
-}
-
 /* Decodes the batch's stored chunks, then copies the box's rows from them, each on up to
  * decode_threads() threads (each with its decompressor and scratch, kept by the reader).
  * 0, or -1 when memory runs out. */
@@ -378,8 +364,9 @@ static int decode_batch(parity_chunk_reader *p, chunk_job *aJob, size_t nJob,
                                     t < nCopy ? nRow * (uint64_t)t / (uint64_t)nCopy : 0,
                                     t < nCopy ? nRow * (uint64_t)(t + 1) / (uint64_t)nCopy : 0 };
     }
-    run_shares(decode_worker, aShare, (size_t)nThread > nJob ? (int)nJob : nThread);
-    run_shares(copy_worker, aShare, nCopy);
+    parity_run_shares(decode_worker, aShare, sizeof aShare[0],
+                      (size_t)nThread > nJob ? (int)nJob : nThread);
+    parity_run_shares(copy_worker, aShare, sizeof aShare[0], nCopy);
     return 0;
 }
 

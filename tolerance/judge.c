@@ -3,9 +3,9 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include <pthread.h>
 #include <string.h>
 #include "formats/alloc.h"
+#include "formats/parallel.h"
 #include "tolerance/judge.h"
 #include "tolerance/mpref.h"
 
@@ -538,7 +538,7 @@ static void *fast_share(void *pArg)
     return NULL;
 }
 
-#define JUDGE_MAX_THREADS 64
+#define JUDGE_MAX_THREADS PARITY_MAX_THREADS
 
 /* The fast path over every element, split across the plan's threads: each share's
  * verdicts, and the elements left to MPFR. Returns the shares made (aShare[0] ran on the
@@ -547,8 +547,6 @@ static int run_fast_shares(judge_job *pJob, judge_share *aShare)
 {
     parity_op_call *pCall = pJob->pCall;
     int nShare = pJob->pPlan && pJob->pPlan->nThreads > 1 ? pJob->pPlan->nThreads : 1, k;
-    pthread_t aThread[JUDGE_MAX_THREADS];
-    int aStarted[JUDGE_MAX_THREADS] = { 0 };
 
     if (nShare > JUDGE_MAX_THREADS) nShare = JUDGE_MAX_THREADS;
     /* a thread is worth its start-up only over some elements */
@@ -562,13 +560,7 @@ static int run_fast_shares(judge_job *pJob, judge_share *aShare)
         aShare[k].beats = k == 0;
         judgement_init(&aShare[k].j, pCall, pJob->pPlan);
     }
-    for (k = 1; k < nShare; k++)
-        aStarted[k] = pthread_create(&aThread[k], NULL, fast_share, &aShare[k]) == 0;
-    fast_share(&aShare[0]);
-    for (k = 1; k < nShare; k++) {
-        if (aStarted[k]) pthread_join(aThread[k], NULL);
-        else fast_share(&aShare[k]);   /* no thread: this one does it */
-    }
+    parity_run_shares(fast_share, aShare, sizeof aShare[0], nShare);
     return nShare;
 }
 

@@ -62,6 +62,7 @@ static const binary_spec aSpec[] = {
 typedef struct {
     const binary_spec *pSpec;
     int narrowX, narrowY;                  /* operand rounded to acc_dtype first */
+    double gamma2;                         /* gamma_2(u_acc), rounded up once (MPFR) */
 } binary_params;
 
 static void binary_free(void *p) { free(p); }
@@ -126,6 +127,7 @@ static int binary_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_
                              pG->aStrideY);
     pP->narrowX = parity_unit_roundoff(pX->dtype) < uAcc;
     pP->narrowY = parity_unit_roundoff(pY->dtype) < uAcc;
+    pP->gamma2 = parity_gamma(2.0, uAcc);
     return 0;
 }
 
@@ -171,7 +173,7 @@ static double binary_bound(const parity_op_call *pCall, const binary_params *pP,
         break;
     default:
         if (pP->narrowX || pP->narrowY)
-            eIn = parity_gamma(2.0, parity_unit_roundoff(acc)) * r;
+            eIn = pP->gamma2 * r;
         break;
     }
     eAcc = eIn + half_ulp(acc, r + eIn);

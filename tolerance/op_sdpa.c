@@ -87,6 +87,8 @@ typedef struct {
     double *aP, *aR, *aDs, *aShift;
     unsigned char *aLive;
     int rowOverflow;          /* a score's sum of |q k| reaches acc_dtype's largest finite */
+    double gScore, gSum, gSoftmax;   /* gamma_{nScore}, gamma_{nSum}, gamma_{(c+2)S}:
+                                      * the same for every element */
     uint64_t generation;      /* this call's number: the fast path's per-thread rows are
                                * keyed by it (a later call may get the same addresses) */
 } sdpa_params;
@@ -251,6 +253,10 @@ static int sdpa_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
         pP->nScore += 2.0;
     pP->nSum = 2.0 * (double)pG->S + (parity_unit_roundoff(pV->dtype) < uAcc ? 1.0 : 0.0);
     pP->uP = parity_unit_roundoff(pV->dtype) > uAcc ? parity_unit_roundoff(pV->dtype) : 0.0;
+    /* parity_gamma rounds up in MPFR: once per call, not per element */
+    pP->gScore = parity_gamma(pP->nScore, uAcc);
+    pP->gSum = parity_gamma(pP->nSum, uAcc);
+    pP->gSoftmax = parity_gamma((SDPA_C_EXP + 2.0) * (double)pG->S, uAcc);
     return 0;
 }
 
@@ -322,7 +328,7 @@ static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
     const double *q = pCall->aIn[0].aValue, *k = pCall->aIn[1].aValue;
     const double *pMask = pCall->nIn == 4 ? pCall->aIn[3].aValue : NULL;
     double u = parity_unit_roundoff(pCall->accDtype), sub = parity_ulp_at(pCall->accDtype, 0.0);
-    double gScore = parity_gamma(pP->nScore, u), absScale = fabs(pG->scale);
+    double gScore = pP->gScore, absScale = fabs(pG->scale);
     double D = 0.0, W = 0.0, w = 0.0, s, r2c, eD;
     uint64_t l = iRow % pG->L, qOff, kOff, vOff, mOff, strMS, j;
     int nan = 0, anyLive = 0;
@@ -382,7 +388,7 @@ static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
         if (pP->aDs[j] > D) D = pP->aDs[j];
     }
     eD = exp(D);
-    r2c = (w + 2.0 * SDPA_C_EXP + 2.0) * u + parity_gamma((SDPA_C_EXP + 2.0) * (double)pG->S, u);
+    r2c = (w + 2.0 * SDPA_C_EXP + 2.0) * u + pP->gSoftmax;
     for (j = 0; j < pG->S; j++) {
         double r1, r2;
         if (!pP->aLive[j]) { pP->aR[j] = 0.0; continue; }
@@ -400,7 +406,7 @@ static int sdpa_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
     const parity_attention_geometry *pG = &pCall->geom.attention;
     const double *v = pCall->aIn[2].aValue;
     uint64_t c = linear % pG->Ev, iRow = linear / pG->Ev, j;
-    double u = parity_unit_roundoff(pCall->accDtype), sub = parity_ulp_at(pCall->accDtype, 0.0);
+    double sub = parity_ulp_at(pCall->accDtype, 0.0);
     double gSum, b0 = 0.0, absV = 0.0, o;
 
     if ((!pP->haveRow || pP->row != iRow) && sdpa_row(pCall, pP, iRow) != 0) return -1;
@@ -412,7 +418,7 @@ static int sdpa_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
         *pBound = 0.0;
         return 0;
     }
-    gSum = parity_gamma(pP->nSum, u);
+    gSum = pP->gSum;
     for (j = 0; j < pG->S; j++) {
         double vj = v[pP->vOff + j * pG->Ev + c];
         mpfr_mul_d(pP->aProd[j], pP->aE[j], vj, MPFR_RNDN);   /* exact */
@@ -440,7 +446,7 @@ typedef struct {
     int ok;
     uint64_t vOff, nAlloc;
     double pRel;
-    double *aP, *aR;
+    double *aP, *aR, *aDs;
     unsigned char *aLive;
 } fast_row;
 
@@ -453,6 +459,7 @@ static void fast_row_free(void *p)
     if (!pR) return;
     free(pR->aP);
     free(pR->aR);
+    free(pR->aDs);
     free(pR->aLive);
     free(pR);
 }
@@ -475,12 +482,12 @@ static void fast_row_make(const parity_op_call *pCall, const sdpa_params *pP, ui
     const double *q = pCall->aIn[0].aValue, *k = pCall->aIn[1].aValue;
     const double *pMask = pCall->nIn == 4 ? pCall->aIn[3].aValue : NULL;
     double u = parity_unit_roundoff(pCall->accDtype), sub = parity_ulp_at(pCall->accDtype, 0.0);
-    double gScore = parity_gamma(pP->nScore, u), absScale = fabs(pG->scale);
+    double gScore = pP->gScore, absScale = fabs(pG->scale);
     double m = -INFINITY, maxErr = 0.0, D = 0.0, W = 0.0, w = 0.0, r2c, eD, sum;
     parity_comp_sum acc = { 0.0, 0.0 };
     uint64_t l = iRow % pG->L, qOff, kOff, mOff, strMS, j, e;
-    double *aS = pR->aR;   /* the scores, then the shifts' place is reused for R */
-    double *aDs = pR->aP;  /* the score bounds, then the weights */
+    double *aS = pR->aR;   /* the scores, then the shifts, then R */
+    double *aDs = pR->aDs; /* the score bounds */
     int anyLive = 0;
 
     pR->generation = pP->generation;
@@ -531,22 +538,14 @@ static void fast_row_make(const parity_op_call *pCall, const sdpa_params *pP, ui
         W += pj * aDs[j];
         if (aDs[j] > D) D = aDs[j];
         pR->aR[j] = shift;     /* the shift (aS's storage), until R replaces it below */
-        pR->aP[j] = pj;        /* over aDs[j], used above */
+        pR->aP[j] = pj;
     }
-    /* R_j needs each weight's score bound again: recomputed (the row's storage held the
-     * scores and their bounds until here) */
     eD = exp(D);
-    r2c = (w + 2.0 * SDPA_C_EXP + 2.0) * u + parity_gamma((SDPA_C_EXP + 2.0) * (double)pG->S, u);
+    r2c = (w + 2.0 * SDPA_C_EXP + 2.0) * u + pP->gSoftmax;
     for (j = 0; j < pG->S; j++) {
-        double absSum = 0.0, ds, r1, r2;
+        double r1, r2;
         if (!pR->aLive[j]) continue;
-        for (e = 0; e < pG->E; e++) absSum += fabs(q[qOff + e] * k[kOff + j * pG->E + e]);
-        ds = gScore * absScale * absSum + 0.5 * (double)pG->E * sub * (absScale > 1.0 ? absScale : 1.0);
-        if (pG->maskKind == PARITY_MASK_FLOAT) {
-            double mv = pMask[mOff + j * strMS];
-            ds += u * (fabs(m - pR->aR[j]) + fabs(mv));
-        }
-        r1 = expm1(ds + eD * W);
+        r1 = expm1(aDs[j] + eD * W);
         r2 = pR->aR[j] * u + r2c;
         pR->aR[j] = ((1.0 + r1) * (1.0 + r2) * (1.0 + pP->uP) - 1.0) * (1.0 + 0x1p-50);
     }
@@ -569,8 +568,8 @@ static int sdpa_fast(const parity_op_call *pCall, uint64_t linear, double *pRef,
     const parity_attention_geometry *pG = &pCall->geom.attention;
     const double *v = pCall->aIn[2].aValue;
     uint64_t c = pG->Ev ? linear % pG->Ev : 0, iRow = pG->Ev ? linear / pG->Ev : 0, j;
-    double u = parity_unit_roundoff(pCall->accDtype), sub = parity_ulp_at(pCall->accDtype, 0.0);
-    double gSum = parity_gamma(pP->nSum, u), b0 = 0.0, absV = 0.0, absPV = 0.0, o, err, bLo, bHi;
+    double sub = parity_ulp_at(pCall->accDtype, 0.0);
+    double gSum = pP->gSum, b0 = 0.0, absV = 0.0, absPV = 0.0, o, err, bLo, bHi;
     parity_comp_sum acc = { 0.0, 0.0 };
     fast_row *pR;
 
@@ -584,9 +583,10 @@ static int sdpa_fast(const parity_op_call *pCall, uint64_t linear, double *pRef,
         if (pR) {
             pR->aP = malloc((pG->S + 1) * sizeof(double));
             pR->aR = malloc((pG->S + 1) * sizeof(double));
+            pR->aDs = malloc((pG->S + 1) * sizeof(double));
             pR->aLive = malloc(pG->S + 1);
             pR->nAlloc = pG->S;
-            if (!pR->aP || !pR->aR || !pR->aLive) { fast_row_free(pR); pR = NULL; }
+            if (!pR->aP || !pR->aR || !pR->aDs || !pR->aLive) { fast_row_free(pR); pR = NULL; }
         }
         pthread_setspecific(g_rowKey, pR);
         if (!pR) return 0;

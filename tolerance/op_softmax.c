@@ -135,16 +135,16 @@ static int softmax_load(parity_op_call *pCall, char *zErr, size_t nErr)
             continue;
         }
         pP->aMax[iRow] = m;
-        for (k = 0; k < pP->nDim; k++) parity_comp_add(&acc, exp(row_value(pP, pX->aValue, iRow, k) - m));
+        /* sum exp(x_j - m), and sum exp(x_j - m) |x_j - m| for w = sum_j y_j |x_j - m| (a
+         * first-order term of the bound: binary64 is plenty), one exp a term */
+        for (k = 0; k < pP->nDim; k++) {
+            double xk = row_value(pP, pX->aValue, iRow, k), ek = exp(xk - m);
+            parity_comp_add(&acc, ek);
+            if (xk != -INFINITY) w += ek * (m - xk);
+        }
         sum = acc.s + acc.c;
         pP->aSumD[iRow] = sum;
-        /* w = sum_j y_j |x_j - m| (a first-order term of the bound: binary64 is plenty) */
-        for (k = 0; k < pP->nDim; k++) {
-            double xk = row_value(pP, pX->aValue, iRow, k);
-            if (xk == -INFINITY) continue;
-            w += exp(xk - m) / sum * (m - xk);
-        }
-        pP->aW[iRow] = w;
+        pP->aW[iRow] = w / sum;
     }
     return 0;
 }

@@ -366,13 +366,22 @@ static int acc_fits_out(parity_dtype acc, parity_dtype out)
     return out == PARITY_DT_F32 && (acc == PARITY_DT_F16 || acc == PARITY_DT_BF16);
 }
 
+/* The bound of parity_unary_bound once the reference's representability is known. */
+static double bound_given(const parity_op_call *pCall, int representable, double absRef,
+                          double a)
+{
+    const parity_dtype out = pCall->outDtype;
+    if (a == 0.0 && representable) return 0.0;
+    return a + (acc_fits_out(pCall->accDtype, out) ? 0.0 : 0.5 * parity_ulp_at(out, absRef + a));
+}
+
 /* A plus the rounding to the output dtype (op_unary_internal.h). */
 double parity_unary_bound(const parity_op_call *pCall, mpfr_srcptr ref, double absRef,
                           double a)
 {
-    const parity_dtype out = pCall->outDtype;
-    if (a == 0.0 && parity_round_to_dtype(ref, out) == mpfr_get_d(ref, MPFR_RNDN)) return 0.0;
-    return a + (acc_fits_out(pCall->accDtype, out) ? 0.0 : 0.5 * parity_ulp_at(out, absRef + a));
+    int representable = a == 0.0 &&
+        parity_round_to_dtype(ref, pCall->outDtype) == mpfr_get_d(ref, MPFR_RNDN);
+    return bound_given(pCall, representable, absRef, a);
 }
 
 /* A (op_unary_internal.h) of a finite nonzero x whose reference has magnitude y: the row's
@@ -410,14 +419,12 @@ static int unary_fast(const parity_op_call *pCall, uint64_t linear, double *pRef
     if (parity_ulp_at(acc, yLo) != parity_ulp_at(acc, yHi) ||
         (pF->expOverflow && a != unary_allowance(pF, acc, x, yHi)))
         return 0;
-    /* parity_unary_bound's cases, on the interval */
-    if (a == 0.0 && parity_round_double_to_dtype(r, out) == r) {
-        *pBound = 0.0;   /* exact (stated error 0) and representable */
-    } else {
-        if (!acc_fits_out(acc, out) && parity_ulp_at(out, yLo + a) != parity_ulp_at(out, yHi + a))
-            return 0;
-        *pBound = a + (acc_fits_out(acc, out) ? 0.0 : 0.5 * parity_ulp_at(out, y + a));
-    }
+    /* parity_unary_bound's bound, the same over the interval: its half ulp of the output
+     * at |ref| + A must not change there (a = 0 rows are exact: r is the reference) */
+    if (!(a == 0.0 && parity_round_double_to_dtype(r, out) == r) && !acc_fits_out(acc, out) &&
+        parity_ulp_at(out, yLo + a) != parity_ulp_at(out, yHi + a))
+        return 0;
+    *pBound = bound_given(pCall, a == 0.0 && parity_round_double_to_dtype(r, out) == r, y, a);
     *pRef = r;
     *pErr = err;
     *pSpread = 0.0;
