@@ -796,3 +796,111 @@ Test(fast_path, attention_rows_are_not_reused_across_calls)
         parity_op_end(&call);
     }
 }
+
+/* ---- log_softmax, logsumexp, rms_norm -------------------------------------------------- */
+
+/* softmax_inputs' rows, and (nRow >= 10) the log-sum's hard rows: a maximum that dominates
+ * (the others 30 below: s - 1 near 1e-10), one unmasked element (L = 0 exactly), terms that
+ * vanish in binary64 (1000 below: the MPFR path's), subnormal terms (740 below), a repeated
+ * maximum. */
+static double *log_softmax_inputs(uint64_t nRow, uint64_t nDim, uint64_t seed)
+{
+    double *a = softmax_inputs(nRow, nDim, seed);
+    uint64_t k;
+    if (nRow < 10) return a;
+    for (k = 0; k < nDim; k++) {
+        a[5 * nDim + k] = k == 0 ? 0.0 : -30.0;
+        a[6 * nDim + k] = k == 2 ? 3.0 : -INFINITY;
+        a[7 * nDim + k] = k == 1 ? 2.0 : -998.0;
+        a[8 * nDim + k] = k == 0 ? 10.0 : -730.0;
+        a[9 * nDim + k] = k % 3 == 0 ? 7.5 : (double)(float)(7.5 - 0.01 * (double)k);
+    }
+    return a;
+}
+
+Test(fast_path, log_softmax_and_logsumexp_keep_their_margin_and_their_verdicts)
+{
+    static const struct { uint64_t nRow, nDim; int dim; parity_dtype out; } kShape[] = {
+        { 300, 1024, -1, PARITY_DT_F32 }, { 1000, 7, -1, PARITY_DT_F32 },
+        { 64, 300, 0, PARITY_DT_F32 }, { 100, 1024, -1, PARITY_DT_BF16 },
+    };
+    size_t k, o;
+    for (k = 0; k < sizeof kShape / sizeof kShape[0]; k++)
+        for (o = 0; o < 2; o++) {
+            const char *zOp = o ? "logsumexp" : "log_softmax";
+            uint64_t nRow = kShape[k].nRow, nDim = kShape[k].nDim;
+            uint64_t aDim[2] = { nRow, nDim }, aOut[1] = { kShape[k].dim == 0 ? nDim : nRow };
+            double *aX = log_softmax_inputs(nRow, nDim, 70 + k);
+            parity_attr aA[1] = { attr_int(0, "dim", kShape[k].dim) };
+            parity_operand in = op_operand("x", PARITY_DT_F32, 2, aDim, aX);
+            parity_op_call call;
+            char zErr[256], zWhat[64];
+            snprintf(zWhat, sizeof zWhat, "%s [%llu, %llu] dim %d -> %s", zOp,
+                     (unsigned long long)nRow, (unsigned long long)nDim, kShape[k].dim,
+                     parity_dtype_name(kShape[k].out));
+            cr_assert_eq(parity_op_begin(&call, parity_op_find(zOp), &in, 1, kShape[k].out,
+                                         o ? 1 : 2, o ? aOut : aDim, PARITY_DT_INVALID, aA, 1,
+                                         zErr, sizeof zErr), 0, "%s: %s", zWhat, zErr);
+            margin_and_equivalence(&call, zWhat, 110 + k * 2 + o);
+            parity_op_end(&call);
+            free(aX);
+        }
+}
+
+/* x [nRow, nDim]: rows of scale 2^-60 to 2^60, a zero row, a NaN row, a row with an
+ * infinity, a row whose sum of squares overflows float32 (MPFR's, overflowPossible), rows
+ * with subnormal float32 values; the weight drawn, one weight 0 and one negative zero. */
+static void rms_norm_inputs(uint64_t nRow, uint64_t nDim, uint64_t seed, double *aX, double *aW)
+{
+    uint64_t s = seed, r, k;
+    for (r = 0; r < nRow; r++) {
+        double scale = exp2(uniform(&s, -60, 60));
+        for (k = 0; k < nDim; k++) {
+            double v = scale * (uniform(&s, -1, 1) + uniform(&s, -1, 1));
+            if (r == 1) v = 0.0;
+            if (r == 2 && k == 3) v = NAN;
+            if (r == 3 && k == 1) v = -INFINITY;
+            if (r == 4) v = 1e20 * uniform(&s, 0.5, 1);
+            if (r == 5) v = 0x1p-140 * uniform(&s, -1, 1);
+            aX[r * nDim + k] = (double)(float)v;
+        }
+    }
+    for (k = 0; k < nDim; k++) aW[k] = (double)(float)uniform(&s, -2, 2);
+    aW[1] = 0.0;
+    if (nDim > 2) aW[2] = -0.0;
+}
+
+Test(fast_path, rms_norm_keeps_its_margin_and_its_verdicts)
+{
+    static const struct { uint64_t nRow, nDim; double eps; int weight; parity_dtype out; } kShape[] = {
+        { 200, 1024, 1e-6, 1, PARITY_DT_F32 }, { 2000, 3, 1e-6, 1, PARITY_DT_F32 },
+        { 300, 64, 0.0, 0, PARITY_DT_F32 }, { 100, 512, 1e-5, 1, PARITY_DT_BF16 },
+    };
+    size_t k;
+    for (k = 0; k < sizeof kShape / sizeof kShape[0]; k++) {
+        uint64_t nRow = kShape[k].nRow, nDim = kShape[k].nDim, n = nRow * nDim;
+        uint64_t aDim[2] = { nRow, nDim }, aDimW[1] = { nDim };
+        int64_t aNorm[1] = { (int64_t)nDim };
+        double *aX = malloc(n * sizeof *aX), *aW = malloc(nDim * sizeof *aW);
+        parity_attr aA[2] = { attr_ints(0, "normalized_shape", aNorm, 1),
+                              attr_float(1, "eps", kShape[k].eps) };
+        parity_operand aIn[2];
+        parity_op_call call;
+        char zErr[256], zWhat[64];
+        cr_assert(aX && aW);
+        rms_norm_inputs(nRow, nDim, 80 + k, aX, aW);
+        aIn[0] = op_operand("x", PARITY_DT_F32, 2, aDim, aX);
+        aIn[1] = op_operand("weight", PARITY_DT_F32, 1, aDimW, aW);
+        snprintf(zWhat, sizeof zWhat, "rms_norm [%llu, %llu] eps %g%s -> %s",
+                 (unsigned long long)nRow, (unsigned long long)nDim, kShape[k].eps,
+                 kShape[k].weight ? "" : " (no weight)", parity_dtype_name(kShape[k].out));
+        cr_assert_eq(parity_op_begin(&call, parity_op_find("rms_norm"), aIn,
+                                     kShape[k].weight ? 2 : 1, kShape[k].out, 2, aDim,
+                                     PARITY_DT_INVALID, aA, 2, zErr, sizeof zErr), 0,
+                     "%s: %s", zWhat, zErr);
+        margin_and_equivalence(&call, zWhat, 120 + k);
+        parity_op_end(&call);
+        free(aX);
+        free(aW);
+    }
+}

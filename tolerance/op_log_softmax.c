@@ -39,6 +39,10 @@
  *                         + 0.5 ulp_out(y_i).
  * The output rounding is counted separately from the last acc_dtype rounding so that
  * narrower output dtypes (fp16, bf16) are covered.
+ *
+ * The load works in binary64 (m, w, s - 1 compensated, L = log1p(s - 1)): the bound reads
+ * those figures on both paths, the fast path (lse_fast) the value too. The MPFR L waits for
+ * the first element of its row that the fast path leaves open (lse_row_ref).
  */
 #include <math.h>
 #include <stdio.h>
@@ -57,72 +61,123 @@ typedef struct {
     parity_rows rows;
     int isLse;                     /* logsumexp (else log_softmax) */
     unsigned char *aKind;          /* row_kind per row */
+    unsigned char *aFastOk;        /* per row: lse_fast's error statement holds */
     double *aMax, *aW, *aL;        /* m, w, L (binary64) per row */
-    mpfr_t *aLRef;                 /* L = log(S) per row at PARITY_REF_PREC */
-    uint64_t nInit;
+    double gammaN;                 /* gamma_{(c+2) n}(u_acc), the same for every row */
+    mpfr_t *aLRef;                 /* L = log(S) per row at PARITY_REF_PREC, once made */
+    unsigned char *aLMade;         /* per row: aLRef made (and to be cleared) */
+    double *aBuf;                  /* scratch of lse_row_ref: a row's values */
+    mpfr_t *aTerm;                 /* and its terms, initialised lazily */
+    mpfr_ptr *apTerm;
 } lse_params;
 
 static void lse_free(void *p)
 {
     lse_params *pP = p;
     uint64_t i;
-    for (i = 0; i < pP->nInit; i++) mpfr_clear(pP->aLRef[i]);
+    for (i = 0; pP->aLMade && i < pP->rows.nRow; i++)
+        if (pP->aLMade[i]) mpfr_clear(pP->aLRef[i]);
+    for (i = 0; pP->aTerm && i < pP->rows.n; i++) mpfr_clear(pP->aTerm[i]);
+    free(pP->aTerm);
+    free(pP->apTerm);
+    free(pP->aBuf);
     free(pP->aLRef);
+    free(pP->aLMade);
     free(pP->aKind);
+    free(pP->aFastOk);
     free(pP->aMax);
     free(pP->aW);
     free(pP->aL);
     free(pP);
 }
 
-/* The per-row work: kind, m, w, L. aBuf (n values) and aTerm (n MPFR values) are scratch. */
-static void lse_row(lse_params *pP, const double *x, uint64_t iRow, double *aBuf,
-                    mpfr_t *aTerm, mpfr_ptr *apTerm)
+/* The per-row work in binary64: kind, m, w, L, and whether lse_fast may judge the row. The
+ * sum leaves out the maximum's exact term 1 (as lse_row_ref does): s1 = s - 1, summed
+ * compensated (rows.h), L = log1p(s1). aBuf (n values) is scratch. */
+static void lse_row(lse_params *pP, const double *x, uint64_t iRow, double *aBuf)
 {
-    uint64_t k, n = pP->rows.n;
-    double m = -INFINITY, w = 0.0, s;
-    int hasNan = 0, hasPosInf = 0;
-    mpfr_t t;
+    uint64_t k, n = pP->rows.n, kMax = n;
+    double m = -INFINITY, w = 0.0, s1;
+    parity_comp_sum acc = { 0.0, 0.0 };
+    int hasNan = 0, hasPosInf = 0, allOthersMasked = 1;
 
     parity_rows_gather(&pP->rows, x, iRow, aBuf);
     for (k = 0; k < n; k++) {
         double v = aBuf[k];
         if (v != v) hasNan = 1;
         else if (v == INFINITY) hasPosInf = 1;
-        else if (v > m) m = v;
+        else if (v > m) { m = v; kMax = k; }
     }
     if (hasNan) { pP->aKind[iRow] = ROW_NAN; return; }
     if (hasPosInf) { pP->aKind[iRow] = ROW_POSINF; return; }
     if (m == -INFINITY) { pP->aKind[iRow] = ROW_NEGINF; return; }
     pP->aKind[iRow] = ROW_OK;
     pP->aMax[iRow] = m;
+    for (k = 0; k < n; k++) {
+        double e;
+        if (k == kMax || aBuf[k] == -INFINITY) continue;
+        allOthersMasked = 0;
+        e = exp(aBuf[k] - m);
+        parity_comp_add(&acc, e);
+        w += e * (m - aBuf[k]);
+    }
+    s1 = acc.s + acc.c;
+    pP->aW[iRow] = w / (1.0 + s1);
+    pP->aL[iRow] = log1p(s1);
+    /* Terms below 2^-1022 round on binary64's subnormal grid or vanish: n of them (n below
+     * 2^40) are under 2^-982 absolute, 2^-82 of an s1 of at least 2^-900. A row with no
+     * other unmasked element has s1 = 0 exactly (L = 0), as MPFR's. */
+    pP->aFastOk[iRow] = allOthersMasked || s1 >= 0x1p-900;
+}
+
+/* Row iRow's L = log1p(S - 1) at PARITY_REF_PREC bits, made once: every exp(x_j - m) at
+ * PARITY_REF_PREC bits and S - 1 correctly rounded (mpfr_sum). Returns it, or NULL when
+ * memory runs out. */
+static mpfr_ptr lse_row_ref(const parity_op_call *pCall, lse_params *pP, uint64_t iRow)
+{
+    uint64_t k, n = pP->rows.n;
+    double m = pP->aMax[iRow];
+    mpfr_t t;
+
+    if (pP->aLMade[iRow]) return pP->aLRef[iRow];
+    if (!pP->aTerm) {
+        pP->aBuf = parity_calloc(n + 1, sizeof(double));
+        pP->aTerm = parity_calloc(n + 1, sizeof(mpfr_t));
+        pP->apTerm = parity_calloc(n + 1, sizeof(mpfr_ptr));
+        if (!pP->aBuf || !pP->aTerm || !pP->apTerm) {
+            free(pP->aBuf);
+            free(pP->aTerm);
+            free(pP->apTerm);
+            pP->aBuf = NULL;
+            pP->aTerm = NULL;
+            pP->apTerm = NULL;
+            return NULL;
+        }
+        for (k = 0; k < n; k++) mpfr_init2(pP->aTerm[k], PARITY_REF_PREC);
+    }
+    parity_rows_gather(&pP->rows, pCall->aIn[0].aValue, iRow, pP->aBuf);
     mpfr_init2(t, PARITY_REF_PREC);
     for (k = 0; k < n; k++) {
-        mpfr_set_d(t, aBuf[k], MPFR_RNDN);
+        mpfr_set_d(t, pP->aBuf[k], MPFR_RNDN);
         mpfr_sub_d(t, t, m, MPFR_RNDN);      /* exact for x_k = -Inf too: -Inf */
-        mpfr_exp(aTerm[k], t, MPFR_RNDN);
-        apTerm[k] = aTerm[k];
+        mpfr_exp(pP->aTerm[k], t, MPFR_RNDN);
+        pP->apTerm[k] = pP->aTerm[k];
     }
+    mpfr_clear(t);
     /* L = log1p(S - 1) with S - 1 summed without the maximum's exact 1: when the maximum
      * dominates, S = 1 + delta with tiny delta, and rounding S itself would lose delta's
      * low bits (an absolute 2^-128 in L, a large relative error in log_softmax at the
      * maximum and in logsumexp near 0). */
     for (k = 0; k < n; k++)
-        if (aBuf[k] == m) {
-            mpfr_set_zero(aTerm[k], 1);
+        if (pP->aBuf[k] == m) {
+            mpfr_set_zero(pP->aTerm[k], 1);
             break;
         }
-    mpfr_sum(pP->aLRef[iRow], apTerm, (unsigned long)n, MPFR_RNDN);
-    if (k < n) mpfr_set_ui(aTerm[k], 1, MPFR_RNDN);
-    s = 1.0 + mpfr_get_d(pP->aLRef[iRow], MPFR_RNDN);
-    for (k = 0; k < n; k++) {
-        if (aBuf[k] == -INFINITY) continue;
-        w += mpfr_get_d(aTerm[k], MPFR_RNDN) / s * (m - aBuf[k]);
-    }
-    pP->aW[iRow] = w;
+    mpfr_init2(pP->aLRef[iRow], PARITY_REF_PREC);
+    pP->aLMade[iRow] = 1;
+    mpfr_sum(pP->aLRef[iRow], pP->apTerm, (unsigned long)n, MPFR_RNDN);
     mpfr_log1p(pP->aLRef[iRow], pP->aLRef[iRow], MPFR_RNDN);
-    pP->aL[iRow] = mpfr_get_d(pP->aLRef[iRow], MPFR_RNDN);
-    mpfr_clear(t);
+    return pP->aLRef[iRow];
 }
 
 static int lse_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
@@ -152,41 +207,31 @@ static int lse_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t n
     return 0;
 }
 
-/* Every row's maximum, kind, log-sum and weighted shift, from the values. */
+/* Every row's maximum, kind, log-sum and weighted shift, from the values (binary64). */
 static int lse_load(parity_op_call *pCall, char *zErr, size_t nErr)
 {
     const parity_operand *pX = &pCall->aIn[0];
     lse_params *pP = pCall->pParams;
-    uint64_t iRow, k, n = pP->rows.n;
+    uint64_t iRow, nRow = pP->rows.nRow;
     double *aBuf;
-    mpfr_t *aTerm;
-    mpfr_ptr *apTerm;
 
-    pP->aKind = parity_calloc(pP->rows.nRow + 1, 1);
-    pP->aMax = parity_calloc(pP->rows.nRow + 1, sizeof(double));
-    pP->aW = parity_calloc(pP->rows.nRow + 1, sizeof(double));
-    pP->aL = parity_calloc(pP->rows.nRow + 1, sizeof(double));
-    pP->aLRef = parity_calloc(pP->rows.nRow + 1, sizeof(mpfr_t));
-    aBuf = parity_calloc(n + 1, sizeof(double));
-    aTerm = parity_calloc(n + 1, sizeof(mpfr_t));
-    apTerm = parity_calloc(n + 1, sizeof(mpfr_ptr));
-    if (!pP->aKind || !pP->aMax || !pP->aW || !pP->aL || !pP->aLRef || !aBuf || !aTerm ||
-        !apTerm) {
+    pP->aKind = parity_calloc(nRow + 1, 1);
+    pP->aFastOk = parity_calloc(nRow + 1, 1);
+    pP->aMax = parity_calloc(nRow + 1, sizeof(double));
+    pP->aW = parity_calloc(nRow + 1, sizeof(double));
+    pP->aL = parity_calloc(nRow + 1, sizeof(double));
+    pP->aLRef = parity_calloc(nRow + 1, sizeof(mpfr_t));
+    pP->aLMade = parity_calloc(nRow + 1, 1);
+    aBuf = parity_calloc(pP->rows.n + 1, sizeof(double));
+    if (!pP->aKind || !pP->aFastOk || !pP->aMax || !pP->aW || !pP->aL || !pP->aLRef ||
+        !pP->aLMade || !aBuf) {
         free(aBuf);
-        free(aTerm);
-        free(apTerm);
         snprintf(zErr, nErr, "out of memory");
         return -1;
     }
-    for (k = 0; k < n; k++) mpfr_init2(aTerm[k], PARITY_REF_PREC);
-    for (iRow = 0; iRow < pP->rows.nRow; iRow++) {
-        mpfr_init2(pP->aLRef[iRow], PARITY_REF_PREC);
-        pP->nInit++;
-        lse_row(pP, pX->aValue, iRow, aBuf, aTerm, apTerm);
-    }
-    for (k = 0; k < n; k++) mpfr_clear(aTerm[k]);
-    free(aTerm);
-    free(apTerm);
+    pP->gammaN = parity_gamma((C_EXP + 2.0) * (double)pP->rows.n,
+                              parity_unit_roundoff(pCall->accDtype));
+    for (iRow = 0; iRow < nRow; iRow++) lse_row(pP, pX->aValue, iRow, aBuf);
     free(aBuf);
     return 0;
 }
@@ -195,18 +240,30 @@ static int lse_load(parity_op_call *pCall, char *zErr, size_t nErr)
 static double lse_err_log(const lse_params *pP, const parity_op_call *pCall, uint64_t iRow)
 {
     double u = parity_unit_roundoff(pCall->accDtype), n = (double)pP->rows.n;
-    double eta = (pP->aW[iRow] + C_EXP) * u + parity_gamma((C_EXP + 2.0) * n, u) +
+    double eta = (pP->aW[iRow] + C_EXP) * u + pP->gammaN +
                  n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
     if (!(eta < 1.0)) return INFINITY;
     return eta / (1.0 - eta) + C_EXP * u * pP->aL[iRow];
 }
 
+/* The bound of an element whose value is y (header comment): logsumexp's, or log_softmax's
+ * for input x. Reads the row's binary64 m, w and L, on both paths. */
+static double lse_bound(const parity_op_call *pCall, const lse_params *pP, uint64_t iRow,
+                        double x, double y)
+{
+    double u = parity_unit_roundoff(pCall->accDtype), m = pP->aMax[iRow];
+    double eL = lse_err_log(pP, pCall, iRow);
+    if (pP->isLse) return (1.0 + u) * eL + u * fabs(y) + 0.5 * parity_ulp_at(pCall->outDtype, y);
+    return (1.0 + u) * (u * fmax(m - x, fabs(m + pP->aL[iRow])) + eL) + u * fabs(y) +
+           0.5 * parity_ulp_at(pCall->outDtype, y);
+}
+
 static int lse_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
-    const lse_params *pP = pCall->pParams;
-    double u = parity_unit_roundoff(pCall->accDtype), y;
+    lse_params *pP = pCall->pParams;
     uint64_t iRow = linear, k = 0;
     double x = 0.0, m;
+    mpfr_ptr pL;
 
     if (!pP->isLse) {
         parity_rows_locate(&pP->rows, linear, &iRow, &k);
@@ -229,26 +286,70 @@ static int lse_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
         break;
     }
     m = pP->aMax[iRow];
-    if (pP->isLse) {
-        mpfr_add_d(ref, pP->aLRef[iRow], m, MPFR_RNDN);
-        y = mpfr_get_d(ref, MPFR_RNDN);
-        *pBound = (1.0 + u) * lse_err_log(pP, pCall, iRow) + u * fabs(y) +
-                  0.5 * parity_ulp_at(pCall->outDtype, y);
-        return 0;
-    }
-    if (x == -INFINITY) {
+    if (!pP->isLse && x == -INFINITY) {
         mpfr_set_inf(ref, -1);
         return 0;
     }
-    mpfr_set_d(ref, x, MPFR_RNDN);
-    mpfr_sub_d(ref, ref, m, MPFR_RNDN);
-    mpfr_sub(ref, ref, pP->aLRef[iRow], MPFR_RNDN);
-    y = mpfr_get_d(ref, MPFR_RNDN);
-    *pBound = (1.0 + u) * (u * fmax(m - x, fabs(m + pP->aL[iRow])) +
-                           lse_err_log(pP, pCall, iRow)) +
-              u * fabs(y) + 0.5 * parity_ulp_at(pCall->outDtype, y);
-    (void)k;
+    if (!(pL = lse_row_ref(pCall, pP, iRow))) return -1;
+    if (pP->isLse) {
+        mpfr_add_d(ref, pL, m, MPFR_RNDN);
+    } else {
+        mpfr_set_d(ref, x, MPFR_RNDN);
+        mpfr_sub_d(ref, ref, m, MPFR_RNDN);
+        mpfr_sub(ref, ref, pL, MPFR_RNDN);
+    }
+    *pBound = lse_bound(pCall, pP, iRow, x, mpfr_get_d(ref, MPFR_RNDN));
     return 0;
+}
+
+/* Fast path (ops.h). Errors, u = 2^-53: each term exp(fl(x_j - m)) within (745 + 2) u
+ * relative (the shift's rounding amplified by |x_j - m| <= 745, exp's own ulp; smaller
+ * terms are the subnormal case lse_row excludes), so the compensated s1 = s - 1 within
+ * 2^-43 relative (rows.h: 2u over the sum of positive terms, n below 2^40). Then L = log1p(s1)
+ * moves by at most 2^-43 s1 / (1 + s1) <= 2^-43 L (log1p(s) >= s / (1 + s)), plus log1p's
+ * rounding: L within 2^-42.8 L.
+ *   log_softmax: y = fl(fl(x - m) - L); x - m <= 0 and -L <= 0 add without cancellation,
+ *     |y| = (m - x) + L, so |y^ - y| <= u (m - x) + 2^-42.8 L + u |y| <= 2^-42.7 |y|.
+ *   logsumexp: y = fl(m + L), |y^ - y| <= 2^-42.8 L + u |y| (m + L may cancel).
+ * Stated: 2^-32 |y| and 2^-32 (L + |y|), tests/test_fast_path.c measures them against MPFR
+ * with a margin of 2^10. The bound depends on y through u |y| (spread u err) and the output's
+ * ulp, checked constant over the interval. */
+#define FAST_REL 0x1p-32
+
+static int lse_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
+                    double *pBound, double *pSpread)
+{
+    const lse_params *pP = pCall->pParams;
+    uint64_t iRow = linear, k = 0;
+    double x = 0.0, y, err, ay, u = parity_unit_roundoff(pCall->accDtype);
+    parity_dtype out = pCall->outDtype;
+
+    if (pCall->accDtype == PARITY_DT_F64 || out == PARITY_DT_F64) return 0;
+    if (!pP->isLse) {
+        parity_rows_locate(&pP->rows, linear, &iRow, &k);
+        x = pCall->aIn[0].aValue[linear];
+        if (!isfinite(x)) return 0;
+    }
+    if (pP->aKind[iRow] != ROW_OK || !pP->aFastOk[iRow]) return 0;
+    if (pP->isLse) {
+        y = pP->aMax[iRow] + pP->aL[iRow];
+        err = FAST_REL * (pP->aL[iRow] + fabs(y));
+    } else {
+        y = (x - pP->aMax[iRow]) - pP->aL[iRow];
+        err = FAST_REL * fabs(y);
+    }
+    ay = fabs(y);
+    /* y = 0 with err = 0 is exact (x = m and every other element masked: L = 0) */
+    if (!isfinite(y) || (err == 0.0 && ay != 0.0) ||
+        (err > 0.0 && (ay <= err || parity_ulp_at(out, ay - err) != parity_ulp_at(out, ay + err))))
+        return 0;
+    *pRef = y;
+    *pErr = err;
+    *pBound = lse_bound(pCall, pP, iRow, x, y);
+    /* the bound's own binary64 evaluation: a few roundings, 2^-50 of it */
+    *pSpread = u * err * (1.0 + 0x1p-50) + 0x1p-50 * *pBound;
+    (void)k;
+    return 1;
 }
 
 const parity_op_def parity_op_log_softmax = {
@@ -258,6 +359,7 @@ const parity_op_def parity_op_log_softmax = {
     .zModel = "shifted log_softmax: (1+u)(u max(|x-m|,|m+L|) + E_L) + u|y| + 0.5 ulp, E_L = eta/(1-eta) + c u L, eta = (w+c)u + gamma_{(c+2)n} (Blanchard-Higham-Higham 2021)",
     .nInMin = 1, .nInMax = 1,
     .xPrepare = lse_prepare, .xElement = lse_element, .xFreeParams = lse_free,
+    .xFast = lse_fast,
 };
 
 const parity_op_def parity_op_logsumexp = {
@@ -268,4 +370,5 @@ const parity_op_def parity_op_logsumexp = {
     .zModel = "shifted log-sum-exp: (1+u) E_L + u|lse| + 0.5 ulp, E_L = eta/(1-eta) + c u L, eta = (w+c)u + gamma_{(c+2)n} (Blanchard-Higham-Higham 2021)",
     .nInMin = 1, .nInMax = 1,
     .xPrepare = lse_prepare, .xElement = lse_element, .xFreeParams = lse_free,
+    .xFast = lse_fast,
 };

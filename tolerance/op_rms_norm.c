@@ -41,7 +41,9 @@ typedef struct {
     parity_rows rows;
     const double *pWeight;
     double eps;
+    double gammaN;                 /* gamma_{n+2}(u_acc), the same for every row */
     double *aMs;                   /* per row: ms (binary64 of the reference) */
+    double *aRd;                   /* per row: 1 / sqrt(ms + eps) in binary64 (rms_fast) */
     mpfr_t *aR;                    /* per row: r at PARITY_REF_PREC */
     uint64_t nInit;
 } rms_params;
@@ -53,6 +55,7 @@ static void rms_free(void *p)
     for (i = 0; i < pP->nInit; i++) mpfr_clear(pP->aR[i]);
     free(pP->aR);
     free(pP->aMs);
+    free(pP->aRd);
     free(pP);
 }
 
@@ -90,7 +93,9 @@ static int rms_load(parity_op_call *pCall, char *zErr, size_t nErr)
 
     pP->aMs = parity_calloc(pP->rows.nRow + 1, sizeof(double));
     pP->aR = parity_calloc(pP->rows.nRow + 1, sizeof(mpfr_t));
-    if (!pP->aMs || !pP->aR) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    pP->aRd = parity_calloc(pP->rows.nRow + 1, sizeof(double));
+    if (!pP->aMs || !pP->aR || !pP->aRd) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    pP->gammaN = parity_gamma((double)nn + 2.0, parity_unit_roundoff(pCall->accDtype));
     for (iRow = 0; iRow < pP->rows.nRow; iRow++) {
         const double *x = pX->aValue + iRow * nn;
         mpfr_init2(pP->aR[iRow], PARITY_REF_PREC);
@@ -101,10 +106,30 @@ static int rms_load(parity_op_call *pCall, char *zErr, size_t nErr)
         }
         mpfr_div_ui(pP->aR[iRow], pP->aR[iRow], (unsigned long)nn, MPFR_RNDN);
         pP->aMs[iRow] = mpfr_get_d(pP->aR[iRow], MPFR_RNDN);
+        pP->aRd[iRow] = 1.0 / sqrt(pP->aMs[iRow] + pP->eps);
         mpfr_add_d(pP->aR[iRow], pP->aR[iRow], pP->eps, MPFR_RNDN);
         mpfr_rec_sqrt(pP->aR[iRow], pP->aR[iRow], MPFR_RNDN);   /* 1/sqrt(+0) = +Inf */
     }
     return 0;
+}
+
+/* The bound of an element of value y and weight w in row iRow (file comment); *pK (when
+ * not NULL) is the factor of |y|. NaN-free: INFINITY where the row's figures give none. */
+static double rms_bound(const parity_op_call *pCall, const rms_params *pP, uint64_t iRow,
+                        double w, double y, double *pK)
+{
+    double u = parity_unit_roundoff(pCall->accDtype);
+    double sub = parity_ulp_at(pCall->accDtype, 0.0), ms = pP->aMs[iRow], t, epsT, rho, k, b;
+
+    t = ms + pP->eps;
+    epsT = t > 0.0 ? (pP->gammaN * ms + u * t + 0.5 * sub) / t : INFINITY;
+    rho = 0.5 * epsT * (1.0 + epsT) + C_RSQRT * u;
+    k = rho + 2.0 * u + 2.0 * u * rho + u * u;
+    if (pK) *pK = k;
+    /* Underflow: x r (or x / sqrt(t)) may round on the subnormal grid before the multiply
+     * by w, which scales that half-subnormal error by |w|. */
+    b = fabs(y) * k + 0.5 * sub * (1.0 + fabs(w)) + sub + 0.5 * parity_ulp_at(pCall->outDtype, y);
+    return b != b ? INFINITY : b;
 }
 
 static int rms_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
@@ -112,31 +137,57 @@ static int rms_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     const rms_params *pP = pCall->pParams;
     uint64_t nn = pP->rows.n, iRow = linear / nn, k = linear % nn;
     double x = pCall->aIn[0].aValue[linear], w = pP->pWeight ? pP->pWeight[k] : 1.0;
-    double u = parity_unit_roundoff(pCall->accDtype), n = (double)nn, sub, ms, t, epsT, rho, y;
 
     /* the sum of squares may overflow; its rsqrt is then 0 */
-    parity_note_overflow(pCall, n * pP->aMs[iRow]);
+    parity_note_overflow(pCall, (double)nn * pP->aMs[iRow]);
     mpfr_set_d(ref, x, MPFR_RNDN);
     mpfr_mul(ref, ref, pP->aR[iRow], MPFR_RNDN);
     mpfr_mul_d(ref, ref, w, MPFR_RNDN);
     *pBound = 0.0;
     if (!mpfr_number_p(ref)) return 0;          /* the reference decides by value */
-    y = fabs(mpfr_get_d(ref, MPFR_RNDN));
-    sub = parity_ulp_at(pCall->accDtype, 0.0);
-    ms = pP->aMs[iRow];
-    if (!isfinite(ms)) {                        /* r = 0: y = x * 0 * w exactly */
+    if (!isfinite(pP->aMs[iRow])) {             /* r = 0: y = x * 0 * w exactly */
         *pBound = 0.5 * parity_ulp_at(pCall->outDtype, 0.0);
         return 0;
     }
-    t = ms + pP->eps;
-    epsT = t > 0.0 ? (parity_gamma(n + 2.0, u) * ms + u * t + 0.5 * sub) / t : INFINITY;
-    rho = 0.5 * epsT * (1.0 + epsT) + C_RSQRT * u;
-    /* Underflow: x r (or x / sqrt(t)) may round on the subnormal grid before the multiply
-     * by w, which scales that half-subnormal error by |w|. */
-    *pBound = y * (rho + 2.0 * u + 2.0 * u * rho + u * u) + 0.5 * sub * (1.0 + fabs(w)) + sub +
-              0.5 * parity_ulp_at(pCall->outDtype, y);
-    if (*pBound != *pBound) *pBound = INFINITY;
+    *pBound = rms_bound(pCall, pP, iRow, w, mpfr_get_d(ref, MPFR_RNDN), NULL);
     return 0;
+}
+
+/* Fast path (ops.h): y = x r w in binary64 with the load's r = 1 / sqrt(ms + eps). Errors,
+ * u = 2^-53: ms is the exact mean square correctly rounded (u), the sum with eps u more,
+ * which the square root halves, then sqrt and the division: r within 2.5 u relative, as long
+ * as ms + eps is normal (t >= 2^-960 here); the two products 2u: |y^ - y| <= 5u |y| = 2^-50.7
+ * |y|, with |x r| and |y| kept above 2^-960 (no underflow) or y = 0 exactly. Stated: 2^-32
+ * |y|, which tests/test_fast_path.c measures against MPFR with a margin of 2^10. The bound
+ * moves with |y| at slope K (spread err K) and the output's ulp, checked constant. Rows whose
+ * sum of squares may overflow (overflowPossible) go to MPFR. */
+static int rms_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
+                    double *pBound, double *pSpread)
+{
+    const rms_params *pP = pCall->pParams;
+    uint64_t nn = pP->rows.n, iRow = linear / nn, k = linear % nn;
+    double x = pCall->aIn[0].aValue[linear], w = pP->pWeight ? pP->pWeight[k] : 1.0;
+    double ms = pP->aMs[iRow], r = pP->aRd[iRow], xr, y, ay, err, K;
+    parity_dtype out = pCall->outDtype;
+
+    if (pCall->accDtype == PARITY_DT_F64 || out == PARITY_DT_F64 || !isfinite(x) ||
+        !isfinite(w) || !((double)nn * ms < parity_dtype_max_finite(pCall->accDtype)) ||
+        !(ms + pP->eps >= 0x1p-960))
+        return 0;
+    xr = x * r;
+    y = xr * w;
+    ay = fabs(y);
+    err = 0x1p-32 * ay;
+    if (y != 0.0 && (!(fabs(xr) >= 0x1p-960) || !(ay >= 0x1p-960) || !isfinite(y) ||
+                     parity_ulp_at(out, ay - err) != parity_ulp_at(out, ay + err)))
+        return 0;
+    if (y == 0.0 && x != 0.0 && w != 0.0) return 0;   /* underflowed, not exact */
+    *pRef = y;
+    *pErr = err;
+    *pBound = rms_bound(pCall, pP, iRow, w, y, &K);
+    /* the bound's own binary64 evaluation: a few roundings, 2^-50 of it */
+    *pSpread = err * K * (1.0 + 0x1p-50) + 0x1p-50 * *pBound;
+    return 1;
 }
 
 /* generated cases set eps = 1e-6 (fuzz/cases/layout.c) */
@@ -151,5 +202,5 @@ const parity_op_def parity_op_rms_norm = {
     .family = PARITY_FAMILY_NORM,
     .aCaseAttr = aRmsCase, .nCaseAttr = 1,
     .xPrepare = rms_prepare, .xLoad = rms_load, .xElement = rms_element,
-    .xFreeParams = rms_free,
+    .xFreeParams = rms_free, .xFast = rms_fast,
 };

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench_semantic.py - what semantic judgement costs per element, op by op, in one run.
 
-Usage: bench_semantic.py BUILD_DIR [--sizes 1,4,16] [--ops gelu,exp,softmax,layer_norm,matmul]
+Usage: bench_semantic.py BUILD_DIR [--sizes 1,4,16] [--ops gelu,exp,softmax,layer_norm,matmul,...]
                          [--workdir DIR] [--keep] [--threads N]
 
 For each op and size (millions of output elements) it writes an eager and a compiled float32
@@ -14,7 +14,8 @@ flatter the figure) and the verdict must be a pass. Exit 1 when a verdict is not
 judged count is not the element count.
 
 The eager output is the op computed in float64 and rounded once to float32 (a correctly
-rounded kernel). softmax and layer_norm run over rows of 1024, matmul is [M, 64] x [64, 1024]
+rounded kernel). softmax, log_softmax, layer_norm and rms_norm run over rows of 1024, sum and
+mean reduce rows of 1024 (their ns / element is per term, the inputs), matmul is [M, 64] x [64, 1024]
 (K = 64, so the exact dot products of 16M elements are 1G terms: the judge verifies the large
 ones selectively, README "Selective verification").
 Python is only the harness here; it never runs inside paritydiff.
@@ -61,6 +62,24 @@ def make_case(op, n, seed):
         var = ((xd - mu) ** 2).mean(axis=1, keepdims=True)
         y = (xd - mu) / np.sqrt(var + 1e-5) * w + b
         return {"x": x, "weight": w, "bias": b}, y, {"normalized_shape": [COLS], "eps": 1e-5}
+    if op == "log_softmax":
+        x = rng.normal(0, 3, size=(rows, COLS)).astype(np.float32)
+        xd = x.astype(np.float64)
+        m = xd.max(axis=1, keepdims=True)
+        y = xd - m - np.log(np.exp(xd - m).sum(axis=1, keepdims=True))
+        return {"x": x}, y, {"dim": -1}
+    if op == "rms_norm":
+        x = rng.normal(0.5, 2, size=(rows, COLS)).astype(np.float32)
+        w = rng.uniform(0.5, 1.5, size=COLS).astype(np.float32)
+        xd = x.astype(np.float64)
+        y = xd / np.sqrt((xd * xd).mean(axis=1, keepdims=True) + 1e-6) * w
+        return {"x": x, "weight": w}, y, {"normalized_shape": [COLS], "eps": 1e-6}
+    if op in ("sum", "mean"):
+        # rows of COLS reduced: the output has n / COLS elements, each of COLS terms
+        x = rng.normal(0.5, 2, size=(rows, COLS)).astype(np.float32)
+        xd = x.astype(np.float64)
+        y = xd.sum(axis=1) if op == "sum" else xd.mean(axis=1)
+        return {"x": x}, y, {"dim": [1]}
     if op == "matmul":
         m = max(1, n // COLS)
         a = rng.uniform(-1, 1, size=(m, K_MATMUL)).astype(np.float32)
@@ -139,8 +158,11 @@ def main():
                 full = checked == elems or sem.get("reference") == "sampled"
                 if not ok or not full:
                     failed = 1
-                print("| %s | %d | %.3f | %.0f | %d (%.4f%%) | %d | %s |" % (
-                    op, elems, seconds, seconds / elems * 1e9, slow,
+                # a reduction's cost is per term: ns / element counts its inputs
+                terms = inputs["x"].size if op in ("sum", "mean") else elems
+                print("| %s | %d | %.3f | %.1f | %d (%.4f%%) | %d | %s |" % (
+                    op if terms == elems else "%s (%d terms each)" % (op, COLS),
+                    elems, seconds, seconds / terms * 1e9, slow,
                     100.0 * slow / max(checked, 1), checked, report.get("verdict")))
                 sys.stdout.flush()
                 for p in (pe, pc):
