@@ -286,9 +286,13 @@ def _op_attrs(func, args, kwargs):
         v = kwargs.get(name, values[i] if i < len(values) else None)
         if isinstance(v, (int, float)) and not isinstance(v, bool) and first is not None and \
                 str(schema.arguments[i].type) == "Tensor":
-            # a Python number where the schema has a Tensor (x / 8.0): torch wraps it as a
-            # 0-d tensor of the other operand's dtype; so does the capture, as an operand
-            v = torch.tensor(v, dtype=first.dtype)
+            # a Python number where the schema has a Tensor (x * 0.1): an operand, a 0-d
+            # tensor holding the number exactly (float64 beside a float tensor). Kernels
+            # round it to the opmath type (torch 2.x) or to the tensor's dtype (1.13): the
+            # registry's bound allows both (tolerance/op_binary.c), which it cannot when
+            # the capture has already rounded it to bfloat16
+            v = torch.tensor(v, dtype=torch.float64 if first.is_floating_point()
+                             else first.dtype)
         if isinstance(v, torch.Tensor):
             tensors.append(v)
         elif isinstance(v, (list, tuple)) and v and all(isinstance(x, torch.Tensor) for x in v):

@@ -779,3 +779,100 @@ Test(masked_fill, bad_operands_are_refused)
     cr_expect_eq(op_begin(&call, "masked_fill", aIn, 2, 1, dX, aAttr, 1, zErr, sizeof zErr), -1);
     cr_expect(parity_op_find("aten.masked_fill.Scalar") == &parity_op_masked_fill);
 }
+
+/* ---- a Python number as the `other` attribute (torch's add.Scalar, mul.Scalar) ----- */
+
+/* bfloat16 x in [0.5, 4.5] times the Python number 0.1, as torch 1.13 computes it (the
+ * scalar cast to bfloat16 first) and as torch 2.x does (the scalar read as float32, the
+ * opmath type): both are correct kernels, and pass; the same product off by an ulp of the
+ * output fails. */
+Test(binary, scalar_attribute_both_torch_roundings_pass)
+{
+    enum { N = 4096 };
+    uint64_t d[1] = { N };
+    double *x = random_values(N, 21, 0.5f, 4.5f), *c113 = malloc(N * sizeof *c113);
+    double *c2 = malloc(N * sizeof *c2), s113 = parity_round_double_to_dtype(0.1, PARITY_DT_BF16);
+    parity_operand aIn[1];
+    parity_attr at = attr_float(0, "other", 0.1);
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[512];
+    int i, nDiffer = 0;
+
+    cr_assert(c113 && c2);
+    for (i = 0; i < N; i++) {
+        x[i] = parity_round_double_to_dtype(x[i], PARITY_DT_BF16);
+        c113[i] = parity_round_double_to_dtype((double)((float)x[i] * (float)s113),
+                                               PARITY_DT_BF16);
+        c2[i] = parity_round_double_to_dtype((double)((float)x[i] * 0.1f), PARITY_DT_BF16);
+        nDiffer += c113[i] != c2[i];
+    }
+    cr_assert_gt(nDiffer, N / 20, "the two roundings differ on %d elements only", nDiffer);
+    aIn[0] = op_operand("x", PARITY_DT_BF16, 1, d, x);
+    cr_assert(parity_op_begin(&call, parity_op_find("aten.mul.Scalar"), aIn, 1, PARITY_DT_BF16,
+                              1, d, PARITY_DT_INVALID, &at, 1, zErr, sizeof zErr) == 0,
+              "%s", zErr);
+    cr_expect_eq(call.nIn, 2);
+    cr_expect_eq(call.aIn[1].dtype, PARITY_DT_F64);
+    cr_expect_eq(call.aIn[1].aValue[0], 0.1);   /* the number as recorded, not rounded */
+    j = op_judge(&call, c113);
+    cr_expect_eq(j.nFail, 0, "torch 1.13's rounding: %llu failures (worst ratio %g)",
+                 (unsigned long long)j.nFail, j.worstRatio);
+    j = op_judge(&call, c2);
+    cr_expect_eq(j.nFail, 0, "torch 2.x's rounding: %llu failures (worst ratio %g)",
+                 (unsigned long long)j.nFail, j.worstRatio);
+    c2[7] += parity_ulp_at(PARITY_DT_BF16, fabs(c2[7]));
+    c2[9] = c2[9] * (1.0 + 0x1p-5);   /* 4 ulps of bfloat16 */
+    j = op_judge(&call, c2);
+    cr_expect_eq(j.nFail, 2, "an ulp off must fail: %llu failures",
+                 (unsigned long long)j.nFail);
+    parity_op_end(&call);
+    free(x);
+    free(c113);
+    free(c2);
+}
+
+/* add_.Scalar (torch 2.x's nn.RMSNorm adds eps so): x + eps with alpha, float32. */
+Test(binary, scalar_attribute_add_with_alpha)
+{
+    uint64_t d[2] = { 2, 3 };
+    double x[6] = { 1, 2, 3, 4, 5, 6 }, c[6], ref, bound;
+    parity_operand aIn[1] = { operand("x", 2, d, x) };
+    parity_attr aAt[2] = { attr_float(0, "other", 1e-6), attr_float(1, "alpha", 2.0) };
+    parity_op_call call;
+    parity_judgement j;
+    char zErr[512];
+    int i;
+    cr_assert(op_begin(&call, "aten.add_.Scalar", aIn, 1, 2, d, aAt, 2, zErr, sizeof zErr) == 0,
+              "%s", zErr);
+    for (i = 0; i < 6; i++) c[i] = (float)((float)x[i] + 2.0f * 1e-6f);
+    j = op_judge(&call, c);
+    cr_expect_eq(j.nFail, 0);
+    op_element(&call, 1, &ref, &bound);
+    cr_expect(fabs(ref - (2.0 + 2e-6)) < 1e-15, "ref %.17g", ref);
+    c[4] = (float)x[4];           /* the addition forgotten: 2e-6 off, ~8 ulps at 5 */
+    j = op_judge(&call, c);
+    cr_expect_eq(j.nFail, 1);
+    cr_expect_eq(j.worstLinear, 4);
+    parity_op_end(&call);
+}
+
+/* The attribute counts for the missing input only: with both, or with neither, the call
+ * is refused with a reason that names the attribute. */
+Test(binary, scalar_attribute_errors)
+{
+    uint64_t d[1] = { 3 };
+    double x[3] = { 1, 2, 3 };
+    parity_operand aIn[2] = { operand("x", 1, d, x), operand("y", 1, d, x) };
+    parity_attr at = attr_float(0, "other", 2.0), bad = attr_str(1, "other", "two");
+    parity_op_call call;
+    char zErr[512];
+    cr_expect(op_begin(&call, "mul", aIn, 2, 1, d, &at, 1, zErr, sizeof zErr) == -1);
+    cr_expect(strstr(zErr, "'other' is both an attribute and an input"), "%s", zErr);
+    cr_expect(op_begin(&call, "div", aIn, 1, 1, d, NULL, 0, zErr, sizeof zErr) == -1);
+    cr_expect(strstr(zErr, "2 inputs") && strstr(zErr, "'other'"), "%s", zErr);
+    cr_expect(op_begin(&call, "add", aIn, 1, 1, d, &bad, 1, zErr, sizeof zErr) == -1);
+    cr_expect(strstr(zErr, "other"), "%s", zErr);
+    cr_expect(op_begin(&call, "maximum", aIn, 1, 1, d, &at, 1, zErr, sizeof zErr) == -1);
+    cr_expect(strstr(zErr, "2 inputs") && !strstr(zErr, "'other'"), "%s", zErr);
+}

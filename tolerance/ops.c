@@ -7,6 +7,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "formats/alloc.h"
 
 const parity_op_def *const parity_op_registry[PARITY_OP_COUNT + 1] = {
 #define PARITY_OP(name) &parity_op_##name,
@@ -106,18 +107,57 @@ const parity_op_def *parity_op_find(const char *zName)
     return find_exact(zBase, n);
 }
 
+/* The number attribute pDef->zScalarInput as a last, 0-d float64 operand: the exact value
+ * the capture recorded (a Python float is a binary64), so the reference uses it as given
+ * and the op's bound says how a kernel may round it. One block: the operands, then the
+ * value. */
+static int append_scalar(parity_op_call *pCall, double scalar, char *zErr, size_t nErr)
+{
+    size_t n = pCall->nIn + 1;
+    parity_operand *aOwn = parity_calloc(1, n * sizeof *aOwn + sizeof(double));
+    double *pValue;
+    if (!aOwn) {
+        snprintf(zErr, nErr, "out of memory");
+        return -1;
+    }
+    memcpy(aOwn, pCall->aIn, pCall->nIn * sizeof *aOwn);
+    pValue = (double *)(void *)(aOwn + n);
+    *pValue = scalar;
+    aOwn[n - 1].zName = pCall->pDef->zScalarInput;
+    aOwn[n - 1].dtype = PARITY_DT_F64;
+    aOwn[n - 1].rank = 0;
+    aOwn[n - 1].nElem = 1;
+    aOwn[n - 1].aValue = pValue;
+    pCall->aIn = pCall->aOwnedIn = aOwn;
+    pCall->nIn = n;
+    return 0;
+}
+
 /* Counts, output dtype, fields; then xPrepare (which infers the output shape when asked). */
 static int op_setup(parity_op_call *pCall, const parity_op_def *pDef, const parity_operand *aIn,
                     size_t nIn, parity_dtype outDtype, int outRank, const uint64_t *aOutDim,
                     parity_dtype accDtype, const parity_attr *aAttr, size_t nAttr,
                     char *zErr, size_t nErr)
 {
-    int i;
+    int i, hasScalar = 0;
+    double scalar = 0.0;
     memset(pCall, 0, sizeof *pCall);
-    if (nIn < pDef->nInMin || nIn > pDef->nInMax) {
+    if (pDef->zScalarInput) {
+        if (parity_param_float(aAttr, nAttr, pDef->zScalarInput, &scalar, &hasScalar, zErr,
+                               nErr) != 0)
+            return -1;
+        if (hasScalar && nIn != pDef->nInMin - 1) {
+            snprintf(zErr, nErr, "%s: '%s' is both an attribute and an input", pDef->zName,
+                     pDef->zScalarInput);
+            return -1;
+        }
+    }
+    if (nIn + (size_t)hasScalar < pDef->nInMin || nIn > pDef->nInMax) {
+        const char *zOr = pDef->zScalarInput && nIn + 1 == pDef->nInMin
+                              ? " (and no number attribute '" : "";
         if (pDef->nInMin == pDef->nInMax)
-            snprintf(zErr, nErr, "%s takes %zu inputs, 'inputs' names %zu", pDef->zName,
-                     pDef->nInMin, nIn);
+            snprintf(zErr, nErr, "%s takes %zu inputs, 'inputs' names %zu%s%s%s", pDef->zName,
+                     pDef->nInMin, nIn, zOr, *zOr ? pDef->zScalarInput : "", *zOr ? "')" : "");
         else
             snprintf(zErr, nErr, "%s takes %zu to %zu inputs, 'inputs' names %zu",
                      pDef->zName, pDef->nInMin, pDef->nInMax, nIn);
@@ -135,6 +175,7 @@ static int op_setup(parity_op_call *pCall, const parity_op_def *pDef, const pari
     pCall->pDef = pDef;
     pCall->aIn = aIn;
     pCall->nIn = nIn;
+    if (hasScalar && append_scalar(pCall, scalar, zErr, nErr) != 0) return -1;
     pCall->outDtype = outDtype;
     pCall->outRank = outRank;
     pCall->nOut = 1;
@@ -247,6 +288,8 @@ void parity_op_end(parity_op_call *pCall)
     if (pCall->pDef && pCall->pDef->xFreeParams && pCall->pParams)
         pCall->pDef->xFreeParams(pCall->pParams);
     pCall->pParams = NULL;
+    free(pCall->aOwnedIn);
+    pCall->aOwnedIn = NULL;
 }
 
 /* ---- parameters ------------------------------------------------------------------- */

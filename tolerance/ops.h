@@ -102,6 +102,8 @@ typedef struct {
     const parity_op_def *pDef;
     const parity_operand *aIn;
     size_t nIn;
+    parity_operand *aOwnedIn; /* aIn when the call appended a scalar input (zScalarInput);
+                               * freed by parity_op_end */
     parity_dtype outDtype;
     int outRank;
     uint64_t aOutDim[PARITY_MAX_RANK];
@@ -142,6 +144,12 @@ struct parity_op_def {
     const char *zName;
     const char *zModel;       /* the error model in one line, with its source */
     size_t nInMin, nInMax;
+    /* Optional: the attribute that stands for the last input when the capture holds a
+     * number there, not a tensor (torch's add.Scalar and mul.Scalar keep `other` as a
+     * scalar argument). With nInMin - 1 inputs and this attribute, the call gets the
+     * number as a 0-d float64 operand of that name (ops.c); the op's bound must then allow
+     * the scalar to be rounded to the output dtype first (op_binary.c says why). */
+    const char *zScalarInput;
     parity_op_family family;
     unsigned flags;           /* PARITY_OPF_* */
     const parity_op_case_attr *aCaseAttr;   /* what generated cases set; nCaseAttr of them */

@@ -93,6 +93,27 @@ class Scaled(torch.nn.Module):
         return torch.baddbmm(z, z, z.transpose(1, 2) @ z, beta=0.25, alpha=0.5)
 
 
+class RMSNormHead(torch.nn.Module):
+    """Linear -> RMSNorm -> scale by 0.1 -> LogSoftmax: Python numbers where the schema has
+    a Scalar (add_.Scalar: nn.RMSNorm's eps on torch >= 2.4, and called by name here) and
+    where it has a Tensor (x * 0.1: mul.Tensor)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(256, 512)
+        self.w = torch.nn.Parameter(torch.rand(512) + 0.5)
+        self.norm = torch.nn.RMSNorm(512, eps=1e-6) if hasattr(torch.nn, "RMSNorm") else None
+        self.out = torch.nn.LogSoftmax(-1)
+
+    def forward(self, x):
+        h = self.fc(x)
+        if self.norm is not None:
+            h = self.norm(h)
+        ms = h.pow(2).mean(-1, keepdim=True)
+        torch.ops.aten.add_.Scalar(ms, 1e-6)
+        return self.out(h * torch.rsqrt(ms) * self.w * 0.1)
+
+
 KINDS = ("mlp", "cnn", "encoder", "encoder_bf")
 
 
@@ -136,6 +157,37 @@ class RealModels(CaptureCase):
                 # the registry's models judge what they know, by the model
                 judged = {t["judgement"]["model"] for t in doc["tensors"] if t["judgement"]}
                 self.assertTrue(want[kind] <= judged, "judged by a model: %s" % sorted(judged))
+
+    def test_python_numbers_are_operands_judged_by_the_model(self):
+        """A number in an op's arguments (add_.Scalar's eps, x * 0.1) is judged with the op,
+        as torch 1.13 and 2.x round it (to the tensor's dtype, or to float32): a copy
+        passes, in float32 and bfloat16, with no element beyond the bound of the ops that
+        take the numbers, and against torch.compile where torch >= 2."""
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                torch.manual_seed(0)
+                model = RMSNormHead().eval().to(dtype)
+                args = (torch.randn(16, 32, 256).to(dtype),)
+                eager = self.path("rms_eager.h5")
+                pt.capture_eager(model, args, eager, model="rms", workload="test")
+                copy_path = self.path("rms_copy.h5")
+                shutil.copyfile(eager, copy_path)
+                doc = self.diff(eager, copy_path)
+                self.assert_pass(doc)
+                self.assertEqual(doc["warnings"], [], doc["_text"])
+                ops = {}
+                for t in doc["tensors"]:
+                    if t["op"] in ("aten.add_.Scalar", "aten.mul.Tensor"):
+                        j = t["judgement"]
+                        self.assertIsNotNone(j, t["name"])
+                        self.assertEqual(j["classes"]["both_beyond"], 0, t["name"])
+                        ops[t["op"]] = ops.get(t["op"], 0) + 1
+                self.assertGreaterEqual(ops.get("aten.add_.Scalar", 0), 1, ops)
+                self.assertGreaterEqual(ops.get("aten.mul.Tensor", 0), 3, ops)
+                if TORCH2:
+                    compiled = self.path("rms_compiled.h5")
+                    pt.capture_compiled(model, args, compiled, compile_leaf=pt.torch_compile)
+                    self.assert_pass(self.diff(eager, compiled))
 
     def test_every_dispatched_aten_op_maps_to_a_registry_op(self):
         """Every aten overload the models dispatch is judged by a named registry op (its
