@@ -21,6 +21,11 @@
 #include "formats/dtype.h"
 
 #define PARITY_MAX_RANK 32    /* HDF5's own limit (H5S_MAX_RANK) */
+/* The most elements a tensor may have: a capture's larger shape is refused, and so is an
+ * op's output shape that its parameters make larger (tolerance/ops.c). 256 Ti elements:
+ * beyond any real tensor, and far enough below 2^64 that offsets and counts derived from
+ * it (a product with a dtype size, a sum of two) cannot wrap. */
+#define PARITY_MAX_ELEMENTS (1ULL << 48)
 #define PARITY_ERR_LEN 512
 
 /* ---- attributes ------------------------------------------------------------------ */

@@ -31,7 +31,6 @@
 #include "formats/float_format.h"
 #include "formats/alloc.h"
 
-#define PARITY_MAX_ELEMENTS (1ULL << 48)   /* 256 Ti elements: beyond any real tensor */
 #define PARITY_MAX_TENSORS  1000000        /* objects listed per file */
 #define PARITY_MAX_ATTR_ELEMENTS 65536     /* elements per attribute we interpret */
 

@@ -86,8 +86,9 @@ static int avg_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t n
 /* The window of adaptive output index i along a dim of `in` inputs and `out` outputs. */
 static void adaptive_range(uint64_t i, uint64_t in, uint64_t out, int64_t *pStart, int64_t *pEnd)
 {
-    *pStart = (int64_t)(i * in / out);
-    *pEnd = (int64_t)(((i + 1) * in + out - 1) / out);
+    /* in <= 2^48 and out <= 2^20: the products need more than 64 bits */
+    *pStart = (int64_t)((unsigned __int128)i * in / out);
+    *pEnd = (int64_t)(((unsigned __int128)(i + 1) * in + out - 1) / out);
 }
 
 /* The largest adaptive window along a dim. */

@@ -154,21 +154,33 @@ static int conv_output_size(parity_conv_geometry *pG, const int64_t *stride,
                             const int64_t *dil, int64_t *pad, int same, char *zErr,
                             size_t nErr)
 {
-    int64_t padAfterH, padAfterW, inH, inW, extH, extW;
+    int64_t padAfterH, padAfterW, inH, inW, extH, extW, t;
+    /* Every step checked: padding and dilation come from the file (2^62 of each once
+     * wrapped around into a plausible shape and a bogus reference). Dims are at most 2^48
+     * (PARITY_MAX_ELEMENTS), so H + 2 pad cannot overflow once pad and dil (k - 1) fit. */
+    if (pG->kH == 0 || pG->kW == 0 ||
+        parity_i64_muladd(dil[0], (int64_t)pG->kH - 1, 1, &extH) != 0 ||
+        parity_i64_muladd(dil[1], (int64_t)pG->kW - 1, 1, &extW) != 0 ||
+        parity_i64_muladd(pad[0], 2, extH, &t) != 0 || t > INT64_MAX / 4 ||
+        parity_i64_muladd(pad[1], 2, extW, &t) != 0 || t > INT64_MAX / 4) {
+        snprintf(zErr, nErr, "conv2d: kernel %llux%llu with dilation (%lld, %lld) and padding "
+                 "(%lld, %lld) is out of range", (unsigned long long)pG->kH,
+                 (unsigned long long)pG->kW, (long long)dil[0], (long long)dil[1],
+                 (long long)pad[0], (long long)pad[1]);
+        return -1;
+    }
     if (same) {
-        pad[0] = dil[0] * ((int64_t)pG->kH - 1) / 2;
-        pad[1] = dil[1] * ((int64_t)pG->kW - 1) / 2;
+        pad[0] = (extH - 1) / 2;
+        pad[1] = (extW - 1) / 2;
     }
     pG->sH = stride[0]; pG->sW = stride[1];
     pG->pH = pad[0]; pG->pW = pad[1];
     pG->dH = dil[0]; pG->dW = dil[1];
-    padAfterH = same ? dil[0] * ((int64_t)pG->kH - 1) - pad[0] : pad[0];
-    padAfterW = same ? dil[1] * ((int64_t)pG->kW - 1) - pad[1] : pad[1];
+    padAfterH = same ? extH - 1 - pad[0] : pad[0];
+    padAfterW = same ? extW - 1 - pad[1] : pad[1];
     inH = (int64_t)pG->H + pad[0] + padAfterH;
     inW = (int64_t)pG->W + pad[1] + padAfterW;
-    extH = dil[0] * ((int64_t)pG->kH - 1) + 1;
-    extW = dil[1] * ((int64_t)pG->kW - 1) + 1;
-    if (pG->kH == 0 || pG->kW == 0 || extH > inH || extW > inW) {
+    if (extH > inH || extW > inW) {
         snprintf(zErr, nErr, "conv2d: kernel %llux%llu (dilated %lldx%lld) is larger than "
                  "the padded input %lldx%lld: output size would be empty or negative",
                  (unsigned long long)pG->kH, (unsigned long long)pG->kW, (long long)extH,

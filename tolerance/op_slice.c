@@ -107,7 +107,9 @@ static int slice_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t
     if (end > size) end = size;
     if (start > size) start = size;
     if (end < start) end = start;
-    return slice_setup(pCall, "slice", dim, start, (uint64_t)((end - start + step - 1) / step),
+    /* ceil((end - start) / step), written so that a step near INT64_MAX cannot overflow */
+    return slice_setup(pCall, "slice", dim, start,
+                       end == start ? 0 : (uint64_t)((end - start - 1) / step) + 1,
                        step, 0, zErr, nErr);
 }
 

@@ -179,16 +179,21 @@ static int op_setup(parity_op_call *pCall, const parity_op_def *pDef, const pari
     pCall->outDtype = outDtype;
     pCall->outRank = outRank;
     pCall->nOut = 1;
-    for (i = 0; i < outRank; i++) {
-        pCall->aOutDim[i] = aOutDim[i];
-        pCall->nOut *= aOutDim[i];
-    }
+    for (i = 0; i < outRank; i++) pCall->aOutDim[i] = aOutDim[i];
+    pCall->nOut = parity_shape_elements(outRank, aOutDim);
     /* Kernels for 16- and 8-bit outputs accumulate in float32 unless they say otherwise. */
     pCall->accDtype = accDtype != PARITY_DT_INVALID ? accDtype
                     : outDtype == PARITY_DT_F64 ? PARITY_DT_F64 : PARITY_DT_F32;
     pCall->lambda = PARITY_DEFAULT_LAMBDA;
     pCall->probBound = NAN;
     if (pDef->xPrepare(pCall, aAttr, nAttr, zErr, nErr) != 0) {
+        parity_op_end(pCall);
+        return -1;
+    }
+    if (pCall->nOut > PARITY_MAX_ELEMENTS) {    /* a shape its parameters made absurd */
+        char zS[256];
+        snprintf(zErr, nErr, "%s: output shape %s has more than 2^48 elements", pDef->zName,
+                 parity_shape_str(pCall->outRank, pCall->aOutDim, zS, sizeof zS));
         parity_op_end(pCall);
         return -1;
     }
@@ -224,17 +229,27 @@ int parity_op_begin(parity_op_call *pCall, const parity_op_def *pDef,
     return 0;
 }
 
+uint64_t parity_shape_elements(int rank, const uint64_t *aDim)
+{
+    uint64_t n = 1;
+    int i;
+    for (i = 0; i < rank; i++)
+        if (aDim[i] == 0) return 0;
+    for (i = 0; i < rank; i++) {
+        if (aDim[i] > PARITY_MAX_ELEMENTS / n) return PARITY_MAX_ELEMENTS + 1;  /* no wrap */
+        n *= aDim[i];
+    }
+    return n;
+}
+
 int parity_op_take_out(parity_op_call *pCall, int rank, const uint64_t *aDim)
 {
     int i;
     if (pCall->outRank != PARITY_OUT_INFER)
         return parity_same_shape(rank, aDim, pCall->outRank, pCall->aOutDim);
     pCall->outRank = rank;
-    pCall->nOut = 1;
-    for (i = 0; i < rank; i++) {
-        pCall->aOutDim[i] = aDim[i];
-        pCall->nOut *= aDim[i];
-    }
+    for (i = 0; i < rank; i++) pCall->aOutDim[i] = aDim[i];
+    pCall->nOut = parity_shape_elements(rank, aDim);   /* op_setup refuses too many */
     return 1;
 }
 

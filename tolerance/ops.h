@@ -239,6 +239,15 @@ void parity_op_end(parity_op_call *pCall);
  * the call infers it: it becomes the call's), 0 when the call's differs (the op then says
  * so in its own words). */
 int parity_op_take_out(parity_op_call *pCall, int rank, const uint64_t *aDim);
+/* *p = a * b + c in int64: 0, or -1 when any step overflows (window arithmetic of
+ * parameters a capture may set to anything: conv2d's padding and dilation). */
+static inline int parity_i64_muladd(int64_t a, int64_t b, int64_t c, int64_t *p)
+{
+    int64_t t;
+    return __builtin_mul_overflow(a, b, &t) || __builtin_add_overflow(t, c, p) ? -1 : 0;
+}
+/* prod(aDim), or PARITY_MAX_ELEMENTS + 1 when it is larger (never wraps). */
+uint64_t parity_shape_elements(int rank, const uint64_t *aDim);
 /* The cost of one output element of a prepared call in reference terms (xCost, or 1). */
 double parity_op_cost(const parity_op_call *pCall);
 

@@ -1,0 +1,117 @@
+/*
+ * test_hostile.c - regression tests for the hostile and extreme inputs of issue 14, one
+ * named test per defect the robustness battery found, each with its own small file made
+ * here (nothing large is stored).
+ *
+ * The contract they hold the tools to: bad input is exit 2 with exactly one line on stderr;
+ * a legal but odd file gets a correct verdict; never a signal, a sanitizer report, a hang,
+ * or memory and time that grow with what a file merely declares.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "formats/capture.h"
+#include "tolerance/ops.h"
+#include "support.h"
+
+static void setup(void) { support_dir_create(TEST_BINARY_DIR, "hostile."); }
+TestSuite(hostile, .init = setup, .fini = support_dir_remove);
+
+/* Exit 2, one line on stderr containing zWant, nothing a crash would print. */
+static void expect_one_line_error(const run_result *pR, const char *zWant)
+{
+    char zFirst[1024] = "";
+    expect_clean_stderr(pR, "hostile");
+    cr_expect(pR->exited && pR->code == 2, "exit %d, stderr: %s", pR->code, pR->zErr);
+    cr_expect_eq(count_lines(pR->zErr, 0, zFirst, sizeof zFirst) +
+                 count_lines(pR->zErr, 1, NULL, 0), 1, "stderr: %s", pR->zErr);
+    cr_expect(strstr(zFirst, zWant), "want '%s' in: %s", zWant, pR->zErr);
+}
+
+/* ---- 1. signed overflow in parameter arithmetic ------------------------------------ */
+
+/* conv2d with padding = dilation = 2^62, kernel 3, stride 2 over a 4x4 input: the padded
+ * extent wrapped around to a plausible 2x2 output and was judged against a bogus reference
+ * (exit 1). Now refused, through the registry and through the CLI. */
+Test(hostile, conv2d_padding_dilation_overflow_is_refused)
+{
+    const int64_t aBig[2] = { INT64_C(1) << 62, INT64_C(1) << 62 }, aStride[2] = { 2, 2 };
+    uint64_t dX[4] = { 1, 1, 4, 4 }, dW[4] = { 1, 1, 3, 3 }, dOut[4] = { 1, 1, 2, 2 };
+    float x[16], w[9], y[4] = { 0 };
+    double xd[16], wd[9];
+    const char *azIn[2] = { "/x", "/w" };
+    parity_attr aAt[3];
+    parity_operand aIn[2];
+    parity_op_call call;
+    parity_writer *pW;
+    run_result r;
+    char zErr[512];
+    int i;
+
+    for (i = 0; i < 16; i++) xd[i] = x[i] = (float)(i % 5) - 2.0f;
+    for (i = 0; i < 9; i++) wd[i] = w[i] = (float)(i % 3) - 1.0f;
+    aIn[0] = op_operand("x", PARITY_DT_F32, 4, dX, xd);
+    aIn[1] = op_operand("w", PARITY_DT_F32, 4, dW, wd);
+    aAt[0] = attr_ints(0, "padding", aBig, 2);
+    aAt[1] = attr_ints(1, "dilation", aBig, 2);
+    aAt[2] = attr_ints(2, "stride", aStride, 2);
+    cr_expect(op_begin(&call, "conv2d", aIn, 2, 4, dOut, aAt, 3, zErr, sizeof zErr) == -1);
+    cr_expect(strstr(zErr, "out of range"), "%s", zErr);
+
+    pW = wopen(tmp_path("conv.h5"));
+    w_tensor(pW, "x", PARITY_DT_F32, 4, dX, x);
+    w_tensor(pW, "w", PARITY_DT_F32, 4, dW, w);
+    w_tensor(pW, "y", PARITY_DT_F32, 4, dOut, y);
+    w_op(pW, "y", "conv2d", azIn, 2);
+    wcheck(pW, parity_writer_attr_ints(pW, "y", "padding", aBig, 2));
+    wcheck(pW, parity_writer_attr_ints(pW, "y", "dilation", aBig, 2));
+    wcheck(pW, parity_writer_attr_ints(pW, "y", "stride", aStride, 2));
+    wclose(pW);
+    run_paritydiff(&r, tmp_path("conv.h5"), tmp_path("conv.h5"), NULL);
+    expect_one_line_error(&r, "out of range");
+    run_free(&r);
+}
+
+/* The other parameter arithmetic a file controls: slice's step near INT64_MAX (end - start
+ * + step - 1 overflowed), adaptive_avg_pool2d's window ends (i * H past 64 bits), and an
+ * output shape a parameter makes larger than 2^48 elements (expand, shape inferred). */
+Test(hostile, parameter_products_do_not_wrap)
+{
+    uint64_t d1[1] = { 10 }, dOut1[1] = { 1 }, dBig[4] = { 1, 1, UINT64_C(1) << 40, 1 };
+    double v[10] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 }, ref, bound;
+    const int64_t aSize[2] = { INT64_C(1) << 30, INT64_C(1) << 30 }, aOut[2] = { 1 << 20, 1 };
+    parity_operand aIn[1];
+    parity_attr aAt[3];
+    parity_op_call call;
+    char zErr[512];
+
+    aIn[0] = op_operand("x", PARITY_DT_F32, 1, d1, v);
+    aAt[0] = attr_int(0, "step", INT64_MAX);
+    aAt[1] = attr_int(1, "start", 3);
+    cr_assert(op_begin(&call, "slice", aIn, 1, 1, dOut1, aAt, 2, zErr, sizeof zErr) == 0,
+              "%s", zErr);
+    op_element(&call, 0, &ref, &bound);
+    cr_expect_eq(ref, 3.0);
+    parity_op_end(&call);
+
+    /* a [1, 1, 2^40, 1] input (no values needed) into 2^20 rows: shape-only setup */
+    aIn[0] = op_operand("x", PARITY_DT_F32, 4, dBig, NULL);
+    aAt[0] = attr_ints(0, "output_size", aOut, 2);
+    cr_assert(parity_op_begin_shape(&call, parity_op_find("adaptive_avg_pool2d"), aIn, 1,
+                                    PARITY_DT_F32, PARITY_OUT_INFER, NULL, PARITY_DT_INVALID,
+                                    aAt, 1, zErr, sizeof zErr) == 0, "%s", zErr);
+    /* rows of 2^20 (the widest window): i * 2^40 / 2^20 exactly, not wrapped */
+    cr_expect_eq(call.geom.pool.kH, UINT64_C(1) << 20, "widest window %llu",
+                 (unsigned long long)call.geom.pool.kH);
+    parity_op_end(&call);
+
+    aIn[0] = op_operand("x", PARITY_DT_F32, 1, d1, v);
+    aAt[0] = attr_ints(0, "size", (const int64_t[3]){ aSize[0], aSize[1], 10 }, 3);
+    cr_expect(parity_op_begin_shape(&call, parity_op_find("expand"), aIn, 1, PARITY_DT_F32,
+                                    PARITY_OUT_INFER, NULL, PARITY_DT_INVALID, aAt, 1, zErr,
+                                    sizeof zErr) == -1);
+    cr_expect(strstr(zErr, "more than 2^48 elements"), "%s", zErr);
+}
