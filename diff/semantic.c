@@ -114,15 +114,16 @@ static int fused_intermediate(parity_capture *pEagerCap, parity_capture *pCompCa
     return 0;
 }
 
-/* Does the op accept eager's operands with an output in dtype outDtype? Prepare only
- * (parity_op_begin_shape): no xLoad, which would copy or scan the operands once more. */
-static int narrows_ok(const parity_op_def *pDef, const parity_tensor_info *pE,
-                      parity_dtype outDtype, parity_operand *aIn, parity_dtype accDtype)
+/* Does the op accept the operands aIn with pE's output in dtype outDtype (zErr: why
+ * not)? Prepare only (parity_op_begin_shape): no xLoad, which would copy or scan the
+ * operands once more. */
+static int op_accepts(const parity_op_def *pDef, const parity_tensor_info *pE,
+                      parity_dtype outDtype, parity_operand *aIn, parity_dtype accDtype,
+                      char *zErr, size_t nErr)
 {
     parity_op_call call;
-    char zErr[PARITY_ERR_LEN];
     if (parity_op_begin_shape(&call, pDef, aIn, pE->nInput, outDtype, pE->rank, pE->aDim,
-                              accDtype, pE->aAttr, pE->nAttr, zErr, sizeof zErr) != 0)
+                              accDtype, pE->aAttr, pE->nAttr, zErr, nErr) != 0)
         return 0;   /* it has ended the call */
     parity_op_end(&call);
     return 1;
@@ -453,7 +454,9 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
     /* Mixed dtypes (bf16 autocast against float32 eager): both sides are judged in the
      * compiled dtype, except by an op that refuses to narrow (a layout op is no cast): then
      * in eager's. */
-    if (pE->dtype != pC->dtype && !narrows_ok(pDef, pE, pC->dtype, aIn, accDtype)) divDtype = pE->dtype;
+    if (pE->dtype != pC->dtype &&
+        !op_accepts(pDef, pE, pC->dtype, aIn, accDtype, zErr, sizeof zErr))
+        divDtype = pE->dtype;
     if (run_model(pDef, pE, divDtype, aIn, accDtype, uOperand, outE.aValue, outC.aValue, outE.aValue, &ov,
                   &pR->judgement, &pR->accDtype, pR, pOpt) != 0)
         goto done;
@@ -461,6 +464,17 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
     pR->zModelOp = pDef->zName;
     pR->zModel = pDef->zModel;
     warn_vacuous(pR);
+    if (haveInC && !op_accepts(pDef, pE, pC->dtype, aInC, accDtype, zErr, sizeof zErr)) {
+        /* The compiled capture names inputs that cannot have made this output (shapes that
+         * do not broadcast to it): its own record is inconsistent, not eager's, and no
+         * reason to give up a tensor eager's inputs judged (above). No local check. */
+        char zW[2 * PARITY_ERR_LEN];
+        snprintf(zW, sizeof zW, "the compiled capture's inputs of this op do not fit it (%s): "
+                 "no local check, judged against eager's inputs", zErr);
+        push_warning(pR, zW);
+        free_inputs(aInC, pE->nInput);
+        haveInC = 0;
+    }
     /* Is the compiled kernel right for what it was given? When it was given eager's very
      * operands, the judgement above already says: the same reference, and eager beside it,
      * so an element where both break the bound is both_beyond, not the compiled kernel's
