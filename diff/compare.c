@@ -43,6 +43,22 @@ static int ulp_bucket(uint64_t ulp)
     return ulp == 0 ? 0 : 64 - __builtin_clzll(ulp);
 }
 
+/* For bool: aDiff[i] = 1 where the truth values differ. Any nonzero byte is true (it
+ * decodes as 1, and so numpy and torch read it), so 2 against 1 is no mismatch; returns
+ * the elements stored as a byte other than 0 or 1 on either side, which the report warns
+ * of. */
+static uint64_t bool_mask(const unsigned char *pE, const unsigned char *pC, size_t n,
+                          unsigned char *aDiff)
+{
+    uint64_t nOdd = 0;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        aDiff[i] = (pE[i] != 0) != (pC[i] != 0);
+        nOdd += pE[i] > 1 || pC[i] > 1;
+    }
+    return nOdd;
+}
+
 /* aDiff[i] = 1 where the stored bits of element i differ. One loop per width, so the
  * compiler vectorises it. */
 static void diff_mask(const unsigned char *pE, const unsigned char *pC, size_t nSize, size_t n,
@@ -299,7 +315,10 @@ void parity_cmp_block(const parity_cmp_spec *pSpec, const void *pEager, const vo
         for (iBase = 0; iBase < n; iBase += BATCH) {
             size_t nBatch = n - iBase < BATCH ? n - iBase : BATCH;
             const unsigned char *pBatchE = pE + iBase * nSize, *pBatchC = pC + iBase * nSize;
-            diff_mask(pBatchE, pBatchC, nSize, nBatch, aDiff);
+            if (pSpec->dtype == PARITY_DT_BOOL)
+                pStats->nOddBool += bool_mask(pBatchE, pBatchC, nBatch, aDiff);
+            else
+                diff_mask(pBatchE, pBatchC, nSize, nBatch, aDiff);
             parity_decode(pSpec->dtype, pBatchE, aE, nBatch);
             parity_decode(pSpec->dtype, pBatchC, aC, nBatch);
             parity_ulp_keys(pSpec->dtype, pBatchE, aKeyE, nBatch);
@@ -336,6 +355,7 @@ void parity_cmp_stats_merge(parity_tensor_stats *pInto, const parity_tensor_stat
     pInto->nNanMismatch += pFrom->nNanMismatch;
     pInto->nSignedZeroMismatch += pFrom->nSignedZeroMismatch;
     pInto->nBitDiff += pFrom->nBitDiff;
+    pInto->nOddBool += pFrom->nOddBool;
     if (pFrom->maxAbsErr > pInto->maxAbsErr) pInto->maxAbsErr = pFrom->maxAbsErr;
     if (pFrom->maxRelErr > pInto->maxRelErr) pInto->maxRelErr = pFrom->maxRelErr;
     if (pFrom->maxUlp > pInto->maxUlp) pInto->maxUlp = pFrom->maxUlp;

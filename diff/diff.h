@@ -64,6 +64,8 @@ typedef struct {
     uint64_t nNanMismatch;         /* NaN/Inf pattern differences */
     uint64_t nSignedZeroMismatch;  /* -0 vs +0 (failing only with signedZeros) */
     uint64_t nBitDiff;             /* elements whose bits differ at all */
+    uint64_t nOddBool;             /* bool elements stored as a byte other than 0 or 1 on
+                                    * either side: true, compared by truth, and warned of */
     double maxAbsErr;
     double maxRelErr;              /* |c - e| / max(|e|, smallest normal of dtype) */
     uint64_t maxUlp;

@@ -269,6 +269,13 @@ static int judge_eager_tensors(diff_run *pD)
                                    "no op: treated as an input and compared bit for bit; if it "
                                    "is computed, give it its 'op' (and 'inputs')");
         }
+        if (pR->stats.nOddBool > 0) {
+            char zLine[160];
+            snprintf(zLine, sizeof zLine, "bool stored as bytes other than 0 and 1 in %llu "
+                     "elements: read as true, compared by truth value",
+                     (unsigned long long)pR->stats.nOddBool);
+            parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning, zLine);
+        }
         if (pR->status == PARITY_ST_PASS && pR->stats.nElem == 0 && pE->nElem == 0)
             parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning,
                                "zero-size tensor: nothing to compare");

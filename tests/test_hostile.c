@@ -178,3 +178,41 @@ Test(hostile, compiled_inputs_that_do_not_fit_are_a_warning_not_an_error)
     cr_expect(!strstr(r.zOut, "ERROR"), "%s", r.zOut);
     run_free(&r);
 }
+
+/* ---- 3. bool bytes other than 0 and 1 ------------------------------------------------ */
+
+/* Bytes 2, 255 and 0x80 read as true (as numpy and torch read them) but were compared by
+ * their bits: "mismatches 3 of 4 ... score inf" with no warning. Now: compared by truth, a
+ * pass with a warning saying how many; a real difference (0 against 2) still fails. */
+Test(hostile, bool_bytes_other_than_0_and_1_compare_by_truth)
+{
+    uint64_t d[1] = { 4 };
+    const unsigned char aOdd[4] = { 2, 255, 0x80, 1 }, aOne[4] = { 1, 1, 1, 1 };
+    const unsigned char aFlip[4] = { 1, 1, 1, 0 };
+    const char *azIn[1] = { "/m" };
+    parity_writer *pW;
+    run_result r;
+    char zFirst[1024] = "";
+    const char *zFile[3] = { "bool_odd.h5", "bool_one.h5", "bool_flip.h5" };
+    const unsigned char *aData[3] = { aOdd, aOne, aFlip };
+    int k;
+    for (k = 0; k < 3; k++) {
+        pW = wopen(tmp_path(zFile[k]));
+        w_tensor(pW, "m", PARITY_DT_BOOL, 1, d, aData[k]);
+        w_tensor(pW, "y", PARITY_DT_BOOL, 1, d, aData[k]);
+        w_op(pW, "y", "test.identity", azIn, 1);
+        wclose(pW);
+    }
+    run_paritydiff(&r, tmp_path("bool_odd.h5"), tmp_path("bool_one.h5"), NULL);
+    expect_clean_stderr(&r, "odd bool");
+    cr_expect_eq(r.code, 0, "exit %d: %s%s", r.code, r.zOut, r.zErr);
+    /* /m and /y warn; the third warning is test.identity's missing model */
+    cr_expect_eq(count_lines(r.zErr, 1, zFirst, sizeof zFirst), 3, "%s", r.zErr);
+    cr_expect(strstr(zFirst, "/m: bool stored as bytes other than 0 and 1 in 3 elements"),
+              "%s", zFirst);
+    run_free(&r);
+    run_paritydiff(&r, tmp_path("bool_odd.h5"), tmp_path("bool_flip.h5"), NULL);
+    cr_expect_eq(r.code, 1, "exit %d: %s%s", r.code, r.zOut, r.zErr);
+    cr_expect(strstr(r.zOut, "mismatches 1 of 4"), "%s", r.zOut);
+    run_free(&r);
+}
