@@ -166,24 +166,45 @@ static void compute_keys(const parity_capture *pCap, const order_graph *pG,
     }
 }
 
-/* Warnings for inputs that name nothing or the tensor itself. 0, or -1 out of memory. */
+/* Warnings for inputs that name nothing or the tensor itself: one line per tensor for
+ * its dangling names, naming the first few and counting the rest (65,536 dangling names
+ * once made a warning of 65,536 clauses, built in quadratic time). 0, or -1 out of memory. */
+#define DANGLING_NAMED 3
 static int warn_inputs(const parity_capture *pCap, int warnDangling, char **azWarn)
 {
     size_t n = parity_capture_count(pCap), i, k;
     for (i = 0; i < n; i++) {
         const parity_tensor_info *pT = parity_capture_tensor(pCap, i);
+        size_t nDangling = 0, len = 0;
+        char zMsg[900];
+        int cycle = 0;
         for (k = 0; k < pT->nInput; k++) {
             long iSrc = parity_capture_find(pCap, pT->azInput[k]);
-            char zMsg[600];
-            if (iSrc < 0 && warnDangling) {
-                snprintf(zMsg, sizeof zMsg, "inputs names '%.500s', which is not in the capture",
-                         pT->azInput[k]);
-                if (append_warning(&azWarn[i], zMsg) != 0) return -1;
-            } else if (iSrc >= 0 && (size_t)iSrc == i) {
-                if (append_warning(&azWarn[i], "inputs names the tensor itself (a cycle)") != 0)
-                    return -1;
+            if (iSrc >= 0) {
+                cycle |= (size_t)iSrc == i;
+                continue;
             }
+            if (!warnDangling) continue;
+            if (nDangling < DANGLING_NAMED && len < sizeof zMsg)
+                len += (size_t)snprintf(zMsg + len, sizeof zMsg - len, "%s'%.200s'",
+                                        nDangling ? ", " : "", pT->azInput[k]);
+            nDangling++;
         }
+        if (nDangling > 0) {
+            char zLine[1100];
+            if (nDangling == 1)
+                snprintf(zLine, sizeof zLine, "inputs names %s, which is not in the capture",
+                         zMsg);
+            else if (nDangling <= DANGLING_NAMED)
+                snprintf(zLine, sizeof zLine, "inputs names %s, which are not in the capture",
+                         zMsg);
+            else
+                snprintf(zLine, sizeof zLine, "inputs names %zu tensors not in the capture: "
+                         "%s and %zu more", nDangling, zMsg, nDangling - DANGLING_NAMED);
+            if (append_warning(&azWarn[i], zLine) != 0) return -1;
+        }
+        if (cycle && append_warning(&azWarn[i], "inputs names the tensor itself (a cycle)") != 0)
+            return -1;
     }
     return 0;
 }

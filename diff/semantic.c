@@ -119,12 +119,16 @@ static int fused_intermediate(parity_capture *pEagerCap, parity_capture *pCompCa
  * operands once more. */
 static int op_accepts(const parity_op_def *pDef, const parity_tensor_info *pE,
                       parity_dtype outDtype, parity_operand *aIn, parity_dtype accDtype,
-                      char *zErr, size_t nErr)
+                      int *pOom, char *zErr, size_t nErr)
 {
     parity_op_call call;
     if (parity_op_begin_shape(&call, pDef, aIn, pE->nInput, outDtype, pE->rank, pE->aDim,
-                              accDtype, pE->aAttr, pE->nAttr, zErr, nErr) != 0)
-        return 0;   /* it has ended the call */
+                              accDtype, pE->aAttr, pE->nAttr, zErr, nErr) != 0) {
+        /* it has ended the call; a refusal for want of memory is no verdict on the
+         * operands: the run fails (diff/result_internal.h), it does not warn */
+        if (parity_alloc_failed()) *pOom = 1;
+        return 0;
+    }
     parity_op_end(&call);
     return 1;
 }
@@ -455,7 +459,7 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
      * compiled dtype, except by an op that refuses to narrow (a layout op is no cast): then
      * in eager's. */
     if (pE->dtype != pC->dtype &&
-        !op_accepts(pDef, pE, pC->dtype, aIn, accDtype, zErr, sizeof zErr))
+        !op_accepts(pDef, pE, pC->dtype, aIn, accDtype, &pR->oom, zErr, sizeof zErr))
         divDtype = pE->dtype;
     if (run_model(pDef, pE, divDtype, aIn, accDtype, uOperand, outE.aValue, outC.aValue, outE.aValue, &ov,
                   &pR->judgement, &pR->accDtype, pR, pOpt) != 0)
@@ -464,7 +468,8 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
     pR->zModelOp = pDef->zName;
     pR->zModel = pDef->zModel;
     warn_vacuous(pR);
-    if (haveInC && !op_accepts(pDef, pE, pC->dtype, aInC, accDtype, zErr, sizeof zErr)) {
+    if (haveInC && !op_accepts(pDef, pE, pC->dtype, aInC, accDtype, &pR->oom, zErr,
+                               sizeof zErr) && !pR->oom) {
         /* The compiled capture names inputs that cannot have made this output (shapes that
          * do not broadcast to it): its own record is inconsistent, not eager's, and no
          * reason to give up a tensor eager's inputs judged (above). No local check. */

@@ -174,4 +174,12 @@ void op_element(parity_op_call *pCall, uint64_t i, double *pRef, double *pBound)
 /* parity_judge of aCompiled alone, failing the test on error. */
 parity_judgement op_judge(parity_op_call *pCall, const double *aCompiled);
 
+/* ---- h5py, for files our writer cannot make ---------------------------------------- */
+
+/* Does SYSTEM_PYTHON have h5py (and numpy)? Asked once per process. */
+int have_h5py(void);
+/* Runs a Python snippet with h5py, the suite's directory as sys.argv[1]; skips the test
+ * when there is no h5py, fails it when the snippet fails. */
+void run_h5py(const char *zScript);
+
 #endif /* PARITY_TESTS_SUPPORT_H */

@@ -97,31 +97,6 @@ static void expect_trouble_both_ways(const char *zBad, const char *zWhat, const 
     run_free(&r);
 }
 
-/* Does SYSTEM_PYTHON have h5py? Asked once per process. */
-static int have_h5py(void)
-{
-    static int s_known = -1;
-    if (s_known < 0) {
-        const char *azArgv[] = { SYSTEM_PYTHON, "-c", "import h5py, numpy", NULL };
-        run_result r;
-        run_argv(azArgv, 60.0, &r);
-        s_known = r.exited && r.code == 0;
-        run_free(&r);
-    }
-    return s_known;
-}
-
-/* Runs a Python snippet with h5py; the test's directory is sys.argv[1]. */
-static void run_h5py(const char *zScript)
-{
-    const char *azArgv[] = { SYSTEM_PYTHON, "-c", zScript, support_dir(), NULL };
-    run_result r;
-    if (!have_h5py()) cr_skip_test("%s has no h5py", SYSTEM_PYTHON);
-    run_argv(azArgv, 120.0, &r);
-    cr_assert(r.exited && r.code == 0, "python failed:\n%s", r.zErr);
-    run_free(&r);
-}
-
 /* ---- files that are not captures -------------------------------------------------- */
 
 Test(badinput, nonexistent_file)
