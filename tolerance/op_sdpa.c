@@ -448,6 +448,12 @@ typedef struct {
     double pRel;
     double *aP, *aR, *aDs;
     unsigned char *aLive;
+    /* The row's outputs, every column c at once (sdpa_fast reads them): sum_j p_j v_jc
+     * compensated (aSum, aComp), sum p |v|, the bound's first-order part, sum |v| (not
+     * finite when some v_jc is not, or the sum overflows: then MPFR decides). nAllocEv
+     * columns. */
+    uint64_t nAllocEv;
+    double *aSum, *aComp, *aAbsPV, *aB0, *aAbsV;
 } fast_row;
 
 static pthread_key_t g_rowKey;
@@ -461,6 +467,11 @@ static void fast_row_free(void *p)
     free(pR->aR);
     free(pR->aDs);
     free(pR->aLive);
+    free(pR->aSum);
+    free(pR->aComp);
+    free(pR->aAbsPV);
+    free(pR->aB0);
+    free(pR->aAbsV);
     free(pR);
 }
 
@@ -475,6 +486,42 @@ static void fast_row_key(void)
  * from the same formulas. The row is left to MPFR (ok = 0) when a score may carry more
  * than 2^-38 absolute error (the weights' relative error is then past 2^-36), when some
  * order may overflow, and for NaN, fully masked or empty rows. */
+/* The weighted sums of every column of the row, j outer and c inner: v's rows are read
+ * contiguously, once per output row rather than once per element (strided by Ev), and each
+ * column sums its terms in the same order as one element alone would. */
+static void fast_row_columns(const parity_op_call *pCall, const sdpa_params *pP, fast_row *pR)
+{
+    const parity_attention_geometry *pG = &pCall->geom.attention;
+    const double *v = pCall->aIn[2].aValue;
+    uint64_t j, c, nEv = pG->Ev;
+    double gSum = pP->gSum;
+    /* locals, restrict: the compiler keeps them in registers and vectorises the inner
+     * loop over columns (this file is built with -O3, CMakeLists.txt: lane-wise IEEE
+     * arithmetic, the same results as the scalar loop) */
+    double *restrict aSum = pR->aSum, *restrict aComp = pR->aComp;
+    double *restrict aAbsPV = pR->aAbsPV, *restrict aB0 = pR->aB0, *restrict aAbsV = pR->aAbsV;
+    memset(aSum, 0, nEv * sizeof(double));
+    memset(aComp, 0, nEv * sizeof(double));
+    memset(aAbsPV, 0, nEv * sizeof(double));
+    memset(aB0, 0, nEv * sizeof(double));
+    memset(aAbsV, 0, nEv * sizeof(double));
+    for (j = 0; j < pG->S; j++) {
+        const double *restrict vRow = v + pR->vOff + j * nEv;
+        double pj = pR->aP[j], fj = pj * (pR->aR[j] + gSum * (1.0 + pR->aR[j]));
+        if (!pR->aLive[j]) continue;
+        for (c = 0; c < nEv; c++) {
+            double vj = vRow[c], x = pj * vj, a = fabs(vj), t = aSum[c] + x, z = t - aSum[c];
+            /* TwoSum (Knuth): the exact error of aSum + x without a branch, the same value
+             * parity_comp_add's ordered Fast2Sum (rows.h) adds */
+            aComp[c] += (aSum[c] - (t - z)) + (x - z);
+            aSum[c] = t;
+            aAbsPV[c] += pj * a;
+            aB0[c] += fj * a;
+            aAbsV[c] += a;
+        }
+    }
+}
+
 static void fast_row_make(const parity_op_call *pCall, const sdpa_params *pP, uint64_t iRow,
                           fast_row *pR)
 {
@@ -552,6 +599,7 @@ static void fast_row_make(const parity_op_call *pCall, const sdpa_params *pP, ui
     /* the weights: the scores' error e^maxErr - 1 twice (numerator and sum), exp's, the
      * compensated sum's and the division's roundings */
     pR->pRel = 2.0 * expm1(maxErr) + 0x1p-48;
+    fast_row_columns(pCall, pP, pR);
     pR->ok = 1;
 }
 
@@ -566,48 +614,49 @@ static int sdpa_fast(const parity_op_call *pCall, uint64_t linear, double *pRef,
 {
     const sdpa_params *pP = pCall->pParams;
     const parity_attention_geometry *pG = &pCall->geom.attention;
-    const double *v = pCall->aIn[2].aValue;
-    uint64_t c = pG->Ev ? linear % pG->Ev : 0, iRow = pG->Ev ? linear / pG->Ev : 0, j;
-    double sub = parity_ulp_at(pCall->accDtype, 0.0);
-    double gSum = pP->gSum, b0 = 0.0, absV = 0.0, absPV = 0.0, o, err, bLo, bHi;
-    parity_comp_sum acc = { 0.0, 0.0 };
+    uint64_t c = pG->Ev ? linear % pG->Ev : 0, iRow = pG->Ev ? linear / pG->Ev : 0;
+    double sub = parity_ulp_at(pCall->accDtype, 0.0), b0, absPV, o, err, bLo, bHi;
     fast_row *pR;
 
     if (pCall->accDtype == PARITY_DT_F64 || pCall->outDtype == PARITY_DT_F64) return 0;
     pthread_once(&g_rowOnce, fast_row_key);
     if (g_rowKey == (pthread_key_t)-1) return 0;
     pR = pthread_getspecific(g_rowKey);
-    if (!pR || pR->nAlloc < pG->S) {
+    if (!pR || pR->nAlloc < pG->S || pR->nAllocEv < pG->Ev) {
         fast_row_free(pR);
         pR = calloc(1, sizeof *pR);
         if (pR) {
+            uint64_t nEv = pG->Ev + 1;
             pR->aP = malloc((pG->S + 1) * sizeof(double));
             pR->aR = malloc((pG->S + 1) * sizeof(double));
             pR->aDs = malloc((pG->S + 1) * sizeof(double));
             pR->aLive = malloc(pG->S + 1);
+            pR->aSum = malloc(nEv * sizeof(double));
+            pR->aComp = malloc(nEv * sizeof(double));
+            pR->aAbsPV = malloc(nEv * sizeof(double));
+            pR->aB0 = malloc(nEv * sizeof(double));
+            pR->aAbsV = malloc(nEv * sizeof(double));
             pR->nAlloc = pG->S;
-            if (!pR->aP || !pR->aR || !pR->aDs || !pR->aLive) { fast_row_free(pR); pR = NULL; }
+            pR->nAllocEv = pG->Ev;
+            if (!pR->aP || !pR->aR || !pR->aDs || !pR->aLive || !pR->aSum || !pR->aComp ||
+                !pR->aAbsPV || !pR->aB0 || !pR->aAbsV) {
+                fast_row_free(pR);
+                pR = NULL;
+            }
         }
         pthread_setspecific(g_rowKey, pR);
         if (!pR) return 0;
         pR->generation = 0;
     }
     if (pR->generation != pP->generation || pR->row != iRow) fast_row_make(pCall, pP, iRow, pR);
-    if (!pR->ok) return 0;
-    for (j = 0; j < pG->S; j++) {
-        double vj, pj;
-        if (!pR->aLive[j]) continue;
-        vj = v[pR->vOff + j * pG->Ev + c];
-        if (!isfinite(vj)) return 0;
-        pj = pR->aP[j];
-        parity_comp_add(&acc, pj * vj);
-        absPV += pj * fabs(vj);
-        b0 += pj * fabs(vj) * (pR->aR[j] + gSum * (1.0 + pR->aR[j]));
-        absV += fabs(vj);
-    }
-    o = acc.s + acc.c;
+    if (!pR->ok || !isfinite(pR->aAbsV[c])) return 0;
+    o = pR->aSum[c] + pR->aComp[c];
+    absPV = pR->aAbsPV[c];
     err = 0x1p-30 * absPV + 0x1p-1000;
-    b0 = b0 * (1.0 + 0x1p-48) + (double)pG->S * sub * (1.0 + absV);
+    /* aB0 sums S non-negative terms of two roundings each in binary64: below the exact
+     * sum by at most (S + 1) 2^-53 relative (Higham 2002, eq. 4.4); 2^-48 more as before */
+    b0 = pR->aB0[c] * (1.0 + ((double)pG->S + 1.0) * 0x1p-53 + 0x1p-48) +
+         (double)pG->S * sub * (1.0 + pR->aAbsV[c]);
     bLo = b0 + 0.5 * parity_ulp_at(pCall->outDtype, (fabs(o) > err ? fabs(o) - err : 0.0) + b0);
     bHi = b0 + 0.5 * parity_ulp_at(pCall->outDtype, fabs(o) + err + b0);
     *pRef = o;
