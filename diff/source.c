@@ -60,6 +60,9 @@ const unsigned char *parity_source_fetch(parity_slab_source *pSrc, const parity_
             snprintf(zErr, nErr, "cannot map the file: %s", strerror(errno));
             return NULL;
         }
+        /* a window per slab is progress: beat, as the libhdf5 reads do, or the stall
+         * watchdog takes a long healthy tensor of mapped slabs for a hung reader */
+        parity_capture_beat();
         madvise(p, nLen, MADV_SEQUENTIAL);
         madvise(p, nLen, MADV_WILLNEED);
         pSrc->apMap[iSlot] = p;

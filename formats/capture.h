@@ -170,6 +170,10 @@ int parity_tensor_reader_raw_offset(const parity_tensor_reader *pRd, uint64_t *p
 /* A hook called after each slab read and each dataset opened, so a supervising process
  * can tell slow progress from a hang. NULL by default. */
 void parity_capture_set_heartbeat(void (*xBeat)(void));
+/* Calls that heartbeat (if set): for read paths outside this reader that make progress on
+ * their own, such as diff/source.c's mapped windows, whose pages the judging threads fault
+ * in with no libhdf5 call at all. */
+void parity_capture_beat(void);
 
 /* ---- writing --------------------------------------------------------------------- */
 

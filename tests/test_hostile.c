@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "diff/diff.h"
 #include "formats/capture.h"
 #include "tolerance/ops.h"
 #include "support.h"
@@ -244,4 +245,50 @@ Test(hostile, many_dangling_inputs_are_one_short_warning, .timeout = 120)
     cr_expect_lt(r.seconds, 2.0, "%.2f s", r.seconds);
 #endif
     run_free(&r);
+}
+
+/* ---- 6. heartbeats from the mapped read path --------------------------------------- */
+
+static long g_nBeat;
+static void count_beat(void) { g_nBeat++; }
+
+/* Contiguous tensors are read through mapped windows, which sent no heartbeat: a legal
+ * 4 GiB pair was "no progress reading it" at 5 s with --stall-timeout 5. Each window now
+ * beats: a 4 MiB tensor in 256 KiB slabs (the smallest, one block) gives at least one
+ * beat per slab and side (before: 10 in all, none of them from the slabs). */
+Test(hostile, mapped_slabs_send_heartbeats)
+{
+    enum { N = 1 << 20 };
+    uint64_t d[1] = { N };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    parity_diff_options opt;
+    parity_diff_result res;
+    parity_writer *pW;
+    char zErr[PARITY_ERR_LEN] = "";
+    int i, k;
+    cr_assert(x && y);
+    for (i = 0; i < N; i++) {
+        x[i] = (float)i * 0.5f;
+        y[i] = nextafterf(x[i], INFINITY);   /* every element differs */
+    }
+    for (k = 0; k < 2; k++) {
+        pW = wopen(tmp_path(k ? "map_c.h5" : "map_e.h5"));
+        w_tensor(pW, "t", PARITY_DT_F32, 1, d, k ? y : x);
+        wclose(pW);
+    }
+    free(x);
+    free(y);
+    parity_diff_options_init(&opt);
+    opt.nSlabBytes = 256 << 10;
+    opt.nThreads = 1;
+    g_nBeat = 0;
+    parity_capture_set_heartbeat(count_beat);
+    cr_assert(parity_diff_run(&opt, tmp_path("map_e.h5"), tmp_path("map_c.h5"), &res, zErr,
+                              sizeof zErr) == 0, "%s", zErr);
+    parity_capture_set_heartbeat(NULL);
+    cr_expect_eq(res.nTensor, 1);
+    cr_expect_eq(res.aTensor[0].stats.nElem, N);
+    cr_expect_geq(g_nBeat, 2 * (4 << 20) / (256 << 10), "%ld beats for 16 slabs a side",
+                  g_nBeat);
+    parity_diff_result_free(&res);
 }
