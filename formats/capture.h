@@ -26,6 +26,9 @@
  * beyond any real tensor, and far enough below 2^64 that offsets and counts derived from
  * it (a product with a dtype size, a sum of two) cannot wrap. */
 #define PARITY_MAX_ELEMENTS (1ULL << 48)
+/* prod(aDim) (0 when a dim is 0), or PARITY_MAX_ELEMENTS + 1 when a dim or the product of
+ * the others is larger: the one element count of a shape, computed without wrapping. */
+uint64_t parity_shape_elements(int rank, const uint64_t *aDim);
 #define PARITY_ERR_LEN 512
 
 /* ---- attributes ------------------------------------------------------------------ */

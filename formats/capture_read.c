@@ -677,15 +677,12 @@ static int describe_dataset(hid_t hFile, const char *zPath, parity_tensor_info *
         goto cleanup;
     }
     pT->rank = rank;
-    pT->nElem = 1;
-    for (i = 0; i < rank; i++) {
-        pT->aDim[i] = aDim[i];
-        if (aDim[i] != 0 && pT->nElem > PARITY_MAX_ELEMENTS / aDim[i]) {
-            if (tensor_error(pT, "absurd shape (more than 2^48 elements)") != 0) goto oom;
-            pT->nElem = 0;
-            goto cleanup;
-        }
-        pT->nElem *= aDim[i];
+    for (i = 0; i < rank; i++) pT->aDim[i] = aDim[i];
+    pT->nElem = parity_shape_elements(rank, pT->aDim);
+    if (pT->nElem > PARITY_MAX_ELEMENTS) {
+        pT->nElem = 0;
+        if (tensor_error(pT, "absurd shape (more than 2^48 elements)") != 0) goto oom;
+        goto cleanup;
     }
 
     hDcpl = H5Dget_create_plist(hDset);
@@ -860,6 +857,18 @@ int parity_tensor_same_shape(const parity_tensor_info *pA, const parity_tensor_i
     for (i = 0; i < pA->rank; i++)
         if (pA->aDim[i] != pB->aDim[i]) return 0;
     return 1;
+}
+
+uint64_t parity_shape_elements(int rank, const uint64_t *aDim)
+{
+    uint64_t n = 1;
+    int i, anyZero = 0;
+    for (i = 0; i < rank; i++) {
+        if (aDim[i] == 0) { anyZero = 1; continue; }
+        if (aDim[i] > PARITY_MAX_ELEMENTS / n) return PARITY_MAX_ELEMENTS + 1;  /* no wrap */
+        n *= aDim[i];
+    }
+    return anyZero ? 0 : n;
 }
 
 long parity_capture_find(const parity_capture *pCap, const char *zPath)

@@ -153,14 +153,15 @@ static int op_setup(parity_op_call *pCall, const parity_op_def *pDef, const pari
         }
     }
     if (nIn + (size_t)hasScalar < pDef->nInMin || nIn > pDef->nInMax) {
-        const char *zOr = pDef->zScalarInput && nIn + 1 == pDef->nInMin
-                              ? " (and no number attribute '" : "";
-        if (pDef->nInMin == pDef->nInMax)
-            snprintf(zErr, nErr, "%s takes %zu inputs, 'inputs' names %zu%s%s%s", pDef->zName,
-                     pDef->nInMin, nIn, zOr, *zOr ? pDef->zScalarInput : "", *zOr ? "')" : "");
-        else
+        if (pDef->nInMin != pDef->nInMax)
             snprintf(zErr, nErr, "%s takes %zu to %zu inputs, 'inputs' names %zu",
                      pDef->zName, pDef->nInMin, pDef->nInMax, nIn);
+        else if (pDef->zScalarInput && nIn + 1 == pDef->nInMin)
+            snprintf(zErr, nErr, "%s takes %zu inputs, 'inputs' names %zu (and no number "
+                     "attribute '%s')", pDef->zName, pDef->nInMin, nIn, pDef->zScalarInput);
+        else
+            snprintf(zErr, nErr, "%s takes %zu inputs, 'inputs' names %zu", pDef->zName,
+                     pDef->nInMin, nIn);
         return -1;
     }
     if (!parity_dtype_is_float(outDtype) && !(pDef->flags & PARITY_OPF_INT_OUTPUT)) {
@@ -178,9 +179,8 @@ static int op_setup(parity_op_call *pCall, const parity_op_def *pDef, const pari
     if (hasScalar && append_scalar(pCall, scalar, zErr, nErr) != 0) return -1;
     pCall->outDtype = outDtype;
     pCall->outRank = outRank;
-    pCall->nOut = 1;
     for (i = 0; i < outRank; i++) pCall->aOutDim[i] = aOutDim[i];
-    pCall->nOut = parity_shape_elements(outRank, aOutDim);
+    pCall->nOut = parity_shape_elements(outRank, aOutDim);   /* INFER: 1, set by take_out */
     /* Kernels for 16- and 8-bit outputs accumulate in float32 unless they say otherwise. */
     pCall->accDtype = accDtype != PARITY_DT_INVALID ? accDtype
                     : outDtype == PARITY_DT_F64 ? PARITY_DT_F64 : PARITY_DT_F32;
@@ -227,19 +227,6 @@ int parity_op_begin(parity_op_call *pCall, const parity_op_def *pDef,
         return -1;
     }
     return 0;
-}
-
-uint64_t parity_shape_elements(int rank, const uint64_t *aDim)
-{
-    uint64_t n = 1;
-    int i;
-    for (i = 0; i < rank; i++)
-        if (aDim[i] == 0) return 0;
-    for (i = 0; i < rank; i++) {
-        if (aDim[i] > PARITY_MAX_ELEMENTS / n) return PARITY_MAX_ELEMENTS + 1;  /* no wrap */
-        n *= aDim[i];
-    }
-    return n;
 }
 
 int parity_op_take_out(parity_op_call *pCall, int rank, const uint64_t *aDim)

@@ -246,8 +246,6 @@ static inline int parity_i64_muladd(int64_t a, int64_t b, int64_t c, int64_t *p)
     int64_t t;
     return __builtin_mul_overflow(a, b, &t) || __builtin_add_overflow(t, c, p) ? -1 : 0;
 }
-/* prod(aDim), or PARITY_MAX_ELEMENTS + 1 when it is larger (never wraps). */
-uint64_t parity_shape_elements(int rank, const uint64_t *aDim);
 /* The cost of one output element of a prepared call in reference terms (xCost, or 1). */
 double parity_op_cost(const parity_op_call *pCall);
 
