@@ -19,6 +19,12 @@
  * or corruption", ...) is dropped and one line of ours stands in for it, so the user always
  * gets one clear line. PARITY_KEEP_CHILD_STDERR=1 passes the dead child's output on too
  * (debugging, and sanitizer runs).
+ *
+ * What goes to stderr: exit 2 is exactly one line, the first trouble; warnings are said
+ * only in runs that end 0 or 1 (the reports carry them always), so none stands before the
+ * error. File names, tensor names and messages are escaped (formats/escape.h): a name
+ * from a capture holding a newline or an escape sequence must not split the line or
+ * drive the terminal.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "diff/diff.h"
+#include "formats/escape.h"
 #include "formats/process.h"
 #include "reports/report.h"
 
@@ -98,8 +105,9 @@ static void usage(FILE *pOut)
 
 static int usage_error(const char *zFmt, const char *zArg)
 {
+    char zEscaped[1024];
     fprintf(stderr, "%s: ", g_zProgram);
-    fprintf(stderr, zFmt, zArg);
+    fprintf(stderr, zFmt, parity_escape(zArg, zEscaped, sizeof zEscaped));
     fprintf(stderr, "\nTry 'paritydiff --help' for more information.\n");
     return 2;
 }
@@ -133,46 +141,53 @@ static int run_diff(void *pArg)
 
     if (pArgs->zTolerance) {
         if (parity_tolfile_load(pArgs->zTolerance, &pTolFile, zErr, sizeof zErr) != 0) {
-            fprintf(stderr, "%s: %s\n", g_zProgram, zErr);
+            parity_escape_line(stderr, g_zProgram, zErr, NULL);
             return 2;
         }
         pArgs->diff.pTolFile = pTolFile;
     }
     if (parity_diff_run(&pArgs->diff, pArgs->zEager, pArgs->zCompiled, &res, zErr, sizeof zErr) != 0) {
-        fprintf(stderr, "%s: %s\n", g_zProgram, zErr);
+        parity_escape_line(stderr, g_zProgram, zErr, NULL);
         parity_tolfile_free(pTolFile);
         return 2;
     }
     code = res.verdict == PARITY_VERDICT_PASS ? 0 : res.verdict == PARITY_VERDICT_FAIL ? 1 : 2;
-    for (i = 0; i < res.nWarning; i++) fprintf(stderr, "%s: warning: %s\n", g_zProgram, res.azWarning[i]);
     if (res.zError) {
-        fprintf(stderr, "%s: %s: %s\n", g_zProgram, pArgs->zCompiled, res.zError);
+        parity_escape_line(stderr, g_zProgram, pArgs->zCompiled, res.zError, NULL);
     } else if (res.verdict == PARITY_VERDICT_ERROR) {
         /* One line naming the first unusable tensor; the reports carry the rest. */
         for (i = 0; i < res.nTensor; i++) {
             if (res.aTensor[i].status == PARITY_ST_ERROR) {
-                fprintf(stderr, "%s: %s: %s: %s\n", g_zProgram,
-                        strncmp(res.aTensor[i].zMessage ? res.aTensor[i].zMessage : "", "compiled", 8) == 0
-                            ? pArgs->zCompiled : pArgs->zEager,
-                        res.aTensor[i].zName,
-                        res.aTensor[i].zMessage ? res.aTensor[i].zMessage : "unusable");
+                const char *zMessage = res.aTensor[i].zMessage;
+                const char *zFile = zMessage && strncmp(zMessage, "compiled", 8) == 0
+                                        ? pArgs->zCompiled : pArgs->zEager;
+                parity_escape_line(stderr, g_zProgram, zFile, res.aTensor[i].zName,
+                                   zMessage ? zMessage : "unusable", NULL);
                 break;
             }
         }
     }
+    /* A report that cannot be written is trouble of its own; it is said only when nothing
+     * was said before, so exit 2 stays one line. */
     if (pArgs->zJson) {
         if (parity_report_json(&res, pArgs->zJson, zErr, sizeof zErr) != 0) {
-            fprintf(stderr, "%s: %s\n", g_zProgram, zErr);
+            if (code != 2) parity_escape_line(stderr, g_zProgram, zErr, NULL);
             code = 2;
         }
     }
     if (!pArgs->quiet && !(pArgs->zJson && strcmp(pArgs->zJson, "-") == 0)) {
         if (parity_report_text(&res, stdout) != 0) {
-            fprintf(stderr, "%s: cannot write the report to stdout\n", g_zProgram);
+            if (code != 2)
+                parity_escape_line(stderr, g_zProgram, "cannot write the report to stdout", NULL);
             code = 2;
         }
     }
     if (fflush(stdout) != 0) code = 2;
+    /* Warnings last, and only when the run did not end in trouble: then the one line of
+     * exit 2 is the error, not a warning that happened to come first. */
+    if (code != 2)
+        for (i = 0; i < res.nWarning; i++)
+            parity_escape_line(stderr, g_zProgram, "warning", res.azWarning[i], NULL);
     parity_diff_result_free(&res);
     parity_tolfile_free(pTolFile);
     return code;
@@ -217,7 +232,7 @@ static void write_all(int fd, const char *z, size_t n)
 static void progress_show(read_state *pS, int final)
 {
     double now;
-    char zLine[512];
+    char zLine[512], zName[208];   /* the file or tensor, escaped and cut to fit the line */
     int n;
     if (pS->progressFd < 0) return;
     now = monotonic_seconds();
@@ -233,14 +248,15 @@ static void progress_show(read_state *pS, int final)
     }
     if (now - pS->tStart < 1.0 || now - pS->tShown < (pS->progressTty ? 0.2 : 1.0)) return;
     pS->tShown = now;
+    parity_escape(pS->nTotal == 0 ? pS->zCurrent : pS->zTensor, zName, sizeof zName);
     if (pS->nTotal == 0)
-        n = snprintf(zLine, sizeof zLine, "%sparitydiff: progress: reading %.200s, %.0f s%s",
-                     pS->progressTty ? "\r" : "", pS->zCurrent, now - pS->tStart,
+        n = snprintf(zLine, sizeof zLine, "%sparitydiff: progress: reading %s, %.0f s%s",
+                     pS->progressTty ? "\r" : "", zName, now - pS->tStart,
                      pS->progressTty ? "\033[K" : "\n");
     else
         n = snprintf(zLine, sizeof zLine, "%sparitydiff: progress: %zu of %zu tensors judged, "
                      "%.0f s; judging %s%s", pS->progressTty ? "\r" : "", pS->iDone, pS->nTotal,
-                     now - pS->tStart, pS->zTensor, pS->progressTty ? "\033[K" : "\n");
+                     now - pS->tStart, zName, pS->progressTty ? "\033[K" : "\n");
     if (n > 0) write_all(pS->progressFd, zLine, (size_t)n < sizeof zLine ? (size_t)n : sizeof zLine - 1);
     pS->progressShown = 1;
 }
@@ -325,7 +341,7 @@ static int run_isolated(cli_args *pArgs, const read_limits *pLimits)
     opt.maxMemoryMiB = pLimits->maxMemoryMiB;
     opt.nState = sizeof(read_state);
     if (parity_process_start(&proc, &opt, zErr, sizeof zErr) != 0) {
-        fprintf(stderr, "%s: %s\n", g_zProgram, zErr);
+        parity_escape_line(stderr, g_zProgram, zErr, NULL);
         return 2;
     }
     /* The child stops itself at --timeout and writes its partial report; the kill after
@@ -349,14 +365,19 @@ static int run_isolated(cli_args *pArgs, const read_limits *pLimits)
     case PARITY_PROCESS_STALLED:
     case PARITY_PROCESS_TIMED_OUT:
         if (pState->judging)
-            fprintf(stderr, "%s: %s: %s\n", g_zProgram, zCurrent,
-                    proc.end == PARITY_PROCESS_STALLED ? "no progress while judging its tensors"
-                                                       : "time limit reached while judging");
+            parity_escape_line(stderr, g_zProgram, zCurrent,
+                               proc.end == PARITY_PROCESS_STALLED
+                                   ? "no progress while judging its tensors"
+                                   : "time limit reached while judging",
+                               NULL);
         else
-            fprintf(stderr, "%s: %s: %s; the file may be corrupt or hostile\n", g_zProgram,
-                    zCurrent, proc.end == PARITY_PROCESS_STALLED
-                        ? "no progress reading it (libhdf5 hangs on some corrupt files)"
-                        : "time limit reached while reading it");
+            parity_escape_line(stderr, g_zProgram, zCurrent,
+                               proc.end == PARITY_PROCESS_STALLED
+                                   ? "no progress reading it (libhdf5 hangs on some corrupt "
+                                     "files); the file may be corrupt or hostile"
+                                   : "time limit reached while reading it; the file may be "
+                                     "corrupt or hostile",
+                               NULL);
         break;
     case PARITY_PROCESS_SIGNALED:
         if (proc.sig == SIGPIPE) {
@@ -366,9 +387,9 @@ static int run_isolated(cli_args *pArgs, const read_limits *pLimits)
             raise(SIGPIPE);
             return 2;
         }
-        fprintf(stderr, "%s: %s: reading it crashed libhdf5 (%s); the file is corrupt or hostile\n",
-                g_zProgram, zCurrent,
-                proc.sig == SIGKILL ? "killed, probably out of memory" : strsignal(proc.sig));
+        snprintf(zErr, sizeof zErr, "reading it crashed libhdf5 (%s); the file is corrupt or hostile",
+                 proc.sig == SIGKILL ? "killed, probably out of memory" : strsignal(proc.sig));
+        parity_escape_line(stderr, g_zProgram, zCurrent, zErr, NULL);
         break;
     case PARITY_PROCESS_RUNNING:
         break;

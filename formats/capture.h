@@ -51,6 +51,9 @@ typedef struct {
     char **azStr;
     int64_t *aInt;
     double *aFloat;
+    uint64_t nOverCap;    /* > 0: kind is OTHER because the attribute holds this many
+                           * elements, more than the reader interprets (capture_read.c);
+                           * so an error can say why, not only that the type is wrong */
 } parity_attr;
 
 /* Finds an attribute by name in an array of n; NULL if absent. */

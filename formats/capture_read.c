@@ -20,6 +20,7 @@
  * 16-/8-bit integer dataset marks raw bit patterns (how torch tensors are saved with h5py).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,6 +290,7 @@ static int read_attr(hid_t hAttr, const char *zName, parity_attr *pAttr, char *z
     if (spaceClass == H5S_NULL) nPoints = 0;
     if (nPoints < 0 || nPoints > PARITY_MAX_ATTR_ELEMENTS) {
         pAttr->kind = PARITY_ATTR_OTHER;
+        if (nPoints > 0) pAttr->nOverCap = (uint64_t)nPoints;
         rc = 0;
         goto cleanup;
     }
@@ -573,7 +575,13 @@ static int interpret_tensor_attrs(parity_tensor_info *pT)
     if (pInputs) {
         /* h5py stores attrs["inputs"] = [] (an op without operands) as float64[0]: an
          * empty array of any type means no inputs. */
-        if (pInputs->kind != PARITY_ATTR_STRING && !(pInputs->isArray && pInputs->n == 0)) {
+        if (pInputs->nOverCap > 0) {
+            /* too many to read at all: saying "must be strings" would blame the type */
+            char zWhy[128];
+            snprintf(zWhy, sizeof zWhy, "attribute 'inputs' holds %" PRIu64 " entries, over the "
+                     "cap of %d", pInputs->nOverCap, PARITY_MAX_ATTR_ELEMENTS);
+            if (tensor_error(pT, zWhy) != 0) return -1;
+        } else if (pInputs->kind != PARITY_ATTR_STRING && !(pInputs->isArray && pInputs->n == 0)) {
             if (tensor_error(pT, "attribute 'inputs' must be strings") != 0) return -1;
         } else {
             pT->azInput = parity_calloc(pInputs->n ? pInputs->n : 1, sizeof(char *));

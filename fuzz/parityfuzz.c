@@ -4,6 +4,10 @@
  * Exit status (diff-style): 0 no finding (replay: nothing diverges, or with
  * --expect-divergent every known divergence still there with its signature), 1 findings
  * (replay: something diverges, or a known divergence vanished or changed), 2 trouble.
+ *
+ * Paths, signatures and details read from repros (files from anywhere) and what targets
+ * say reach the terminal escaped (formats/escape.h), so a newline or an escape sequence in
+ * one can neither forge an output line nor drive the terminal.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "fuzz/search/search.h"
+#include "formats/escape.h"
 #include "fuzz/findings/findings.h"
 #include "reports/report_fuzz.h"
 
@@ -69,7 +74,9 @@ static void usage(FILE *f)
 
 static int fail_usage(const char *zMsg)
 {
-    fprintf(stderr, "parityfuzz: %s\nTry 'parityfuzz --help'.\n", zMsg);
+    char zEscaped[1024];   /* the message quotes the user's argument */
+    fprintf(stderr, "parityfuzz: %s\nTry 'parityfuzz --help'.\n",
+            parity_escape(zMsg, zEscaped, sizeof zEscaped));
     return 2;
 }
 
@@ -281,8 +288,7 @@ static int parse_args(int argc, char **argv, cli_options *pCli)
 static void on_message(void *pCtx, const char *zLine)
 {
     (void)pCtx;
-    fprintf(stderr, "parityfuzz: %s\n", zLine);
-    fflush(stderr);
+    parity_escape_line(stderr, "parityfuzz", zLine, NULL);
 }
 
 /* The status line: rewritten in place on a terminal, one line each otherwise. */
@@ -315,7 +321,7 @@ static parity_target *open_target(const parity_campaign_options *pO, int isolate
     if (pT && pT->zNotice) on_message(NULL, pT->zNotice);
     if (pT && isolate && parity_target_spec_in_process(pO->zTarget))
         pT = parity_target_isolate(pT, 1, pO->caseTimeout, zErr, sizeof zErr);
-    if (!pT) fprintf(stderr, "parityfuzz: %s\n", zErr);
+    if (!pT) parity_escape_line(stderr, "parityfuzz", zErr, NULL);
     return pT;
 }
 
@@ -355,10 +361,14 @@ static int run_replay(const cli_options *pCli)
     parity_target *pT;
 
     n = parity_replay_list(pCli->zReplayDir, &azRepro, zErr, sizeof zErr);
-    if (n < 0) { fprintf(stderr, "parityfuzz: %s\n", zErr); return 2; }
+    if (n < 0) {
+        parity_escape_line(stderr, "parityfuzz", zErr, NULL);
+        return 2;
+    }
     if (n == 0) {
+        char zDir[1024];
         fprintf(stderr, "parityfuzz: no repro under %s (a repro folder holds eager.h5)\n",
-                pCli->zReplayDir);
+                parity_escape(pCli->zReplayDir, zDir, sizeof zDir));
         return 2;
     }
     /* a repro may be a crash of an in-process JIT: replay must outlive it */
@@ -370,12 +380,22 @@ static int run_replay(const cli_options *pCli)
     for (i = 0; i < n; i++) {
         parity_replay_result r;
         parity_replay_one(pT, azRepro[i], &r);
-        printf("%s: %s", azRepro[i], parity_replay_outcome_name(r.outcome));
-        if (r.outcome == PARITY_REPLAY_CHANGED) printf(" (was: %s; now: %s)", r.zStored, r.zNow);
-        if (r.zDetail[0]) printf(": %s", r.zDetail);
+        parity_escape_fputs(azRepro[i], stdout);
+        printf(": %s", parity_replay_outcome_name(r.outcome));
+        if (r.outcome == PARITY_REPLAY_CHANGED) {
+            fputs(" (was: ", stdout);
+            parity_escape_fputs(r.zStored, stdout);
+            fputs("; now: ", stdout);
+            parity_escape_fputs(r.zNow, stdout);
+            fputc(')', stdout);
+        }
+        if (r.zDetail[0]) {
+            fputs(": ", stdout);
+            parity_escape_fputs(r.zDetail, stdout);
+        }
         printf("\n");
         if (r.outcome == PARITY_REPLAY_ERROR) {
-            fprintf(stderr, "parityfuzz: %s: %s\n", azRepro[i], r.zDetail);
+            parity_escape_line(stderr, "parityfuzz", azRepro[i], r.zDetail, NULL);
             nError++;
         } else if (r.outcome == PARITY_REPLAY_OTHER_ISA) {
             nOtherIsa++;
@@ -408,25 +428,33 @@ static int run_campaign(cli_options *pCli)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     if (parity_campaign_run(&pCli->campaign, &res, zErr, sizeof zErr) != 0) {
-        fprintf(stderr, "parityfuzz: %s\n", zErr);
+        parity_escape_line(stderr, "parityfuzz", zErr, NULL);
         parity_campaign_result_free(&res);
         return 2;
     }
     for (i = 0; i < res.nFinding; i++) {
         const parity_finding *pF = &res.aFinding[i];
-        printf("finding %zu: %s\n  %s\n", i + 1, pF->zSignature, pF->zDetail);
-        if (pF->zRepro) printf("  repro: %s\n", pF->zRepro);
+        printf("finding %zu: ", i + 1);
+        parity_escape_fputs(pF->zSignature, stdout);
+        fputs("\n  ", stdout);
+        parity_escape_fputs(pF->zDetail, stdout);
+        fputc('\n', stdout);
+        if (pF->zRepro) {
+            fputs("  repro: ", stdout);
+            parity_escape_fputs(pF->zRepro, stdout);
+            fputc('\n', stdout);
+        }
     }
     printf("parityfuzz: %llu execs in %.1f s, %zu finding%s\n", (unsigned long long)res.nExecs,
            res.elapsed, res.nFinding, res.nFinding == 1 ? "" : "s");
     rc = res.nFinding ? 1 : 0;
     if (res.trouble) {
-        fprintf(stderr, "parityfuzz: %s\n", res.zTrouble);
+        parity_escape_line(stderr, "parityfuzz", res.zTrouble, NULL);
         rc = 2;
     }
     if (pCli->zJson &&
         parity_report_fuzz_json(&res, pCli->zJson, zErr, sizeof zErr) != 0) {
-        fprintf(stderr, "parityfuzz: %s\n", zErr);
+        parity_escape_line(stderr, "parityfuzz", zErr, NULL);
         rc = 2;
     }
     parity_campaign_result_free(&res);

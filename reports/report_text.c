@@ -7,10 +7,18 @@
  * looking at (every non-pass tensor, and passing ones that carry warnings) in execution
  * order, then identity differences and telemetry side by side, and a closing count. No
  * colors: the output is often piped into files and CI logs.
+ *
+ * Every name and value a capture supplies (tensor and attribute names, ops, attribute
+ * values, and the messages and warnings that quote them) is written through
+ * parity_escape_fputs (formats/escape.h): a newline in a dataset name would otherwise
+ * start a line of the report's own ("verdict: PASS"), and an escape sequence in an
+ * attribute would reach the reader's terminal. A write error is sticky in the stream and
+ * caught by the ferror at the end.
  */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
+#include "formats/escape.h"
 #include "reports/report.h"
 
 /* Room for one formatted attribute value; longer values are truncated, which is fine for
@@ -134,6 +142,23 @@ static void report_put_upper(FILE *pOut, const char *zName)
     }
 }
 
+/* " (op)" after a name, escaped; nothing when there is no op. */
+static void report_put_op(FILE *pOut, const char *zOp)
+{
+    if (!zOp) return;
+    fputs(" (", pOut);
+    parity_escape_fputs(zOp, pOut);
+    fputc(')', pOut);
+}
+
+/* zLabel as it is, then zText escaped, then the end of the line. */
+static void report_put_line(FILE *pOut, const char *zLabel, const char *zText)
+{
+    fputs(zLabel, pOut);
+    parity_escape_fputs(zText, pOut);
+    fputc('\n', pOut);
+}
+
 static const parity_tensor_result *report_find_tensor(const parity_diff_result *pRes,
                                                       const char *zName)
 {
@@ -163,8 +188,9 @@ static void report_put_header(FILE *pOut, const parity_tensor_result *pT)
     const uint64_t *aDim;
 
     report_put_upper(pOut, parity_status_name(pT->status));
-    fprintf(pOut, " %s", pT->zName ? pT->zName : "?");
-    if (pT->zOp) fprintf(pOut, " (%s)", pT->zOp);
+    fputc(' ', pOut);
+    parity_escape_fputs(pT->zName ? pT->zName : "?", pOut);
+    report_put_op(pOut, pT->zOp);
     parity_report_shape(pT, &rank, &aDim);
     fprintf(pOut, " %s %s", parity_dtype_name(pT->dtype),
             parity_report_format_dims(rank, aDim, NULL, zDims, sizeof zDims));
@@ -217,8 +243,11 @@ static void report_put_stats(FILE *pOut, const parity_tensor_result *pT)
                 " eager worse, %" PRIu64 " both beyond, %" PRIu64 " non-finite divergences\n",
                 pJ->nWithin, pJ->nCompiledWorse, pJ->nEagerWorse, pJ->nBothBeyond,
                 pJ->nNonFinite);
-        fprintf(pOut, "  model %s (acc %s): %s\n", pT->zModelOp, parity_dtype_name(pT->accDtype),
-                pT->zModel);
+        fputs("  model ", pOut);
+        parity_escape_fputs(pT->zModelOp, pOut);
+        fprintf(pOut, " (acc %s): ", parity_dtype_name(pT->accDtype));
+        parity_escape_fputs(pT->zModel, pOut);
+        fputc('\n', pOut);
         if (pJ->nSuspicious > 0)
             fprintf(pOut, "  suspicious: %" PRIu64 " elements within the deterministic bound but beyond "
                     "the probabilistic one (lambda %g; reported, not failed)\n", pJ->nSuspicious,
@@ -259,9 +288,10 @@ static void report_put_tensor(FILE *pOut, const parity_tensor_result *pT)
                 "the probabilistic one (lambda %g; reported, not failed)\n",
                 pT->judgement.nSuspicious, pT->judgement.lambda);
     if (zCause) fprintf(pOut, "  cause: %s\n", zCause);
-    if (pT->zMessage) fprintf(pOut, "  error: %s\n", pT->zMessage);
-    if (pT->zModelNote && pT->status != PARITY_ST_PASS) fprintf(pOut, "  note: %s\n", pT->zModelNote);
-    for (i = 0; i < pT->nWarning; i++) fprintf(pOut, "  warning: %s\n", pT->azWarning[i]);
+    if (pT->zMessage) report_put_line(pOut, "  error: ", pT->zMessage);
+    if (pT->zModelNote && pT->status != PARITY_ST_PASS)
+        report_put_line(pOut, "  note: ", pT->zModelNote);
+    for (i = 0; i < pT->nWarning; i++) report_put_line(pOut, "  warning: ", pT->azWarning[i]);
 }
 
 /* Whether a global warning is the engine's "name: warning" copy of a tensor warning that
@@ -290,10 +320,14 @@ static void report_put_pair(FILE *pOut, const char *zKey, const parity_diff_resu
     const parity_attr *pCompiled =
         parity_attr_find(pRes->aCompiledRoot, pRes->nCompiledRoot, zKey);
 
-    fprintf(pOut, "  %s: %s | %s\n", zKey,
-            pEager ? parity_attr_format(pEager, zEager, sizeof zEager) : "(absent)",
-            pCompiled ? parity_attr_format(pCompiled, zCompiled, sizeof zCompiled)
-                      : "(absent)");
+    fputs("  ", pOut);
+    parity_escape_fputs(zKey, pOut);
+    fputs(": ", pOut);
+    parity_escape_fputs(pEager ? parity_attr_format(pEager, zEager, sizeof zEager) : "(absent)",
+                        pOut);
+    fputs(" | ", pOut);
+    report_put_line(pOut, "", pCompiled ? parity_attr_format(pCompiled, zCompiled, sizeof zCompiled)
+                                        : "(absent)");
 }
 
 /* Telemetry keys in eager order, then those only compiled has. */
@@ -329,12 +363,13 @@ int parity_report_text(const parity_diff_result *pRes, FILE *pOut)
         if (aCount[st] > 0)
             fprintf(pOut, ", %" PRIu64 " %s", aCount[st], parity_status_name((parity_status)st));
     fputs(")\n", pOut);
-    if (pRes->zError) fprintf(pOut, "error: %s\n", pRes->zError);
+    if (pRes->zError) report_put_line(pOut, "error: ", pRes->zError);
 
     if (pRes->zFirstDivergence) {
         const parity_tensor_result *pFirst = report_find_tensor(pRes, pRes->zFirstDivergence);
-        fprintf(pOut, "first divergence: %s", pRes->zFirstDivergence);
-        if (pFirst && pFirst->zOp) fprintf(pOut, " (%s)", pFirst->zOp);
+        fputs("first divergence: ", pOut);
+        parity_escape_fputs(pRes->zFirstDivergence, pOut);
+        if (pFirst) report_put_op(pOut, pFirst->zOp);
         if (pFirst && pFirst->cause == PARITY_CAUSE_LOCAL && !pFirst->zOp)
             fputs(pFirst->isInput
                       ? ", no op: treated as an input (if it is computed, give it its op)"
@@ -351,13 +386,15 @@ int parity_report_text(const parity_diff_result *pRes, FILE *pOut)
     }
     if (!pRes->inputsMatch) {
         fputs("inputs differ:", pOut);
-        for (i = 0; i < pRes->nInputDiffers; i++)
-            fprintf(pOut, "%s %s", i > 0 ? "," : "", pRes->azInputDiffers[i]);
+        for (i = 0; i < pRes->nInputDiffers; i++) {
+            fputs(i > 0 ? ", " : " ", pOut);
+            parity_escape_fputs(pRes->azInputDiffers[i], pOut);
+        }
         fputc('\n', pOut);
     }
     for (i = 0; i < pRes->nWarning; i++)
         if (!report_is_block_warning(pRes, pRes->azWarning[i]))
-            fprintf(pOut, "warning: %s\n", pRes->azWarning[i]);
+            report_put_line(pOut, "warning: ", pRes->azWarning[i]);
 
     for (i = 0; i < pRes->nTensor; i++) {
         const parity_tensor_result *pT = &pRes->aTensor[i];

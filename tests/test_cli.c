@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "diff/diff.h"
 #include "formats/capture.h"
 #include "support.h"
 
@@ -1437,5 +1438,107 @@ Test(cli, float32_against_bfloat16_is_compared_in_bfloat16)
     cr_expect_str_eq(jstr(pT, "status"), "fail");
     cr_expect_eq(jint(pT, "max_ulp"), 8);
     cr_expect_eq(jint(pT, "mismatches"), 1);
+    json_decref(pDoc);
+}
+
+/* ---- hostile names and values (issue 14, item 4) -------------------------------------- */
+
+/* The starts of the text report's own lines (reports/report_text.c): the verdict line
+ * (first, and only there), the lines above the blocks, a block's header (a status in
+ * capitals and a space), a block's indented lines, the section headings, blank lines and
+ * the closing count (last, and only there). NULL when every line of zText starts as one of them, else the first
+ * line that does not (in a static buffer). */
+static const char *forged_report_line(const char *zText)
+{
+    static const char *const azOwn[] = { "error: ", "first divergence: ", "inputs differ:",
+                                         "warning: ", "  ", "identity differs (eager | compiled):",
+                                         "telemetry (eager | compiled):", NULL };
+    static char zLine[1024];
+    const char *z = zText;
+    int iLine;
+    for (iLine = 0; *z; iLine++) {
+        const char *zEnd = strchr(z, '\n');
+        size_t nLine = zEnd ? (size_t)(zEnd - z) : strlen(z), k;
+        int isLast = !zEnd || zEnd[1] == 0;
+        int own = nLine == 0 || (isLast && z[0] >= '0' && z[0] <= '9' &&
+                                 nLine > 15 && strncmp(z + nLine - 15, " tensors passed", 15) == 0);
+        if (iLine == 0) own = strncmp(z, "verdict: ", 9) == 0;
+        for (k = 0; iLine > 0 && !own && azOwn[k]; k++)
+            own = strncmp(z, azOwn[k], strlen(azOwn[k])) == 0;
+        for (k = 0; iLine > 0 && !own && k <= (size_t)PARITY_ST_DTYPE_MISMATCH; k++) {
+            const char *zSt = parity_status_name((parity_status)k);
+            size_t nSt = strlen(zSt), j;
+            own = nLine > nSt && z[nSt] == ' ';
+            for (j = 0; own && j < nSt; j++)
+                own = z[j] == (zSt[j] >= 'a' && zSt[j] <= 'z' ? zSt[j] - 'a' + 'A' : zSt[j]);
+        }
+        if (!own) {
+            snprintf(zLine, sizeof zLine, "%.*s", (int)nLine, z);
+            return zLine;
+        }
+        z += nLine + (zEnd ? 1 : 0);
+    }
+    return NULL;
+}
+
+/* A control byte other than the newlines that end lines: the first one's offset, or -1. */
+static long control_byte_at(const char *z)
+{
+    const char *p;
+    for (p = z; *p; p++)
+        if ((*p != '\n' && (unsigned char)*p < 0x20) || *p == 0x7f) return (long)(p - z);
+    return -1;
+}
+
+/* A dataset whose name holds a newline and a forged verdict, diverging, in a compiled
+ * capture whose run_failure holds a clear-screen sequence and newlines: the text report
+ * shows both escaped on lines of its own making, each stderr warning is one line, and the
+ * JSON keeps the exact bytes. */
+Test(cli, hostile_names_do_not_forge_report_lines)
+{
+    static const char zName[] = "/y\nverdict: PASS (9 tensors, 9 pass)\n\n9 of 9 tensors passed";
+    static const char zFailure[] = "crash: \x1b[2J\nverdict: PASS\n\x1b[31mred";
+    static const float aX[4] = { -1.0f, 0.5f, 2.0f, 3.0f };
+    static const char *const azIn[] = { "/x" };
+    const char *zE = tmp_path("hostile_e.h5"), *zC = tmp_path("hostile_c.h5"), *zForged;
+    float aY[4] = { 0.0f, 0.5f, 2.0f, 3.0f };
+    parity_writer *pW;
+    json_t *pDoc, *pWarn;
+    size_t i;
+    int found = 0;
+
+    pW = wopen(zE);
+    w_f32(pW, "/x", aX, 4);
+    w_f32(pW, zName, aY, 4);
+    w_op(pW, zName, "test.act", azIn, 1);
+    wclose(pW);
+    aY[2] += 1.0f;
+    pW = wopen(zC);
+    wcheck(pW, parity_writer_attr_string(pW, "/", "run_failure", zFailure));
+    w_f32(pW, "/x", aX, 4);
+    w_f32(pW, zName, aY, 4);
+    w_op(pW, zName, "test.act", azIn, 1);
+    wclose(pW);
+
+    /* diff_json: exit 1, and no stderr line that is not a warning line */
+    pDoc = diff_json(1, zE, zC, NULL);
+    zForged = forged_report_line(g_last.zOut);
+    cr_expect_null(zForged, "a line the report did not write: '%s'\n%s", zForged, g_last.zOut);
+    cr_expect(strncmp(g_last.zOut, "verdict: FAIL", 13) == 0, "%s", g_last.zOut);
+    cr_expect_eq(control_byte_at(g_last.zOut), -1, "control byte in the report:\n%s", g_last.zOut);
+    cr_expect_not_null(strstr(g_last.zOut, "FAIL /y\\nverdict: PASS (9 tensors, 9 pass)\\n\\n9 of 9 "
+                              "tensors passed (test.act) float32 [4]\n"), "%s", g_last.zOut);
+    cr_expect_not_null(strstr(g_last.zOut, "crash: \\x1b[2J\\nverdict: PASS\\n\\x1b[31mred\n"),
+                       "%s", g_last.zOut);
+    cr_expect_eq(control_byte_at(g_last.zErr), -1, "control byte on stderr:\n%s", g_last.zErr);
+    pWarn = json_object_get(pDoc, "warnings");
+    cr_expect_eq(count_lines(g_last.zErr, 1, NULL, 0), (int)json_array_size(pWarn),
+                 "one stderr line per warning:\n%s", g_last.zErr);
+    /* the JSON report keeps the raw bytes */
+    cr_expect_str_eq(status_of(pDoc, zName), "fail");
+    cr_expect_str_eq(jstr(pDoc, "first_divergence"), zName);
+    for (i = 0; i < json_array_size(pWarn); i++)
+        found |= strstr(json_string_value(json_array_get(pWarn, i)), zFailure) != NULL;
+    cr_expect(found, "no warning holds the raw run_failure: %s", compact(pWarn));
     json_decref(pDoc);
 }

@@ -108,19 +108,19 @@ static void set_roots(parity_diff_result *pRes, parity_attr *aEager, size_t nEag
 
 static parity_attr attr_string(const char *zName, char **azValue)
 {
-    parity_attr a = { (char *)zName, PARITY_ATTR_STRING, 0, 1, azValue, NULL, NULL };
+    parity_attr a = { (char *)zName, PARITY_ATTR_STRING, 0, 1, azValue, NULL, NULL, 0 };
     return a;
 }
 
 static parity_attr attr_float(const char *zName, double *aValue)
 {
-    parity_attr a = { (char *)zName, PARITY_ATTR_FLOAT, 0, 1, NULL, NULL, aValue };
+    parity_attr a = { (char *)zName, PARITY_ATTR_FLOAT, 0, 1, NULL, NULL, aValue, 0 };
     return a;
 }
 
 static parity_attr attr_int(const char *zName, int64_t *aValue)
 {
-    parity_attr a = { (char *)zName, PARITY_ATTR_INT, 0, 1, NULL, aValue, NULL };
+    parity_attr a = { (char *)zName, PARITY_ATTR_INT, 0, 1, NULL, aValue, NULL, 0 };
     return a;
 }
 
@@ -983,6 +983,65 @@ Test(report_text, mismatch_missing_error_and_rank0_blocks)
     expect_line(zText, "  nan/inf mismatches 1, signed zero mismatches 0");
     expect_line(zText, "  worst [] score inf; affected slice []");
     expect_last_line(zText, "0 of 5 tensors passed");
+    free(zText);
+}
+
+/* Names and values come from files anyone can write (issue 14, item 4): every string of
+ * the result that reaches the text report is escaped (formats/escape.h), so no newline in
+ * a name starts a line of its own and no escape sequence reaches the terminal. */
+Test(report_text, hostile_names_and_values_are_escaped)
+{
+    static const uint64_t aDim[] = { 3 };
+    parity_tensor_result aT[2];
+    char *azWarn[] = { (char *)"w\r\nwarning: forged" };
+    char *azGlobal[] = { (char *)"compiled: its run failed: \x1b[2Jcrash\nverdict: PASS" };
+    char *azInputs[] = { (char *)"/in\n" };
+    char *azDiffers[] = { (char *)"model\n" };
+    char *azModelE[] = { (char *)"x\x1b]0;title\x07" }, *azModelC[] = { (char *)"y" };
+    parity_attr aEager[1], aCompiled[1];
+    parity_diff_result r;
+    char *zText;
+    const char *z;
+    int nVerdict = 0;
+
+    aT[0] = make_tensor("/a\nverdict: PASS", "op\x1b[2J", PARITY_ST_FAIL, 1, aDim);
+    aT[0].hasStats = 1;
+    aT[0].stats.nElem = 3;
+    aT[0].stats.nMismatch = 1;
+    aT[0].azWarning = azWarn;
+    aT[0].nWarning = 1;
+    aT[1] = make_tensor("/b\\", NULL, PARITY_ST_ERROR, 0, NULL);
+    aT[1].zMessage = (char *)"dataset 'x\nerror: forged' is unreadable";
+    r = make_result(aT, 2, PARITY_VERDICT_FAIL, "/a\nverdict: PASS");
+    r.zError = (char *)"bad\nverdict: PASS";
+    r.inputsMatch = 0;
+    r.azInputDiffers = azInputs;
+    r.nInputDiffers = 1;
+    r.azWarning = azGlobal;
+    r.nWarning = 1;
+    aEager[0] = attr_string("model\n", azModelE);
+    aCompiled[0] = attr_string("model\n", azModelC);
+    set_roots(&r, aEager, 1, aCompiled, 1, azDiffers, 1);
+
+    zText = text_report(&r);
+    expect_first_line(zText, "verdict: FAIL (2 tensors, 1 fail, 1 error)");
+    expect_line(zText, "error: bad\\nverdict: PASS");
+    expect_line(zText, "first divergence: /a\\nverdict: PASS (op\\x1b[2J)");
+    expect_line(zText, "inputs differ: /in\\n");
+    expect_line(zText, "warning: compiled: its run failed: \\x1b[2Jcrash\\nverdict: PASS");
+    expect_line(zText, "FAIL /a\\nverdict: PASS (op\\x1b[2J) float32 [3]");
+    expect_line(zText, "  warning: w\\r\\nwarning: forged");
+    expect_line(zText, "ERROR /b\\\\ float32 []");
+    expect_line(zText, "  error: dataset 'x\\nerror: forged' is unreadable");
+    expect_line(zText, "  model\\n: x\\x1b]0;title\\x07 | y");
+    expect_last_line(zText, "0 of 2 tensors passed");
+    for (z = zText; *z; z++) {
+        cr_expect(*z == '\n' || ((unsigned char)*z >= 0x20 && *z != 0x7f),
+                  "control byte 0x%02x at offset %zu of the report:\n%s", (unsigned char)*z,
+                  (size_t)(z - zText), zText);
+        if ((z == zText || z[-1] == '\n') && strncmp(z, "verdict:", 8) == 0) nVerdict++;
+    }
+    cr_expect_eq(nVerdict, 1, "%d verdict lines:\n%s", nVerdict, zText);
     free(zText);
 }
 
