@@ -152,6 +152,7 @@ done:
 
 int main(int argc, char **argv)
 {
+    parity_hdf5_no_exit_handler();   /* first: a full disk must not crash at exit */
     if (argc != 2) {
         fprintf(stderr, "usage: make_example DIR\n");
         return 2;

@@ -191,6 +191,14 @@ int parity_writer_open(const char *zFile, parity_writer **ppW, char *zErr, size_
 int parity_writer_close(parity_writer *pW, char *zErr, size_t nErr);
 void parity_writer_abort(parity_writer *pW);
 
+/* Called first in main() of every program that writes captures, before any other HDF5
+ * call. When H5Fclose fails (a full disk), libhdf5 1.10 keeps the half-closed file in its
+ * tables and its exit handler then crashes on it (HDFFV-11052: SIGSEGV in H5F__close_cb
+ * from H5_term_library, seen here with the disk filled by RLIMIT_FSIZE). Every file we
+ * open is closed by us, so the handler has nothing else to do: it is turned off
+ * (H5dont_atexit) and a failed write ends in our one line and exit 2. */
+void parity_hdf5_no_exit_handler(void);
+
 /* Root ("/") or tensor attributes; zPath NULL or "/" means the root group. */
 int parity_writer_attr_string(parity_writer *pW, const char *zPath, const char *zName,
                               const char *zValue);

@@ -29,6 +29,7 @@
 #include <hdf5.h>
 #include "formats/chunk_read_internal.h"
 #include "formats/capture.h"
+#include "formats/regular_file.h"
 #include "formats/float_format.h"
 #include "formats/alloc.h"
 
@@ -770,11 +771,9 @@ int parity_capture_open(const char *zFile, parity_capture **ppCap, char *zErr, s
     *ppCap = NULL;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);   /* per thread: our messages, not HDF5's stack */
 
-    pProbe = fopen(zFile, "rb");
-    if (!pProbe) {
-        snprintf(zErr, nErr, "%s: %s", zFile, strerror(errno));
-        return -1;
-    }
+    /* a FIFO would block libhdf5's open(2) for good; a device would never end */
+    pProbe = parity_open_regular(zFile, 0, zErr, nErr);
+    if (!pProbe) return -1;
     fclose(pProbe);
     isHdf5 = H5Fis_hdf5(zFile);
     if (isHdf5 <= 0) {

@@ -96,6 +96,25 @@ void parity_writer_abort(parity_writer *pW)
     free(pW);
 }
 
+void parity_hdf5_no_exit_handler(void)
+{
+    H5dont_atexit();   /* fails only once the library is up: then it is too late anyway */
+}
+
+/* H5Ewalk2 callback: the operating system's reason, which the sec2 driver puts in its
+ * message as "..., errno = 28, error message = 'No space left on device', ...". */
+static herr_t find_system_reason(unsigned n, const H5E_error2_t *pE, void *pCtx)
+{
+    static const char zMark[] = "error message = '";
+    const char *z = pE->desc ? strstr(pE->desc, zMark) : NULL;
+    char *zReason = pCtx;
+    (void)n;
+    if (!z || zReason[0]) return 0;
+    z += sizeof zMark - 1;
+    snprintf(zReason, 128, "%.*s", (int)strcspn(z, "'"), z);
+    return 0;
+}
+
 int parity_writer_close(parity_writer *pW, char *zErr, size_t nErr)
 {
     int fd, rc = -1;
@@ -105,8 +124,11 @@ int parity_writer_close(parity_writer *pW, char *zErr, size_t nErr)
         goto done;
     }
     if (H5Fclose(pW->hFile) < 0) {
+        char zReason[128] = "";
         pW->hFile = -1;
-        snprintf(zErr, nErr, "%s: cannot finish HDF5 file", pW->zFile);
+        H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, find_system_reason, zReason);
+        snprintf(zErr, nErr, "%s: cannot finish HDF5 file%s%s", pW->zFile, zReason[0] ? ": " : "",
+                 zReason);
         goto done;
     }
     pW->hFile = -1;

@@ -465,6 +465,7 @@ int main(int argc, char **argv)
 {
     cli_options cli;
     int rc;
+    parity_hdf5_no_exit_handler();   /* first: a full --out must not crash at exit */
     memset(&cli, 0, sizeof cli);
     parity_campaign_options_init(&cli.campaign);
     cli.campaign.seed = 1;

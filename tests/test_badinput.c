@@ -114,6 +114,24 @@ Test(badinput, directory)
     expect_trouble_both_ways(zDir, "directory", NULL, NULL);
 }
 
+/* A FIFO would block libhdf5's open(2) until a writer came (never); a device never ends.
+ * Both are refused at once, as captures and as a --tolerance file (formats/regular_file.h). */
+Test(badinput, fifo_and_device_are_refused_at_once, .timeout = 60)
+{
+    const char *zFifo = tmp_path("capture.fifo");
+    run_result r;
+    write_good_pair();
+    cr_assert_eq(mkfifo(zFifo, 0666), 0);
+    expect_trouble_both_ways(zFifo, "FIFO", "not a regular file", "FIFO");
+    expect_trouble_both_ways("/dev/zero", "device", "not a regular file", "character device");
+    run_paritydiff(&r, "--tolerance", zFifo, g_zGoodE, g_zGoodC, NULL);
+    expect_trouble(&r, "FIFO tolerance file", zFifo, "not a regular file", NULL);
+    run_free(&r);
+    run_paritydiff(&r, "--tolerance", "/dev/zero", g_zGoodE, g_zGoodC, NULL);
+    expect_trouble(&r, "device tolerance file", "/dev/zero", "not a regular file", NULL);
+    run_free(&r);
+}
+
 Test(badinput, empty_file)
 {
     const char *zEmpty = tmp_path("empty.h5");

@@ -12,6 +12,7 @@
 #include "tolerance/mpref.h"
 #include "tolerance/ops.h"
 #include "formats/alloc.h"
+#include "formats/regular_file.h"
 
 typedef struct {
     char *zKey;                  /* op name or tensor path */
@@ -198,11 +199,8 @@ int parity_tolfile_load(const char *zPath, parity_tolfile **ppFile, char *zErr, 
     int haveParser = 0, haveDoc = 0, rc = -1, sawVersion = 0;
 
     *ppFile = NULL;
-    pIn = fopen(zPath, "rb");
-    if (!pIn) {
-        snprintf(zErr, nErr, "%s: %s", zPath, strerror(errno));
-        return -1;
-    }
+    pIn = parity_open_regular(zPath, PARITY_TOLFILE_MAX_BYTES, zErr, nErr);
+    if (!pIn) return -1;
     pFile = parity_calloc(1, sizeof *pFile);
     if (!pFile || !yaml_parser_initialize(&parser)) {
         snprintf(zErr, nErr, "%s: out of memory", zPath);

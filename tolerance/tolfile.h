@@ -37,6 +37,9 @@ typedef struct parity_tolfile parity_tolfile;
 /* Reads and checks zPath (YAML, parsed with libyaml). Unknown keys, wrong types and bad
  * values are errors, so a typo never silently changes nothing. Returns 0, or -1 with one
  * line in zErr. */
+/* Hand-written tolerance files are a few KiB; more is not one (and a device or a FIFO
+ * named as one is refused, formats/regular_file.h). */
+#define PARITY_TOLFILE_MAX_BYTES (16u << 20)
 int parity_tolfile_load(const char *zPath, parity_tolfile **ppFile, char *zErr, size_t nErr);
 void parity_tolfile_free(parity_tolfile *pFile);
 

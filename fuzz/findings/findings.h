@@ -73,7 +73,11 @@ int parity_repro_write(const char *zOutDir, const parity_case *pCase, const doub
                        const parity_case_identity *pId, char *zPath, size_t nPath, char *zErr,
                        size_t nErr);
 
-/* Reads the first line of a repro's signature file. Returns 0, or -1 with zErr. */
+/* Reads the first line of a repro's signature file. A signature is a line or a few (the
+ * identity below it); a repro folder is a file from anywhere, so anything but a regular
+ * file of at most PARITY_SIGNATURE_MAX_BYTES is refused, never read (formats/regular_file.h).
+ * Returns 0, or -1 with zErr. */
+#define PARITY_SIGNATURE_MAX_BYTES (1u << 20)
 int parity_repro_signature(const char *zRepro, char *zSig, size_t nSig, char *zErr, size_t nErr);
 
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "formats/alloc.h"
 #include "formats/process.h"
+#include "formats/regular_file.h"
 #include "fuzz/findings/findings.h"
 
 const char *parity_replay_outcome_name(parity_replay_outcome o)
@@ -86,8 +87,8 @@ static void recorded_isa(const char *zRepro, char *zIsa, size_t nIsa)
     FILE *f;
     zIsa[0] = '\0';
     snprintf(zFile, sizeof zFile, "%s/signature", zRepro);
-    f = fopen(zFile, "r");
-    if (!f) return;
+    f = parity_open_regular(zFile, PARITY_SIGNATURE_MAX_BYTES, zLine, sizeof zLine);
+    if (!f) return;   /* parity_repro_signature, read first, has said why */
     while (fgets(zLine, sizeof zLine, f)) {
         const char *z = strstr(zLine, ", isa ");
         size_t n;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "formats/regular_file.h"
 #include "fuzz/findings/findings.h"
 
 /* mkdir -p for one or more missing levels. */
@@ -158,11 +159,8 @@ int parity_repro_signature(const char *zRepro, char *zSig, size_t nSig, char *zE
     FILE *f;
     size_t len;
     snprintf(zFile, sizeof zFile, "%s/signature", zRepro);
-    f = fopen(zFile, "r");
-    if (!f) {
-        snprintf(zErr, nErr, "%s: %s", zFile, strerror(errno));
-        return -1;
-    }
+    f = parity_open_regular(zFile, PARITY_SIGNATURE_MAX_BYTES, zErr, nErr);
+    if (!f) return -1;
     if (!fgets(zSig, (int)nSig, f)) {
         fclose(f);
         snprintf(zErr, nErr, "%s: empty", zFile);
