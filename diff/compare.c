@@ -576,6 +576,55 @@ static int stream_slabs(parity_slab_plan *pPlan, parity_slab_source *pSrcE,
     return rc;
 }
 
+int parity_cmp_unstored(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled,
+                        const parity_tensor_info *pInfo, parity_dtype dtypeCompiled,
+                        const parity_tolerance *pTol, parity_tensor_stats *pStats, char *zErr,
+                        size_t nErr)
+{
+    parity_dtype dtCmp = parity_cmp_dtype(pInfo->dtype, dtypeCompiled);
+    parity_cmp_spec spec = { dtCmp, pInfo->rank, pInfo->aDim, *pTol };
+    unsigned char aE[16] = { 0 }, aC[16] = { 0 }, aOut[2][16];
+    double value;
+    parity_tensor_stats one;
+    parity_slab slab;
+    const unsigned char *apIn[2] = { aE, aC };
+    uint64_t n = pInfo->nElem;
+    int iSide, k;
+
+    parity_cmp_stats_init(pStats);
+    if (n == 0) return 0;
+    memset(&slab, 0, sizeof slab);
+    slab.n = 1;
+    for (k = 0; k < pInfo->rank; k++) slab.aCount[k] = 1;
+    if (parity_tensor_read(pEager, &slab, aE, zErr, nErr) != 0) return -1;
+    if (parity_tensor_read(pCompiled, &slab, aC, zErr, nErr) != 0) return -1;
+    for (iSide = 0; iSide < 2; iSide++) {   /* the wider side rounded, as slab by slab */
+        parity_dtype from = iSide == 0 ? pInfo->dtype : dtypeCompiled;
+        if (from == dtCmp) continue;
+        parity_decode(from, apIn[iSide], &value, 1);
+        parity_encode(dtCmp, value, aOut[iSide]);
+        apIn[iSide] = aOut[iSide];
+    }
+    parity_cmp_stats_init(&one);
+    parity_cmp_block(&spec, apIn[0], apIn[1], 0, 1, &one);
+    *pStats = one;
+    pStats->nElem = n;
+    pStats->nMismatch = one.nMismatch * n;
+    pStats->nNanMismatch = one.nNanMismatch * n;
+    pStats->nSignedZeroMismatch = one.nSignedZeroMismatch * n;
+    pStats->nBitDiff = one.nBitDiff * n;
+    pStats->nOddBool = one.nOddBool * n;
+    pStats->sumSqDiff = one.sumSqDiff * (double)n;
+    pStats->sumSqRef = one.sumSqRef * (double)n;
+    for (k = 0; k < PARITY_ULP_BUCKETS; k++) pStats->aUlpHist[k] = one.aUlpHist[k] * n;
+    if (one.nMismatch > 0)
+        for (k = 0; k < pInfo->rank; k++) {
+            pStats->aSliceLo[k] = 0;
+            pStats->aSliceHi[k] = pInfo->aDim[k];
+        }
+    return 0;
+}
+
 int parity_cmp_tensor(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled,
                       const parity_tensor_info *pInfo, parity_dtype dtypeCompiled,
                       const parity_tolerance *pTol, int nThreads, uint64_t nSlabBytes,

@@ -25,6 +25,16 @@ void parity_cmp_block(const parity_cmp_spec *pSpec, const void *pEager, const vo
                       uint64_t first, size_t n, parity_tensor_stats *pStats);
 void parity_cmp_stats_merge(parity_tensor_stats *pInto, const parity_tensor_stats *pFrom, int rank);
 
+/* parity_cmp_tensor for a pair of which neither side stores data
+ * (parity_tensor_reader_unstored): every element of each side is the one value element 0
+ * reads as, so one element is judged and stands for all, in O(1) whatever the shape. The
+ * figures are those of the element loop: counts and sums times nElem, maxima once, the
+ * worst at index 0, the affected slice the whole tensor. */
+int parity_cmp_unstored(parity_tensor_reader *pEager, parity_tensor_reader *pCompiled,
+                        const parity_tensor_info *pInfo, parity_dtype dtypeCompiled,
+                        const parity_tolerance *pTol, parity_tensor_stats *pStats, char *zErr,
+                        size_t nErr);
+
 /* The compute threads when --threads does not say: the cores online, 1 to 64. */
 int parity_cmp_default_threads(void);
 

@@ -158,6 +158,10 @@ const uint64_t *parity_tensor_reader_chunk(const parity_tensor_reader *pRd);
  * several threads (formats/chunk_read.c: no filter, shuffle, deflate, both); 0 when
  * libhdf5 reads them (other filters, conversions) or the data is not chunked. */
 int parity_tensor_reader_decodes_chunks(const parity_tensor_reader *pRd);
+/* 1 when the tensor stores no data at all: a dataset created and never written, whose
+ * storage libhdf5 allocates lazily, so every element reads as the same fill value. A 6 KB
+ * file can declare 2^48 such elements; readers judge them by one element (diff/engine.c). */
+int parity_tensor_reader_unstored(const parity_tensor_reader *pRd);
 /* Threads that inflate chunks in the readers of this process (0: the cores online). */
 void parity_capture_set_decode_threads(int nThreads);
 /* Reads the slab into pBuf (pSlab->n * parity_dtype_size(dtype) bytes) in the dtype's

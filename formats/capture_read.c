@@ -1088,6 +1088,13 @@ const uint64_t *parity_tensor_reader_chunk(const parity_tensor_reader *pRd)
     return pRd->aChunk;
 }
 
+int parity_tensor_reader_unstored(const parity_tensor_reader *pRd)
+{
+    H5D_space_status_t status;
+    return H5Dget_space_status(pRd->hDset, &status) >= 0 &&
+           status == H5D_SPACE_STATUS_NOT_ALLOCATED;
+}
+
 int parity_tensor_reader_decodes_chunks(const parity_tensor_reader *pRd)
 {
     return pRd->pChunks != NULL;
