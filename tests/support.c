@@ -332,6 +332,19 @@ void write_bytes(const char *zFile, const void *p, size_t n)
     cr_assert_eq(write_file(zFile, p, n), 0, "%s: %s", zFile, strerror(errno));
 }
 
+json_t *tensor_named(json_t *pDoc, const char *zName)
+{
+    json_t *pTensors = json_object_get(pDoc, "tensors");
+    size_t i;
+    for (i = 0; i < json_array_size(pTensors); i++) {
+        json_t *pT = json_array_get(pTensors, i);
+        const char *z = json_string_value(json_object_get(pT, "name"));
+        if (z && strcmp(z, zName) == 0) return pT;
+    }
+    cr_assert_fail("no tensor %s in the report", zName);
+    return NULL;
+}
+
 json_t *parse_json(const char *z)
 {
     json_error_t err;

@@ -127,6 +127,8 @@ void write_bytes(const char *zFile, const void *p, size_t n);
 
 /* The JSON document in z (json_decref it); fails the test if it is not one. */
 json_t *parse_json(const char *z);
+/* The tensor object named zName in a JSON report; fails the test when there is none. */
+json_t *tensor_named(json_t *pDoc, const char *zName);
 /* Reads and parses the JSON file zFile, failing the test if it is missing or malformed. */
 json_t *load_json_file(const char *zFile);
 

@@ -392,19 +392,6 @@ static void expect_judged_with_warning(const char *zE, const char *zC, const cha
     run_free(&r);
 }
 
-/* The tensor named zName in a JSON report, or NULL. */
-static json_t *report_tensor(json_t *pDoc, const char *zName)
-{
-    json_t *pTensors = json_object_get(pDoc, "tensors");
-    size_t i;
-    for (i = 0; i < json_array_size(pTensors); i++) {
-        json_t *pT = json_array_get(pTensors, i);
-        const char *z = json_string_value(json_object_get(pT, "name"));
-        if (z && strcmp(z, zName) == 0) return pT;
-    }
-    return NULL;
-}
-
 /* Issue 14, item 8: 2^47 float32 elements (under the 2^48 limit, so not refused), never
  * written, in a 6 KB file: reading the fill values element by element took days. Neither
  * side stores data, so one element is judged for all: a pass against itself in well under
@@ -428,8 +415,7 @@ Test(badinput, enormous_unwritten_tensor_is_judged_once, .timeout = 120)
     cr_expect_eq(r.code, 1, "exit %d; stderr:\n%s", r.code, r.zErr);
     cr_expect_lt(r.seconds, 10.0, "took %.1f s", r.seconds);
     pDoc = parse_json(r.zOut);
-    pT = report_tensor(pDoc, "/y");
-    cr_assert_not_null(pT, "%s", r.zOut);
+    pT = tensor_named(pDoc, "/y");
     cr_expect_eq(json_integer_value(json_object_get(pT, "elements")), (json_int_t)n);
     cr_expect_eq(json_integer_value(json_object_get(pT, "mismatches")), (json_int_t)n, "%s", r.zOut);
     cr_expect_eq(json_real_value(json_object_get(pT, "max_abs_err")), 1.5, "%s", r.zOut);

@@ -111,18 +111,6 @@ static json_int_t jint(json_t *pObj, const char *zKey)
     return json_integer_value(p);
 }
 
-static json_t *tensor_named(json_t *pDoc, const char *zName)
-{
-    json_t *pTensors = json_object_get(pDoc, "tensors");
-    size_t i;
-    for (i = 0; i < json_array_size(pTensors); i++) {
-        json_t *pT = json_array_get(pTensors, i);
-        const char *z = json_string_value(json_object_get(pT, "name"));
-        if (z && strcmp(z, zName) == 0) return pT;
-    }
-    cr_assert_fail("no tensor %s in the report", zName);
-    return NULL;
-}
 
 static const char *status_of(json_t *pDoc, const char *zName)
 {
