@@ -159,6 +159,7 @@ typedef struct {
     int nThreads;             /* compute threads; 0 picks the number of cores */
     const parity_tolfile *pTolFile;   /* --tolerance overrides of the op models, or NULL */
     uint64_t nSlabBytes;      /* bytes per side per slab read; 0 picks the default */
+    unsigned maxDepth;        /* group nesting a capture may have; 0 picks the default */
     /* Progress (NULL: none): called with the capture about to be read, and with NULL when
      * the reading is over, so that a supervisor can name the file a hang or a crash of
      * libhdf5 happened in (paritydiff.c wires it to its reading process's heartbeat). */

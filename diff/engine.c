@@ -541,6 +541,7 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     d.pOpt = pOpt;
     d.pRes = pRes;
     parity_capture_set_decode_threads(pOpt->nThreads);
+    parity_capture_set_max_depth(pOpt->maxDepth);
     memset(pRes, 0, sizeof *pRes);
     pRes->inputsMatch = 1;
     pRes->strict = pOpt->strict;

@@ -47,6 +47,11 @@
 
 static const char *g_zProgram = "paritydiff";
 
+/* No run goes on for days unasked (a legal file can declare 2^48 elements and store one
+ * chunk of them). An hour is 30 times the largest capture pair we time (the 2.4 GB
+ * transformer bench, 53 to 123 s, tests/bench/bench_transformer.py); --timeout 0 lifts it. */
+#define DEFAULT_TIMEOUT_SECONDS 3600
+
 typedef struct {
     unsigned stallSeconds;     /* kill when no heartbeat for this long (0: never) */
     unsigned timeoutSeconds;   /* kill after this long in all (0: never) */
@@ -91,10 +96,11 @@ static void usage(FILE *pOut)
 "Resources:\n"
 "      --threads N         compute threads (default: all cores)\n"
 "      --timeout SEC       stop judging after SEC seconds and report what was judged\n"
-"                          (the tensors left are errors; default: no limit)\n"
+"                          (the tensors left are errors; default 3600, 0: no limit)\n"
 "      --stall-timeout SEC give up when reading makes no progress for SEC seconds\n"
 "                          (default 60; libhdf5 can hang on corrupt files)\n"
 "      --max-memory MIB    address-space limit of the reading process (default 8192)\n"
+"      --max-depth N       group nesting a capture may have (default 64)\n"
 "\n"
 "  -h, --help              show this help and exit\n"
 "  -V, --version           show the version and exit\n"
@@ -403,7 +409,7 @@ int main(int argc, char **argv)
     enum { OPT_RTOL = 256, OPT_ATOL, OPT_MAX_ULP, OPT_SIGNED_ZEROS, OPT_STRICT, OPT_JSON,
            OPT_TOLERANCE,
            OPT_THREADS, OPT_TIMEOUT, OPT_STALL, OPT_MAX_MEMORY, OPT_SLAB, OPT_MAP_PREFIX,
-           OPT_PROGRESS };
+           OPT_PROGRESS, OPT_MAX_DEPTH };
     static const struct option aLong[] = {
         { "rtol", required_argument, NULL, OPT_RTOL },
         { "atol", required_argument, NULL, OPT_ATOL },
@@ -417,6 +423,7 @@ int main(int argc, char **argv)
         { "timeout", required_argument, NULL, OPT_TIMEOUT },
         { "stall-timeout", required_argument, NULL, OPT_STALL },
         { "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
+        { "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
         { "slab-bytes", required_argument, NULL, OPT_SLAB },   /* for tests and benchmarks */
         { "help", no_argument, NULL, 'h' },
         { "map-prefix", required_argument, NULL, OPT_MAP_PREFIX },
@@ -425,12 +432,13 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 }
     };
     cli_args args;
-    read_limits limits = { 60, 0, 8192 };
+    read_limits limits = { 60, DEFAULT_TIMEOUT_SECONDS, 8192 };
     unsigned long long u;
     int c, progress = 0;
 
     memset(&args, 0, sizeof args);
     parity_diff_options_init(&args.diff);
+    args.timeoutSeconds = DEFAULT_TIMEOUT_SECONDS;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "qhV", aLong, NULL)) != -1) {
         switch (c) {
@@ -469,6 +477,11 @@ int main(int argc, char **argv)
         case OPT_MAX_MEMORY:
             if (!parse_uint(optarg, 1ULL << 30, &u)) return usage_error("invalid --max-memory '%s'", optarg);
             limits.maxMemoryMiB = (size_t)u;
+            break;
+        case OPT_MAX_DEPTH:
+            if (!parse_uint(optarg, 1000000, &u) || u == 0)
+                return usage_error("invalid --max-depth '%s'", optarg);
+            args.diff.maxDepth = (unsigned)u;
             break;
         case OPT_SLAB:
             if (!parse_uint(optarg, 1ULL << 34, &u) || u == 0) return usage_error("invalid --slab-bytes '%s'", optarg);

@@ -60,6 +60,12 @@ struct parity_tensor_reader {
 static void (*g_xHeartbeat)(void);
 
 void parity_capture_set_heartbeat(void (*xBeat)(void)) { g_xHeartbeat = xBeat; }
+
+static unsigned g_maxDepth = PARITY_DEFAULT_MAX_DEPTH;
+void parity_capture_set_max_depth(unsigned maxDepth)
+{
+    g_maxDepth = maxDepth ? maxDepth : PARITY_DEFAULT_MAX_DEPTH;
+}
 void parity_capture_beat(void) { if (g_xHeartbeat) g_xHeartbeat(); }
 
 static void beat(void)
@@ -727,8 +733,17 @@ cleanup:
 typedef struct {
     char **azPath;
     size_t n, nAlloc;
-    int failed;
+    int failed;              /* 1 out of memory, 2 too many objects, 3 too deep */
+    char *zDeep;             /* failed == 3: the first object past the depth limit */
 } path_list;
+
+/* The nesting depth of an object H5Ovisit names "a/b/c" (relative to the root): 3. */
+static unsigned path_depth(const char *zName)
+{
+    unsigned n = 1;
+    for (; *zName; zName++) n += *zName == '/';
+    return n;
+}
 
 static herr_t collect_dataset(hid_t hObj, const char *zName, const H5O_info_t *pInfo, void *pData)
 {
@@ -737,6 +752,13 @@ static herr_t collect_dataset(hid_t hObj, const char *zName, const H5O_info_t *p
     (void)hObj;
 
     beat();
+    /* Stop at the first object past the limit, so the visit's cost stays that of the
+     * limit, whatever the file's depth. */
+    if (path_depth(zName) > g_maxDepth) {
+        pList->failed = 3;
+        pList->zDeep = parity_strdup(zName);
+        return -1;
+    }
     if (pInfo->type != H5O_TYPE_DATASET) return 0;
     if (pList->n >= PARITY_MAX_TENSORS) { pList->failed = 2; return -1; }
     if (pList->n == pList->nAlloc) {
@@ -763,7 +785,7 @@ int parity_capture_open(const char *zFile, parity_capture **ppCap, char *zErr, s
 {
     parity_capture *pCap = NULL;
     hid_t hFapl = -1;
-    path_list paths = { NULL, 0, 0, 0 };
+    path_list paths = { NULL, 0, 0, 0, NULL };
     FILE *pProbe;
     size_t i;
     htri_t isHdf5;
@@ -804,6 +826,11 @@ int parity_capture_open(const char *zFile, parity_capture **ppCap, char *zErr, s
                   H5O_INFO_BASIC) < 0) {
         if (paths.failed == 2)
             snprintf(zErr, nErr, "%s: more than %d objects", zFile, PARITY_MAX_TENSORS);
+        else if (paths.failed == 3)
+            snprintf(zErr, nErr, "%s: groups nested more than %u deep (at /%.200s%s); "
+                     "paritydiff --max-depth raises the limit", zFile, g_maxDepth,
+                     paths.zDeep ? paths.zDeep : "?",
+                     paths.zDeep && strlen(paths.zDeep) > 200 ? "..." : "");
         else if (paths.failed == 1)
             goto oom;
         else
@@ -832,6 +859,7 @@ oom:
 fail:
     for (i = 0; i < paths.n; i++) free(paths.azPath[i]);
     free(paths.azPath);
+    free(paths.zDeep);
     if (hFapl >= 0) H5Pclose(hFapl);
     parity_capture_close(pCap);
     return -1;

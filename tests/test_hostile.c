@@ -247,6 +247,36 @@ Test(hostile, many_dangling_inputs_are_one_short_warning, .timeout = 120)
     run_free(&r);
 }
 
+/* ---- 7. deep group nesting ---------------------------------------------------------- */
+
+/* Depth 1,000 took 22.5 s inside H5Ovisit, depth 2,000 over 100 s, with no limit. Now
+ * nesting past --max-depth (default 64) is refused at the first object past it, so even
+ * depth 2,000 is one line at once; depth 65 under --max-depth 100 is judged. */
+Test(hostile, deep_group_nesting_is_refused_past_the_limit, .timeout = 120)
+{
+    const char *zDeep = tmp_path("deep2000.h5"), *zJust = tmp_path("deep65.h5");
+    run_result r;
+    run_h5py("import h5py, numpy as np, sys\n"
+             "for depth in (65, 2000):\n"
+             "    with h5py.File('%s/deep%d.h5' % (sys.argv[1], depth), 'w') as f:\n"
+             "        g = f\n"
+             "        for i in range(depth - 1): g = g.create_group('g')\n"
+             "        g['y'] = np.arange(4, dtype=np.float32)\n");
+    run_paritydiff(&r, zDeep, zDeep, NULL);
+    expect_one_line_error(&r, "groups nested more than 64 deep");
+    cr_expect(strstr(r.zErr, "--max-depth"), "%s", r.zErr);
+    cr_expect_lt(r.seconds, 10.0, "%.2f s", r.seconds);
+    run_free(&r);
+    run_paritydiff(&r, zJust, zJust, NULL);
+    expect_one_line_error(&r, "groups nested more than 64 deep");
+    run_free(&r);
+    run_paritydiff(&r, "--max-depth", "65", zJust, zJust, NULL);
+    expect_clean_stderr(&r, "depth 65 allowed");
+    cr_expect_eq(r.code, 0, "exit %d: %s", r.code, r.zErr);
+    cr_expect_not_null(strstr(r.zOut, "1 of 1 tensors passed"), "%s", r.zOut);
+    run_free(&r);
+}
+
 /* ---- 6. heartbeats from the mapped read path --------------------------------------- */
 
 static long g_nBeat;
