@@ -51,6 +51,7 @@ static const char *g_zProgram = "paritydiff";
  * chunk of them). An hour is 30 times the largest capture pair we time (the 2.4 GB
  * transformer bench, 53 to 123 s, tests/bench/bench_transformer.py); --timeout 0 lifts it. */
 #define DEFAULT_TIMEOUT_SECONDS 3600
+#define MIN_MEMORY_MIB 256
 
 typedef struct {
     unsigned stallSeconds;     /* kill when no heartbeat for this long (0: never) */
@@ -99,7 +100,8 @@ static void usage(FILE *pOut)
 "                          (the tensors left are errors; default 3600, 0: no limit)\n"
 "      --stall-timeout SEC give up when reading makes no progress for SEC seconds\n"
 "                          (default 60; libhdf5 can hang on corrupt files)\n"
-"      --max-memory MIB    address-space limit of the reading process (default 8192)\n"
+"      --max-memory MIB    address-space limit of the reading process (default 8192,\n"
+"                          at least 256; 0: none)\n"
 "      --max-depth N       group nesting a capture may have (default 64)\n"
 "\n"
 "  -h, --help              show this help and exit\n"
@@ -475,7 +477,10 @@ int main(int argc, char **argv)
             limits.stallSeconds = (unsigned)u;
             break;
         case OPT_MAX_MEMORY:
-            if (!parse_uint(optarg, 1ULL << 30, &u)) return usage_error("invalid --max-memory '%s'", optarg);
+            /* Under 48 MiB libhdf5 itself dies starting up (measured on a real CNN
+             * capture), which read as a corrupt file; every reading thread adds its stack. */
+            if (!parse_uint(optarg, 1ULL << 30, &u) || (u != 0 && u < MIN_MEMORY_MIB))
+                return usage_error("invalid --max-memory '%s' (0 for none, or at least 256)", optarg);
             limits.maxMemoryMiB = (size_t)u;
             break;
         case OPT_MAX_DEPTH:

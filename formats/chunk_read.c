@@ -33,6 +33,14 @@
 
 #define CHUNK_BATCH_BYTES (32u << 20)
 #define CHUNK_CACHE_BYTES (32u << 20)
+/* What each chunk costs beyond its bytes: its job in a batch (chunk_job), its cache entry,
+ * two slots of the buffer pool and malloc's header. Counted in both budgets, so that tiny
+ * chunks (one element each) cannot multiply the bookkeeping: a 4 MB tensor in 4-byte
+ * chunks sized its batch at 8M jobs and took 6.4 GB (issue 14, item 5). */
+#define CHUNK_OVERHEAD_BYTES 512   /* checked against the structs below */
+/* The cache is searched linearly (chunk_entry); it exists for the band of chunks that
+ * spans two slabs, which the slab plan keeps small, so a few hundred entries serve it. */
+#define CHUNK_CACHE_MAX_ENTRIES 512
 #define CHUNK_MAX_THREADS 16
 #define MAX_FILTERS 2
 
@@ -78,10 +86,19 @@ static int decode_threads(void)
 }
 
 /* The largest stored chunk accepted: deflate grows incompressible data by at most 5 bytes
- * per 16 KiB block plus its header and checksum (HDF5 then stores the chunk unfiltered). */
+ * per 16 KiB block plus its header and checksum (HDF5 then stores the chunk unfiltered).
+ * Without filters a chunk is stored as it is. */
 static size_t max_stored(const parity_chunk_reader *p)
 {
-    return p->nChunkBytes + p->nChunkBytes / 1024 + 1024;
+    return p->nFilter == 0 ? p->nChunkBytes : p->nChunkBytes + p->nChunkBytes / 1024 + 1024;
+}
+
+/* Chunks decoded in one batch: the batch budget over what each costs, its stored and its
+ * decoded buffer (both nBufBytes, from one pool) and its bookkeeping. */
+static size_t batch_max(const parity_chunk_reader *p)
+{
+    size_t n = CHUNK_BATCH_BYTES / (2 * p->nBufBytes + CHUNK_OVERHEAD_BYTES);
+    return n ? n : 1;
 }
 
 static unsigned char *buf_get(parity_chunk_reader *p)
@@ -142,10 +159,11 @@ parity_chunk_reader *parity_chunk_reader_open(hid_t hDset, hid_t hDcpl, hid_t hF
     if (H5Pfill_value_defined(hDcpl, &fillStatus) < 0) goto decline;
     if (fillStatus != H5D_FILL_VALUE_UNDEFINED && H5Pget_fill_value(hDcpl, hMemType, p->aFill) < 0)
         goto decline;
-    p->nCacheMax = CHUNK_CACHE_BYTES / p->nChunkBytes;
-    p->aCache = parity_calloc(p->nCacheMax + 1, sizeof *p->aCache);
     p->nBufBytes = max_stored(p);
-    p->nFreeMax = 2 * (CHUNK_BATCH_BYTES / p->nChunkBytes) + 2;
+    p->nCacheMax = CHUNK_CACHE_BYTES / (p->nBufBytes + CHUNK_OVERHEAD_BYTES);
+    if (p->nCacheMax > CHUNK_CACHE_MAX_ENTRIES) p->nCacheMax = CHUNK_CACHE_MAX_ENTRIES;
+    p->aCache = parity_calloc(p->nCacheMax + 1, sizeof *p->aCache);
+    p->nFreeMax = 2 * batch_max(p) + 2;
     p->apFree = parity_calloc(p->nFreeMax, sizeof *p->apFree);
     if (!p->aCache || !p->apFree) goto decline;
     return p;
@@ -184,6 +202,10 @@ typedef struct {
     int owned;                 /* pOut is this batch's to free */
     const char *zFail;         /* why decoding failed */
 } chunk_job;
+
+/* the job, the cache entry, two pool slots, and malloc's headers of both buffers */
+_Static_assert(sizeof(chunk_job) + sizeof(chunk_entry) + 2 * sizeof(void *) + 32 <=
+               CHUNK_OVERHEAD_BYTES, "CHUNK_OVERHEAD_BYTES must cover a chunk's bookkeeping");
 
 /* HDF5's shuffle filter, undone: byte b of element i was stored at b * n + i. The bytes past
  * the last whole element stay where they are. */
@@ -484,7 +506,7 @@ int parity_chunk_read(parity_chunk_reader *p, const uint64_t *aStart, const uint
                       void *pBuf, char *zErr, size_t nErr)
 {
     uint64_t aLo[PARITY_MAX_RANK], aHi[PARITY_MAX_RANK], aC[PARITY_MAX_RANK];
-    size_t nBatchMax = CHUNK_BATCH_BYTES / p->nChunkBytes, nJob = 0, i;
+    size_t nBatchMax = batch_max(p), nJob = 0, i;
     chunk_job *aJob;
     int d, rc = 0, more = 1;
 

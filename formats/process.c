@@ -469,8 +469,9 @@ int parity_process_poll(parity_process *const *apProc, size_t n, int timeoutMs)
 
 /* ---- its end -------------------------------------------------------------------------- */
 
-static void set_end(parity_process *p, int status)
+static void set_end(parity_process *p, int status, const struct rusage *pRu)
 {
+    p->maxRssKiB = pRu->ru_maxrss;   /* Linux: KiB, the largest of it and its reaped children */
     if (WIFEXITED(status)) {
         p->end = PARITY_PROCESS_EXITED;
         p->code = WEXITSTATUS(status);
@@ -491,12 +492,13 @@ static void collect_rest(parity_process *p)
 
 static int try_reap(parity_process *p)
 {
+    struct rusage ru;
     int status;
     pid_t got;
     if (p->pid <= 0 || p->end != PARITY_PROCESS_RUNNING) return 1;
-    do got = waitpid(p->pid, &status, WNOHANG); while (got < 0 && errno == EINTR);
+    do got = wait4(p->pid, &status, WNOHANG, &ru); while (got < 0 && errno == EINTR);
     if (got == 0) return 0;
-    if (got == p->pid) set_end(p, status);
+    if (got == p->pid) set_end(p, status, &ru);
     else p->end = PARITY_PROCESS_SIGNALED;      /* lost (ECHILD): as good as dead */
     collect_rest(p);
     return 1;
@@ -504,10 +506,11 @@ static int try_reap(parity_process *p)
 
 static void reap_blocking(parity_process *p)
 {
+    struct rusage ru;
     int status;
     pid_t got;
-    do got = waitpid(p->pid, &status, 0); while (got < 0 && errno == EINTR);
-    if (got == p->pid) set_end(p, status);
+    do got = wait4(p->pid, &status, 0, &ru); while (got < 0 && errno == EINTR);
+    if (got == p->pid) set_end(p, status, &ru);
     else p->end = PARITY_PROCESS_SIGNALED;
     collect_rest(p);
 }

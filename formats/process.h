@@ -97,6 +97,8 @@ typedef struct {
     parity_process_end end;       /* RUNNING until reaped */
     int code;                     /* EXITED: the exit status */
     int sig;                      /* SIGNALED, STALLED, TIMED_OUT: the signal it died of */
+    long maxRssKiB;               /* once reaped: peak resident memory of it, or of the
+                                   * largest child it waited for (wait4), in KiB */
     int fdIn;                     /* its stdin (PIPE), else -1 */
     int fdOut;                    /* what it sends (PIPE), else -1; -1 again at end of file */
     int ready;                    /* set by parity_process_poll: fdOut has data or hung up */

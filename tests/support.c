@@ -131,6 +131,7 @@ void run_argv_raw(const char *const *azArgv, double limitSeconds, run_result *pR
     pRes->code = pRes->exited ? proc.code : -1;
     pRes->signaled = end == PARITY_PROCESS_SIGNALED || end == PARITY_PROCESS_TIMED_OUT;
     pRes->sig = pRes->signaled ? proc.sig : 0;
+    pRes->maxRssKiB = proc.maxRssKiB;
     if (append(&pRes->zOut, &pRes->nOut, proc.capture[1].z ? proc.capture[1].z : "",
                proc.capture[1].n) ||
         append(&pRes->zErr, &pRes->nErr, proc.capture[2].z ? proc.capture[2].z : "",

@@ -46,6 +46,7 @@ typedef struct {
     char *zOut, *zErr;       /* NUL-terminated captures */
     size_t nOut, nErr;
     double seconds;
+    long maxRssKiB;          /* peak RSS of the program or its largest reaped child */
 } run_result;
 
 /* CLOCK_MONOTONIC in seconds. */

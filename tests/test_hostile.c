@@ -247,6 +247,37 @@ Test(hostile, many_dangling_inputs_are_one_short_warning, .timeout = 120)
     run_free(&r);
 }
 
+/* ---- 5. memory and the number of chunks -------------------------------------------- */
+
+/* A tensor in one-element chunks: the chunk reader sized its batches by the chunks' bytes
+ * alone, so 4-byte chunks made 8M-job batches (a 4 MB tensor took 6.4 GB; 100,000 chunks
+ * 267 MB). Its budgets now count each chunk's bookkeeping: 250,000 chunks, plain and
+ * deflated, stay well under 256 MiB (measured: 55 and 90 MiB; what is left grows slowly
+ * with libhdf5's own B-tree cache, bounded by its metadata cache size), and pass under
+ * --max-memory 256, which before called the file corrupt. */
+Test(hostile, tiny_chunks_keep_memory_bounded, .timeout = 240)
+{
+    static const char *const azFile[] = { "chunks.h5", "chunks_gzip.h5" };
+    run_result r;
+    size_t i;
+    run_h5py("import h5py, numpy as np, sys\n"
+             "for name, comp in (('chunks', None), ('chunks_gzip', 'gzip')):\n"
+             "    with h5py.File(sys.argv[1] + '/' + name + '.h5', 'w') as f:\n"
+             "        f.create_dataset('y', data=np.arange(250000, dtype=np.float32),\n"
+             "                         chunks=(1,), compression=comp)\n");
+    for (i = 0; i < 2; i++) {
+        const char *zFile = tmp_path(azFile[i]);
+        run_paritydiff(&r, "--max-memory", "256", zFile, zFile, NULL);
+        expect_clean_stderr(&r, azFile[i]);
+        cr_expect_eq(r.code, 0, "%s: exit %d: %s", azFile[i], r.code, r.zErr);
+#ifndef TEST_UNDER_ASAN
+        cr_expect_lt(r.maxRssKiB, 200 * 1024, "%s: peak RSS %ld KiB", azFile[i], r.maxRssKiB);
+#endif
+        cr_log_info("%s: %.1f s, peak RSS %ld KiB", azFile[i], r.seconds, r.maxRssKiB);
+        run_free(&r);
+    }
+}
+
 /* ---- 7. deep group nesting ---------------------------------------------------------- */
 
 /* Depth 1,000 took 22.5 s inside H5Ovisit, depth 2,000 over 100 s, with no limit. Now
