@@ -8,7 +8,7 @@ OUTDIR gets good_eager.h5 and good_compiled.h5 (a small realistic pair, formats/
 linear -> relu -> softmax -> slice, and conv2d -> max_pool2d, with graph inputs and
 parameters), one file per case, and manifest.jsonl, one JSON object per line:
 
-    name      the case, also its file name (NAME.h5)
+    name      the case, also its file name (NAME.h5) unless "file" gives another
     hostile   what is hostile about it, in words
     expect    {"eager": [...], "compiled": [...], "self": [...]}: the exit codes allowed when
               the case is the eager side (against good_compiled.h5), the compiled side
@@ -242,6 +242,19 @@ add_case("dtype_attr_is_int", "dtype = 16", BAD, with_attr("/fc/out", "dtype", 1
          error="dtype")
 add_case("dtype_attr_empty", "dtype = ''", BAD, with_attr("/fc/out", "dtype", ""),
          error="dtype")
+# The compiled tensor's acc_dtype and compute_dtype are its declared contract and are read;
+# as the compiled side, the one line names the good eager file instead (found by this
+# battery; marked until fixed, so the battery stays a gate for everything else).
+FINDING_A = "battery finding A: a bad compiled acc_dtype/compute_dtype names the eager file"
+add_case("acc_dtype_unknown", "acc_dtype = 'float7' on /fc/out", BAD,
+         with_attr("/fc/out", "acc_dtype", "float7"), error="acc_dtype", known=FINDING_A)
+add_case("acc_dtype_is_int", "acc_dtype = 3 on /fc/out", BAD,
+         with_attr("/fc/out", "acc_dtype", 3), error="acc_dtype", known=FINDING_A)
+add_case("compute_dtype_unknown", "compute_dtype = 'int4' on /fc/out", BAD,
+         with_attr("/fc/out", "compute_dtype", "int4"), error="compute_dtype", known=FINDING_A)
+add_case("order_is_null_dataspace", "order is an attribute with a null dataspace", BAD,
+         with_attr("/act/out", "order", lambda d: d.attrs.create("order", h5py.Empty("i8"))),
+         error="'order'")
 add_case("run_failure_is_int", "root run_failure = 1", BAD,
          with_attr("/", "run_failure", 1), error="run_failure")
 add_case("run_failure_is_string_array", "root run_failure = ['crash', 'hang']", BAD,
@@ -529,6 +542,8 @@ add_case("inputs_cycle", "relu /act/out takes /out, the softmax of /act/out: a c
          FINE, with_attr("/act/out", "inputs", ["/out"]), warn="cycle")
 add_case("inputs_self", "/act/out takes itself", FINE,
          with_attr("/act/out", "inputs", ["/act/out"]), warn="cycle")
+add_case("inputs_scalar_string", "inputs as one string, not an array", FINE,
+         with_attr("/act/out", "inputs", "/fc/out"))
 add_case("inputs_name_a_group", "inputs naming a group (/fc) and the root", FINE,
          with_attr("/act/out", "inputs", ["/fc/out", "/fc", "/"]))
 add_case("inputs_fixed_length_bytes", "inputs as fixed-length byte strings, without the "
@@ -580,6 +595,13 @@ op_attr_case("slice_start_int64_min", "/slice/out", "start", -2**63)
 op_attr_case("slice_dim_2_62", "/slice/out", "dim", BIG)
 op_attr_case("softmax_dim_int64_min", "/out", "dim", -2**63)
 op_attr_case("softmax_dim_is_string", "/out", "dim", "rows")
+op_attr_case("softmax_dim_is_float", "/out", "dim", 1.0)
+add_case("slice_params_missing", "slice without dim, start, end and step (the defaults give "
+         "the whole input, not the recorded [4, 4])", OP_BAD,
+         with_attr("/slice/out", "dim", lambda d: [d.attrs.__delitem__(k) for k in
+                                                   ("start", "end", "step")]))
+add_case("linear_operands_misfit", "linear over /input/0 and the bias: a weight of the wrong "
+         "rank", OP_BAD, with_attr("/fc/out", "inputs", ["/input/0", "/fc/bias"]))
 
 # -- links and storage that point outside the file (never followed, never opened)
 
@@ -754,6 +776,13 @@ def _(path, folder):
         f.attrs["parity_format"] = 2
 
 
+@case("file_name_with_controls", "the file's own name holds a newline, a forged verdict and "
+      "ESC [2J; its /fc/out has op = 3", BAD, file="ctl\nverdict: PASS\x1b[2J.h5",
+      error="'op'")
+def _(path, folder):
+    with_attr("/fc/out", "op", 3)(path, folder)
+
+
 # ---- main -------------------------------------------------------------------------------
 
 def main():
@@ -771,7 +800,7 @@ def main():
         for name, fn, entry in CASES:
             assert name not in names, "two cases named " + name
             names.add(name)
-            fn(os.path.join(folder, name + ".h5"), folder)
+            fn(os.path.join(folder, entry.get("file", name + ".h5")), folder)
             manifest.write(json.dumps(entry) + "\n")
     # the battery promises small files (sparse declared sizes are fine, storage is not)
     for entry in os.scandir(folder):
