@@ -13,8 +13,9 @@ good_eager.h5) and against itself, each in a fresh child, and every run must:
   - exit with a code in the case's expected set, and never die of a signal;
   - finish within TIME_LIMIT_S seconds of wall time, or the case's max_seconds where it
     sets a tighter one (then it is killed);
-  - peak at no more than RSS_LIMIT_MIB of resident memory (wait4's maxrss, which covers
-    paritydiff's reading child too: the kernel folds reaped children into it);
+  - peak at no more than RSS_LIMIT_MIB of resident memory, or the case's max_rss_mib
+    (wait4's maxrss, which covers paritydiff's reading child too: the kernel folds reaped
+    children into it);
   - on exit 2, write exactly one line to stderr, starting "paritydiff: " and not a warning
     (the one line of trouble), naming the case's file (the trouble is there, not in the
     good side) and holding the case's "error" substring;
@@ -166,8 +167,9 @@ def run_case(paritydiff, folder, entry, limits):
     good_c = os.path.join(folder, "good_compiled.h5")
     pairs = {"eager": (bad, good_c), "compiled": (good_e, bad), "self": (bad, bad)}
     results, problems = {}, []
-    if "max_seconds" in entry:   # the case's own, tighter limit, scaled like the default
-        limits = (min(limits[0], entry["max_seconds"] * SCALE), limits[1])
+    # the case's own, tighter limits, scaled like the defaults
+    limits = (min(limits[0], entry.get("max_seconds", TIME_LIMIT_S) * SCALE),
+              min(limits[1], entry.get("max_rss_mib", RSS_LIMIT_MIB) * SCALE))
     for way, (e, c) in pairs.items():
         json_path = os.path.join(folder, "%s.%s.json" % (entry["name"], way))
         argv = [paritydiff] + entry.get("args", []) + ["--json", json_path, e, c]
