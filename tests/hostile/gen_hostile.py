@@ -602,6 +602,11 @@ add_case("slice_params_missing", "slice without dim, start, end and step (the de
          "the whole input, not the recorded [4, 4])", OP_BAD,
          with_attr("/slice/out", "dim", lambda d: [d.attrs.__delitem__(k) for k in
                                                    ("start", "end", "step")]))
+# As the compiled side, inputs that cannot have made the output are the compiled record's
+# inconsistency: a warning, and the tensor judged against eager's inputs (the battery's
+# finding 2, fixed); as eager (the graph) they are an error.
+add_case("inputs_of_another_shape", "relu /act/out [4, 16] naming /input/0 [4, 8] as its "
+         "input", OP_BAD, with_attr("/act/out", "inputs", ["/input/0"]))
 add_case("linear_operands_misfit", "linear over /input/0 and the bias: a weight of the wrong "
          "rank", OP_BAD, with_attr("/fc/out", "inputs", ["/input/0", "/fc/bias"]))
 
