@@ -259,6 +259,7 @@ static const parity_op_def *model_settings(const parity_diff_options *pOpt,
 {
     const parity_op_def *pDef = parity_op_find(pE->zOp);
     const parity_attr *pAcc, *pCompute;
+    int isCompiled;   /* the attribute at hand is the compiled side's */
     if (!pDef) {
         note(pR, "op '%s' has no model yet: per-dtype tolerance", pE->zOp);
         return NULL;
@@ -275,21 +276,28 @@ static const parity_op_def *model_settings(const parity_diff_options *pOpt,
     /* The kernel's contract: the compiled tensor's declaration where it makes one (bf16
      * autocast on the compiled side only), else eager's. */
     pAcc = parity_attr_find(pC->aAttr, pC->nAttr, "acc_dtype");
+    isCompiled = pAcc != NULL;
     if (!pAcc) pAcc = parity_attr_find(pE->aAttr, pE->nAttr, "acc_dtype");
     if (pAcc && (pAcc->kind != PARITY_ATTR_STRING || pAcc->n != 1 ||
                  !parity_dtype_is_float(*pAccDtype = parity_dtype_from_name(pAcc->azStr[0])))) {
+        /* the side's name first: the CLI names the file the message starts with */
         pR->status = PARITY_ST_ERROR;
-        parity_result_set(&pR->oom, &pR->zMessage, "attribute 'acc_dtype' must name a float dtype");
+        parity_result_set(&pR->oom, &pR->zMessage,
+                          isCompiled ? "compiled: attribute 'acc_dtype' must name a float dtype"
+                                     : "attribute 'acc_dtype' must name a float dtype");
         return NULL;
     }
     if (pOv->hasAccDtype) *pAccDtype = pOv->accDtype;   /* the user's policy over the promise */
     pCompute = parity_attr_find(pC->aAttr, pC->nAttr, "compute_dtype");
+    isCompiled = pCompute != NULL;
     if (!pCompute) pCompute = parity_attr_find(pE->aAttr, pE->nAttr, "compute_dtype");
     if (pCompute && (pCompute->kind != PARITY_ATTR_STRING || pCompute->n != 1 ||
                      !(*pUOperand = parity_compute_roundoff(pCompute->azStr[0])))) {
         pR->status = PARITY_ST_ERROR;
         parity_result_set(&pR->oom, &pR->zMessage,
-                          "attribute 'compute_dtype' must be tf32 or a float dtype");
+                          isCompiled ? "compiled: attribute 'compute_dtype' must be tf32 or a "
+                                       "float dtype"
+                                     : "attribute 'compute_dtype' must be tf32 or a float dtype");
         return NULL;
     }
     if (pOv->hasComputeDtype) *pUOperand = pOv->uOperand;
