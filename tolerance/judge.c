@@ -37,6 +37,7 @@ static int same_special(double a, double b)
     return a == b;
 }
 
+
 /* Where some legal summation order overflows (pCall->overflowPossible, ops.h), the
  * model's bound is vacuous: an infinity, or the NaN of +Inf meeting -Inf, is then a
  * correct kernel's result wherever the reference is not NaN (a NaN operand propagates in
@@ -101,6 +102,22 @@ typedef struct {
     int cAccepted;             /* compiled off the special value, accepted (vacuous_nonfinite) */
     double ratio;              /* compiled error / bound */
 } judged_element;
+
+/* Both sides beyond the bound with the same value (NaN counting as one value), where the
+ * reference or a side is non-finite: "both beyond", reported and not failed, as a finite
+ * pair beyond the bound where compiled is no worse (classify_finite). Eager and compiled
+ * agreeing cannot be a divergence between them; a capture whose data its metadata does not
+ * explain (a NaN input with finite outputs) is said by the engine's warning, and a capture
+ * diffed against itself passes. Returns 1 when it applied. */
+static int both_beyond_alike(parity_judgement *pJ, judged_element *pEl)
+{
+    if (!pEl->cOut || !pEl->hasEager || !pEl->eOut || !same_special(pEl->c, pEl->e)) return 0;
+    pJ->nBothBeyond++;
+    pEl->cOut = 0;
+    pEl->ratio = 1.0;
+    return 1;
+}
+
 
 /* Threshold of the deterministic sample when the plan makes the judgement selective
  * (judge.h); 0 with pJ untouched otherwise. Returns 1 when selective. */
@@ -171,6 +188,7 @@ static void judge_special_reference(const parity_op_call *pCall, const parity_ju
     }
     if (pEl->eOut && vacuous_nonfinite(pCall, pEl->rounded, pEl->e)) pEl->eOut = 0;
     pEl->ratio = pEl->cOut ? INFINITY : 0.0;
+    if (both_beyond_alike(pJ, pEl)) return;
     if (pEl->cOut) pJ->nNonFinite++;
 }
 
@@ -191,7 +209,7 @@ static void judge_nonfinite_compiled(const parity_op_call *pCall, mpfr_t scratch
         if (pEl->hasEager)
             pEl->eOut = !isfinite(pEl->e) || error_vs(scratch, ref, pEl->e) > pEl->bound;
         pEl->ratio = INFINITY;
-        pJ->nNonFinite++;
+        if (!both_beyond_alike(pJ, pEl)) pJ->nNonFinite++;
     }
 }
 

@@ -21,6 +21,8 @@ parameters), one file per case, and manifest.jsonl, one JSON object per line:
     error     optional substring the one stderr line of every run that exits 2 must hold
     known     optional: a defect being fixed elsewhere ("issue 14 item 5"); the runner
               reports a failure of this case as known instead of failing
+    self_fails  optional, why this capture fails even against itself; without it the
+              runner calls a self run's exit 1 a false alarm, whatever "expect" says
 
 tests/hostile/run_hostile.py runs the battery (it calls this script itself). Most cases are
 the good eager capture with one thing changed, so that as either side the rest of the pair
@@ -443,11 +445,11 @@ def put(values):
 # softmax of finite values makes): the op model fails it, eager as broken as compiled
 # (REPORT.md, classes: a non-finite divergence is a failure). As eager against a right
 # compiled side, the eager side being the worse one is reported, not failed.
-add_case("nan_in_graph_input", "NaN and -NaN in /input/0 (a graph input)", expect([1], [1], [1]),
+add_case("nan_in_graph_input", "NaN and -NaN in /input/0 (a graph input)", expect([1], [1], [0]),
          replace_data("/input/0", put([np.nan, -np.nan])))
-add_case("inf_in_output", "+Inf and -Inf in /out (a softmax output)", expect([0], [1], [1]),
+add_case("inf_in_output", "+Inf and -Inf in /out (a softmax output)", expect([0], [1], [0]),
          replace_data("/out", put([np.inf, -np.inf])))
-add_case("nan_in_output", "NaN in /act/out", expect([0], [1], [1]),
+add_case("nan_in_output", "NaN in /act/out", expect([0], [1], [0]),
          replace_data("/act/out", put([np.nan])))
 add_case("negative_zero_relu", "relu's zeros stored as -0", FINE,
          replace_data("/act/out", lambda a: np.where(a == 0, np.float32(-0.0), a)))
@@ -516,16 +518,18 @@ add_case("root_attr_forged_lines", "root identity 'model' with a newline and a f
          "verdict, and a root attribute whose name holds ESC", expect([0], [0], [0]),
          with_attr("/", "model", lambda d: (d.attrs.__setitem__("model", "m" + FORGED),
                                             d.attrs.__setitem__("k\x1b[2J", "v\x1b[0m"))))
+# A capture recording a failed run fails whatever it is compared with, itself included.
+RUN_FAILED = "the capture records a failed run (run_failure): the pair fails by design"
 add_case("run_failure_with_controls", "run_failure = 'crash: ESC[2J, newline, a forged "
          "paritydiff: line'", expect([1], [1], [1]),
          with_attr("/", "run_failure", "crash: \x1b[2J\nparitydiff: forged\n\r"),
-         warn="its run failed")
+         warn="its run failed", self_fails=RUN_FAILED)
 add_case("run_failure_long", "run_failure of 100,000 characters", expect([1], [1], [1]),
          with_attr("/", "run_failure", "hang: " + "x" * 100000, libver="latest"),
-         warn="its run failed")
+         warn="its run failed", self_fails=RUN_FAILED)
 add_case("run_failure_invalid_utf8", "run_failure of bytes that are not UTF-8",
          expect([1], [1], [1]), with_attr("/", "run_failure", np.bytes_(b"crash: \xff\xfe\x9b")),
-         warn="its run failed")
+         warn="its run failed", self_fails=RUN_FAILED)
 
 # -- huge attributes, many inputs, graphs that are not graphs
 
