@@ -207,9 +207,12 @@ static void mark_inputs(diff_run *pD)
         for (k = 0; k < pT->nInput; k++) {
             long iIn = parity_capture_find(pD->pEagerCap, pT->azInput[k]);
             /* An op's output named by a later op is an intermediate, judged by tolerance;
-             * only data no op produced (graph inputs, parameters) must match bit for bit. */
-            if (iIn >= 0 && !parity_capture_tensor(pD->pEagerCap, (size_t)iIn)->zOp)
-                pD->aIsInput[iIn] = 1;
+             * only data no op produced (graph inputs, parameters) must match bit for bit.
+             * One whose attributes are unusable (an 'op' of the wrong type) is an error,
+             * not an input: nothing can be said of what made it. */
+            const parity_tensor_info *pIn =
+                iIn >= 0 ? parity_capture_tensor(pD->pEagerCap, (size_t)iIn) : NULL;
+            if (pIn && !pIn->zOp && !pIn->zError) pD->aIsInput[iIn] = 1;
         }
     }
 }

@@ -273,6 +273,37 @@ Test(badinput, wrong_attribute_types)
     }
 }
 
+/* A tensor whose 'op' is unusable, named by a later op's inputs, is an error, not a graph
+ * input: it was shown as "[input]" with "inputs differ" (battery finding C). */
+Test(badinput, unusable_op_is_not_an_input)
+{
+    static const float aX[4] = { -1.0f, 0.5f, 2.0f, 3.0f };
+    static const char *const azIn[] = { "/y" };
+    const char *zBad = tmp_path("bad_op_consumed.h5"), *zGood = tmp_path("good_consumed.h5");
+    const char *azFile[2] = { zGood, zBad };
+    run_result r;
+    json_t *pDoc, *pT;
+    size_t i;
+    for (i = 0; i < 2; i++) {
+        parity_writer *pW = wopen(azFile[i]);
+        w_f32(pW, "/y", aX, 4);
+        w_f32(pW, "/z", aX, 4);
+        w_op(pW, "/z", "test.act", azIn, 1);
+        if (i == 1) bad_op_int(pW);
+        else wcheck(pW, parity_writer_attr_string(pW, "/y", "op", "test.act"));
+        wclose(pW);
+    }
+    run_paritydiff(&r, "--json", "-", zBad, zGood, NULL);
+    cr_expect_eq(r.code, 2, "exit %d: %s", r.code, r.zErr);
+    pDoc = parse_json(r.zOut);
+    pT = tensor_named(pDoc, "/y");
+    cr_expect_str_eq(json_string_value(json_object_get(pT, "status")), "error");
+    cr_expect(json_is_false(json_object_get(pT, "is_input")), "%s", r.zOut);
+    cr_expect(json_is_true(json_object_get(pDoc, "inputs_match")), "%s", r.zOut);
+    json_decref(pDoc);
+    run_free(&r);
+}
+
 /* ---- what only h5py can write ------------------------------------------------------ */
 
 Test(badinput, absurd_shape)
