@@ -188,20 +188,23 @@ static void read_tensor(parity_capture *pCap, size_t i)
     }
     aChunk = parity_tensor_reader_chunk(pRd);
     if (pT->rank > 0 && aChunk[0] > 0) rowAlign = aChunk[0];
-    pBuf = malloc(READER_SLAB_ELEMENTS * parity_dtype_size(pT->dtype) + 1);
+    /* The whole tensor fits (the caller's element budget); a slab rounded up to the
+     * chunks may be larger than READER_SLAB_ELEMENTS. */
+    pBuf = malloc(pT->nElem * parity_dtype_size(pT->dtype) + 1);
     if (!pBuf) {
         fprintf(stderr, "fuzz_reader: out of memory\n");
         exit(2);
     }
     parity_slab_plan_init(&plan, pT->rank, pT->aDim, READER_SLAB_ELEMENTS, rowAlign);
+    /* The planner covers the tensor in order (a zero-size tensor and a scalar in one slab,
+     * empty for the former); with no chunk to round to, within the bound it was given. */
     while (parity_slab_next(&plan, &slab)) {
-        if (slab.first != nRead || slab.n == 0 || slab.n > READER_SLAB_ELEMENTS) {
-            /* the planner must cover the tensor in order, within the bound it was given */
-            if (slab.n > READER_SLAB_ELEMENTS && rowAlign == 1)
-                finding("a slab is larger than planned", pT->zPath);
-            if (slab.first != nRead || slab.n == 0) finding("slabs do not tile the tensor", pT->zPath);
+        if (slab.first != nRead || (slab.n == 0 && pT->nElem != 0) || nRead + slab.n > pT->nElem) {
+            finding("slabs do not tile the tensor", pT->zPath);
             break;
         }
+        if (slab.n > READER_SLAB_ELEMENTS && rowAlign == 1)
+            finding("a slab is larger than planned", pT->zPath);
         if (parity_tensor_read(pRd, &slab, pBuf, zErr, sizeof zErr) != 0) {
             check_message("parity_tensor_read", zErr);
             break;
