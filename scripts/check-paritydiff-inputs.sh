@@ -6,17 +6,21 @@
 # never HDF5's error stack. libhdf5 may crash on such a file; paritydiff reads in a
 # supervised child (formats/process.c), so the CLI must still answer with one line.
 #
-#   scripts/check-paritydiff-inputs.sh [--valid] PARITYDIFF FILE|DIR...
+#   scripts/check-paritydiff-inputs.sh [--valid|--corrupt] PARITYDIFF FILE|DIR...
 #
-# --valid: the files are valid captures, so exit 2 is a violation too. Every regular file in
+# --valid: the files are valid captures, so exit 2 is a violation too; --corrupt: they are
+# known to be damaged (stored crash inputs), so only exit 2 is right. Every regular file in
 # a DIR is checked (not recursively). Exit 0 when every run keeps the contract, 1 when one
 # does not (each is named on stderr), 2 on bad arguments or when no file was found.
 set -uo pipefail
 
-valid=0
-if [ "${1:-}" = "--valid" ]; then valid=1; shift; fi
+valid=0 corrupt=0
+case "${1:-}" in
+  --valid) valid=1; shift;;
+  --corrupt) corrupt=1; shift;;
+esac
 if [ $# -lt 2 ]; then
-  echo "usage: $0 [--valid] PARITYDIFF FILE|DIR..." >&2
+  echo "usage: $0 [--valid|--corrupt] PARITYDIFF FILE|DIR..." >&2
   exit 2
 fi
 paritydiff=$1; shift
@@ -35,12 +39,18 @@ for arg in "$@"; do
 done
 [ ${#files[@]} -gt 0 ] || { echo "check-paritydiff-inputs: no file to check" >&2; exit 2; }
 
+# Sanitizer builds: the sanitizer must leave libhdf5's crashes to paritydiff's supervisor as
+# the signals they are (else it reports and exits 1, read as "divergence"); the options and
+# their reasons are those of tests/support.c (CHILD_ASAN_OPTIONS). Other builds ignore them.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0:detect_leaks=0:allocator_may_return_null=1:abort_on_error=1"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}handle_segv=0:handle_abort=0:handle_sigbus=0:handle_sigfpe=0"
+
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n0=0 n1=0 n2=0 bad=0
 for f in "${files[@]}"; do
   # paritydiff's own limits first; the outer timeout only catches a CLI that ignores them.
-  timeout -s KILL 120 "$paritydiff" --stall-timeout 10 --timeout 30 --max-memory 2048 \
+  timeout -s KILL 120 "$paritydiff" --stall-timeout 5 --timeout 30 --max-memory 2048 \
       "$f" "$f" >"$tmp/out" 2>"$tmp/err"
   code=$?
   nerr=$(grep -cv '^paritydiff: warning: ' "$tmp/err")
@@ -51,6 +61,7 @@ for f in "${files[@]}"; do
   elif grep -q 'HDF5-DIAG' "$tmp/err"; then why="HDF5 error stack on stderr"
   elif [ $code -eq 2 ] && [ "$nerr" -ne 1 ]; then why="exit 2 with $nerr error lines"
   elif [ $code -eq 2 ] && [ $valid -eq 1 ]; then why="exit 2 on a valid capture: $(grep -v '^paritydiff: warning: ' "$tmp/err")"
+  elif [ $code -ne 2 ] && [ $corrupt -eq 1 ]; then why="exit $code on a damaged file: read as a capture"
   elif [ $code -ne 2 ] && [ "$nerr" -ne 0 ]; then why="exit $code with $nerr error lines"
   elif [ $code -ne 2 ] && ! head -c 9 "$tmp/out" | grep -q '^verdict: '; then why="exit $code without a report"
   fi
