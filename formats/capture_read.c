@@ -848,6 +848,16 @@ int parity_capture_open(const char *zFile, parity_capture **ppCap, char *zErr, s
     }
     /* Name order regardless of how HDF5 indexed the groups: "file order" is name order. */
     qsort(pCap->aTensor, pCap->nTensor, sizeof(parity_tensor_info), compare_tensor_path);
+    /* Tensors match by path, so a path must name one tensor. HDF5 never writes two links
+     * of one name into a group, but a corrupt group can hold them (found by
+     * fuzz/libfuzzer/fuzz_reader.c): both open as the same dataset, and a diff of the
+     * file against itself reported one of them missing. Refuse the file. */
+    for (i = 1; i < pCap->nTensor; i++)
+        if (strcmp(pCap->aTensor[i - 1].zPath, pCap->aTensor[i].zPath) == 0) {
+            snprintf(zErr, nErr, "%s: two datasets at one path %.300s (a corrupt group)", zFile,
+                     pCap->aTensor[i].zPath);
+            goto fail;
+        }
     for (i = 0; i < paths.n; i++) free(paths.azPath[i]);
     free(paths.azPath);
     H5Pclose(hFapl);

@@ -39,7 +39,7 @@ rm -f "$log"
 # of their own. Each runs briefly from the seed corpus on the clean target (a finding there
 # would abort: exit status non-zero), and the gemm_k_tail harness must find its defect.
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang-14 -DBUILD_FUZZERS=ON -DBUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_builtin fuzz_cmd fuzz_onednn
+cmake --build build-fuzz -j"$jobs" --target fuzz_builtin fuzz_cmd fuzz_onednn fuzz_reader
 fuzzdir=$(mktemp -d)
 cp corpus/libfuzzer/builtin/* "$fuzzdir"/
 build-fuzz/fuzz_builtin -runs=2000 -seed=1 "$fuzzdir" >"$fuzzdir/clean.log" 2>&1 || {
@@ -64,4 +64,8 @@ fi
 grep -q "parity finding: " "$fuzzdir/onednn.log" || {
   tail -20 "$fuzzdir/onednn.log"; echo "run-tests: fuzz_onednn reported no parity finding" >&2; status=1; }
 rm -rf "$fuzzdir"
+
+# The reader harness: a minute of fuzzing from its seed corpus, every artifact triaged
+# (scripts/fuzz-reader.sh says how).
+bash scripts/fuzz-reader.sh || status=1
 exit $status

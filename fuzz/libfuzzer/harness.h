@@ -10,6 +10,10 @@
  * the crashing input is the 96-byte case, which parityfuzz-replay-input turns back into a
  * case (fuzz/FUZZ.md).
  *
+ * fuzz_reader.c is the exception: its input is an HDF5 file, not a case, and it has no
+ * target; it takes from here only the entry points and the replay driver's flags below,
+ * and defines them itself.
+ *
  * Environment: PARITY_FUZZ_DEFECTS (comma-separated defect names for the builtin target),
  * PARITY_FUZZ_TARGET (cmd:COMMAND for the cmd harness), PARITY_FUZZ_ONEDNN_ISA (the JIT
  * cap of the onednn harness), PARITY_FUZZ_OPS (restrict the ops the mutator draws).
