@@ -29,7 +29,9 @@ for f in build-fuzz/fuzz_reader build/fuzz_reader_replay build/paritydiff build-
   [ -x "$f" ] || { echo "fuzz-reader: $f is missing: build it first (scripts/run-tests.sh)" >&2; exit 2; }
 done
 dir=$(mktemp -d)
-mkdir "$dir/corpus" "$dir/artifacts"
+mkdir "$dir/corpus" "$dir/artifacts" "$dir/tmp"
+# The harness writes each input to a temporary file, which a crash leaves behind.
+export TMPDIR="$dir/tmp"
 cp corpus/libfuzzer/reader/* "$dir/corpus/"
 start=$(date +%s)
 status=0

@@ -11,15 +11,16 @@
  *   3. parity_diff_run diffs the file against itself, so the engine's own read paths
  *      (mapped windows, the chunk decoder, libhdf5's selections) run too; the same bytes
  *      read twice must compare equal;
- *   4. nothing is left open: libhdf5 counts no open object afterwards.
+ *   4. nothing is left open: libhdf5 counts no open object afterwards; then the library
+ *      is closed, so that every input starts from a fresh libhdf5 as the CLI's child does.
  * A broken property prints "parity finding: reader: ..." and aborts (a libFuzzer crash);
  * the replay driver's --expect-finding counts it instead.
  *
  * What this cannot tell apart: libhdf5 1.10 itself crashes, hangs or runs out of memory on
  * many corrupt files (fuzz/FUZZ.md, "The reader harness"). paritydiff survives those by
  * reading in a supervised child (formats/process.c); here they are crashes of the harness,
- * and a crash whose top frames are in libhdf5 is triaged by running the paritydiff CLI on
- * the input (scripts/check-paritydiff-inputs.sh), not by this harness.
+ * and a crash whose first frame is in libhdf5 is triaged by running the paritydiff CLI on
+ * the input (scripts/fuzz-reader.sh, scripts/check-paritydiff-inputs.sh), not here.
  *
  * Budget: the data steps (2 and 3) are skipped when the capture claims more than
  * READER_MAX_ELEMENTS elements in all (a corrupt dim would otherwise make one input read
