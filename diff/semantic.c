@@ -38,6 +38,16 @@ static void push_warning(parity_tensor_result *pR, const char *zText)
     parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning, zText);
 }
 
+/* An attribute that makes the tensor unusable; the compiled side's is said so first, as
+ * the CLI names the file a message starting with "compiled" comes from. */
+static void attr_error(parity_tensor_result *pR, int isCompiled, const char *zWhy)
+{
+    char zMsg[160];
+    snprintf(zMsg, sizeof zMsg, "%s%s", isCompiled ? "compiled: " : "", zWhy);
+    pR->status = PARITY_ST_ERROR;
+    parity_result_set(&pR->oom, &pR->zMessage, zMsg);
+}
+
 static void note(parity_tensor_result *pR, const char *zFmt, const char *zArg)
 {
     char zBuf[2 * PARITY_ERR_LEN];
@@ -280,11 +290,7 @@ static const parity_op_def *model_settings(const parity_diff_options *pOpt,
     if (!pAcc) pAcc = parity_attr_find(pE->aAttr, pE->nAttr, "acc_dtype");
     if (pAcc && (pAcc->kind != PARITY_ATTR_STRING || pAcc->n != 1 ||
                  !parity_dtype_is_float(*pAccDtype = parity_dtype_from_name(pAcc->azStr[0])))) {
-        /* the side's name first: the CLI names the file the message starts with */
-        pR->status = PARITY_ST_ERROR;
-        parity_result_set(&pR->oom, &pR->zMessage,
-                          isCompiled ? "compiled: attribute 'acc_dtype' must name a float dtype"
-                                     : "attribute 'acc_dtype' must name a float dtype");
+        attr_error(pR, isCompiled, "attribute 'acc_dtype' must name a float dtype");
         return NULL;
     }
     if (pOv->hasAccDtype) *pAccDtype = pOv->accDtype;   /* the user's policy over the promise */
@@ -293,11 +299,7 @@ static const parity_op_def *model_settings(const parity_diff_options *pOpt,
     if (!pCompute) pCompute = parity_attr_find(pE->aAttr, pE->nAttr, "compute_dtype");
     if (pCompute && (pCompute->kind != PARITY_ATTR_STRING || pCompute->n != 1 ||
                      !(*pUOperand = parity_compute_roundoff(pCompute->azStr[0])))) {
-        pR->status = PARITY_ST_ERROR;
-        parity_result_set(&pR->oom, &pR->zMessage,
-                          isCompiled ? "compiled: attribute 'compute_dtype' must be tf32 or a "
-                                       "float dtype"
-                                     : "attribute 'compute_dtype' must be tf32 or a float dtype");
+        attr_error(pR, isCompiled, "attribute 'compute_dtype' must be tf32 or a float dtype");
         return NULL;
     }
     if (pOv->hasComputeDtype) *pUOperand = pOv->uOperand;
