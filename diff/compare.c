@@ -301,7 +301,7 @@ void parity_cmp_block(const parity_cmp_spec *pSpec, const void *pEager, const vo
                                            floorRel, acc.worst, &sums, aBucket, aLook);
             /* every element into the histogram: bucket 0 collects the ones outside the
              * figures, and is dropped below (same bits count through nSame) */
-            for (i = 0; i < nGroup; i++) aHist[i & 1][aBucket[i]]++;
+            parity_f32_bucket_counts(aBucket, nGroup, aHist[0]);
             for (i = 0; anyLook && i < nGroup; i++)
                 if (aLook[i])
                     f32_look(pSpec, &acc, pStats, pE, pC, iBase + i, first + iBase + i, floorRel);

@@ -37,7 +37,15 @@ int parity_f32_lanes(const unsigned char *pE, const unsigned char *pC, size_t n,
                      const parity_tolerance *pTol, double floorRel, double worst,
                      parity_f32_sums *pS, unsigned char *aBucket, unsigned char *aLook);
 
-/* The portable version alone (the tests compare the two). */
+/* Adds the buckets 1 and up of aBucket[0..n) (n <= PARITY_F32_GROUP), as parity_f32_lanes
+ * gave them, to aHist[1..]; aHist[0] gets an arbitrary count (bucket 0 is counted through
+ * the elements whose bits are the same). */
+void parity_f32_bucket_counts(const unsigned char *aBucket, size_t n, uint64_t *aHist);
+
+/* The portable versions alone (the tests compare them with the chosen ones). */
+void parity_f32_bucket_counts_portable(const unsigned char *aBucket, size_t n,
+                                       uint64_t *aHist);
+
 int parity_f32_lanes_portable(const unsigned char *pE, const unsigned char *pC, size_t n,
                               const parity_tolerance *pTol, double floorRel, double worst,
                               parity_f32_sums *pS, unsigned char *aBucket,

@@ -292,11 +292,14 @@ Test(compare, vectorised_float32_pass_equals_the_element_by_element_rule)
             for (i = 0; i < n; i++) {
                 s = s * 6364136223846793005ULL + 1442695040888963407ULL;
                 e[i] = (float)((double)(s >> 11) * 0x1p-53 * 8.0 - 4.0) * (float)(1 + (s % 5));
-                switch ((s >> 40) % 12) {
+                switch ((s >> 40) % 13) {
                 case 0: c[i] = e[i]; break;                                  /* same bits */
                 case 1: e[i] = kSpecial[(s >> 20) % 10]; c[i] = kSpecial[(s >> 24) % 10]; break;
                 case 2: c[i] = e[i] * (1.0f + 1e-3f); break;                 /* fails */
                 case 3: e[i] = 0x1p-140f; c[i] = 0x1p-139f; break;           /* subnormals */
+                /* far apart: d = |c - e| has too many bits for d^2 to be exact, so a fused
+                 * multiply-add in one pass and not the other shows in the sums */
+                case 4: c[i] = e[i] * 1e-6f + 1e-3f; break;
                 default: {
                     uint32_t b;
                     memcpy(&b, &e[i], 4);
@@ -329,6 +332,13 @@ Test(compare, vectorised_float32_pass_equals_the_element_by_element_rule)
                     cr_assert_eq(anyA, anyB);
                     cr_assert_eq(memcmp(aBA, aBB, m), 0, "buckets, n %zu group %zu", n, g);
                     cr_assert_eq(memcmp(aLA, aLB, m), 0, "looks, n %zu group %zu", n, g);
+                    {
+                        uint64_t aHA[PARITY_ULP_BUCKETS] = { 0 }, aHB[PARITY_ULP_BUCKETS] = { 0 };
+                        parity_f32_bucket_counts(aBA, m, aHA);
+                        parity_f32_bucket_counts_portable(aBA, m, aHB);
+                        aHA[0] = aHB[0] = 0;
+                        cr_assert_eq(memcmp(aHA, aHB, sizeof aHA), 0, "counts, n %zu group %zu", n, g);
+                    }
                 }
                 cr_assert_eq(memcmp(&sA, &sB, sizeof sA), 0, "lanes, n %zu", n);
             }
@@ -348,6 +358,27 @@ Test(compare, vectorised_float32_pass_equals_the_element_by_element_rule)
             cr_assert_eq(memcmp(st.aUlpHist, r.aHist, sizeof r.aHist), 0);
             free(e);
             free(c);
+        }
+}
+
+/* The histogram counted by value equals one increment per element: every length around
+ * the vector width, buckets up to the by-value limit and past it (float32's largest is 33). */
+Test(compare, bucket_counts_by_value_equal_increments)
+{
+    static const size_t kN[] = { 0, 1, 31, 32, 33, 63, 64, 65, 1000, 1024 };
+    static const unsigned kTop[] = { 1, 3, 6, 7, 9, 33 };
+    uint64_t s = 7;
+    size_t k, t, i;
+    for (k = 0; k < sizeof kN / sizeof kN[0]; k++)
+        for (t = 0; t < sizeof kTop / sizeof kTop[0]; t++) {
+            unsigned char aB[PARITY_F32_GROUP];
+            uint64_t aHA[PARITY_ULP_BUCKETS] = { 0 }, aHB[PARITY_ULP_BUCKETS] = { 0 };
+            for (i = 0; i < kN[k]; i++) { s = s * 6364136223846793005ULL + 1442695040888963407ULL; aB[i] = (unsigned char)((s >> 33) % (kTop[t] + 1)); }
+            if (kN[k] > 40) aB[kN[k] - 1] = (unsigned char)kTop[t];   /* the largest in the tail */
+            parity_f32_bucket_counts(aB, kN[k], aHA);
+            parity_f32_bucket_counts_portable(aB, kN[k], aHB);
+            aHA[0] = aHB[0] = 0;
+            cr_assert_eq(memcmp(aHA, aHB, sizeof aHA), 0, "n %zu, buckets up to %u", kN[k], kTop[t]);
         }
 }
 
