@@ -47,6 +47,10 @@ try:
     from torch.utils._python_dispatch import TorchDispatchMode
 except ImportError:  # pragma: no cover - torch < 1.13
     TorchDispatchMode = None
+try:   # torch >= 2.0; torch 1.13 has no torch.compile to step aside for
+    from torch.utils._python_dispatch import _disable_current_modes as _outside_dispatch_modes
+except ImportError:
+    _outside_dispatch_modes = contextlib.nullcontext
 
 PARITY_FORMAT = 1
 
@@ -528,7 +532,11 @@ class _Compiled(torch.nn.Module):
             return getattr(object.__getattribute__(self, "orig"), name)
 
     def forward(self, *args):
-        return self.fn(*args)
+        # torch.compile runs a frame eagerly while a Python dispatch mode is active (the
+        # recorder's _EagerMode is, around the whole run): without stepping outside it, the
+        # "compiled" leaf ran eager's own kernels and matched eager bit for bit
+        with _outside_dispatch_modes():
+            return self.fn(*args)
 
 
 def _leaves(model):

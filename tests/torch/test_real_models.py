@@ -393,6 +393,11 @@ class RealModels(CaptureCase):
                 self.assertEqual(tel["graph_breaks"], 0, tel)
                 self.assertIn("recompiles", tel)
                 self.assertEqual(tel["eager_frames"], 0, tel)
+                # Inductor's kernels ran: somewhere they round otherwise than eager's (leaves
+                # compiled under the recorder's dispatch mode once ran eager's own kernels,
+                # and every tensor matched eager bit for bit)
+                differing = [t["name"] for t in doc["tensors"] if t.get("bit_differences")]
+                self.assertTrue(differing, "no tensor differs from eager: " + doc["_text"])
 
     def test_metadata_that_misdescribes_the_call_is_said(self):
         """A tanh GELU captured without its 'approximate': eager and compiled break the erf
