@@ -695,6 +695,52 @@ Test(fast_path, binary_ops_keep_their_margin_and_their_verdicts)
     free(aX);
 }
 
+/* Sums, differences and products of float32 values are exact in binary64: where compiled is
+ * one ulp from eager, as a kernel fed inputs an ulp apart gives, its error lies on add's
+ * bound (1 ulp) or near mul's, and the exact reference decides those ties as MPFR does
+ * without asking it (a tenth of a real transformer's residual adds took MPFR before). */
+Test(fast_path, exact_sums_and_products_decide_ties_without_mpfr)
+{
+    static const char *const azOp[] = { "add", "sub", "mul" };
+    const uint64_t n = 4096;
+    double *aX = malloc(n * sizeof *aX), *aY = malloc(n * sizeof *aY);
+    double *aE = malloc(n * sizeof *aE), *aC = malloc(n * sizeof *aC);
+    uint64_t s = 23, i, aDim[1] = { n };
+    size_t k;
+    cr_assert(aX && aY && aE && aC);
+    for (i = 0; i < n; i++) {
+        aX[i] = draw(&s, -4, 4, 0);
+        aY[i] = draw(&s, -4, 4, 0);
+    }
+    for (k = 0; k < 3; k++) {
+        parity_operand aIn[2] = { op_operand("x", PARITY_DT_F32, 1, aDim, aX),
+                                  op_operand("y", PARITY_DT_F32, 1, aDim, aY) };
+        parity_op_call call;
+        parity_judge_plan plan;
+        uint64_t nSlow, nTie = 0;
+        op_begin_ok(&call, azOp[k], aIn, 2, 1, aDim, NULL, 0);
+        for (i = 0; i < n; i++) {
+            double exact = k == 0 ? aX[i] + aY[i] : k == 1 ? aX[i] - aY[i] : aX[i] * aY[i];
+            double ref, bound;
+            float e = (float)exact;
+            aE[i] = e;
+            aC[i] = nextafterf(e, i % 2 ? INFINITY : -INFINITY);
+            op_element(&call, i, &ref, &bound);
+            nTie += fabs(aC[i] - ref) == bound;
+        }
+        parity_judge_plan_default(&plan);
+        nSlow = judge_both_ways(&call, aE, aC, NULL, &plan, azOp[k]);
+        cr_expect_eq(nSlow, 0, "%s: %llu of %llu elements took MPFR", azOp[k],
+                     (unsigned long long)nSlow, (unsigned long long)n);
+        if (k < 2) cr_expect_gt(nTie, n / 4, "%s: only %llu ties", azOp[k], (unsigned long long)nTie);
+        parity_op_end(&call);
+    }
+    free(aX);
+    free(aY);
+    free(aE);
+    free(aC);
+}
+
 Test(fast_path, data_movement_and_relu_are_exact_on_the_fast_path)
 {
     const uint64_t nA = 20, nB = 30, nC = 7, n = nA * nB * nC;

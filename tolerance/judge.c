@@ -321,6 +321,24 @@ static int side_of(double lo, double hi, double bound, double spread)
     return -1;
 }
 
+/* The error |v - r| of a side's value v against the fast reference r (within err of the
+ * exact one) in *pD, and the interval [*pLo, *pHi] that holds MPFR's figure of it. Where r
+ * is exact with a bound that does not move (err and spread 0) and v - r is exact in
+ * binary64, the interval is the point: MPFR's figure is that very value, and the verdict
+ * (a comparison with the bound, ties included) is MPFR's to the bit. */
+static void error_interval(double v, double r, double err, double spread, double *pD,
+                           double *pLo, double *pHi)
+{
+    double d;
+    if (err == 0.0 && spread == 0.0 && parity_sum_is_exact(v, -r, &d)) {
+        *pD = *pLo = *pHi = fabs(d);
+        return;
+    }
+    *pD = fabs(v - r);
+    *pLo = (*pD - err) * (1.0 - FAST_SLACK);
+    *pHi = (*pD + err) * (1.0 + FAST_SLACK);
+}
+
 /* The fast path of one element whose compiled (and eager) values are finite: 1 when the
  * binary64 reference decides it (classified into pJ like the MPFR path would), 0 when MPFR
  * must (nothing touched). */
@@ -345,14 +363,10 @@ static int fast_element(const parity_op_call *pCall, const parity_judge_plan *pP
         bound = bound * pPlan->boundScale + pPlan->extraUlps * ulp;
         spread *= pPlan->boundScale;
     }
-    dC = fabs(pEl->c - r);
-    loC = (dC - err) * (1.0 - FAST_SLACK);
-    hiC = (dC + err) * (1.0 + FAST_SLACK);
+    error_interval(pEl->c, r, err, spread, &dC, &loC, &hiC);
     if ((cSide = side_of(loC, hiC, bound, spread)) < 0) return 0;
     if (pEl->hasEager) {
-        dE = fabs(pEl->e - r);
-        loE = (dE - err) * (1.0 - FAST_SLACK);
-        hiE = (dE + err) * (1.0 + FAST_SLACK);
+        error_interval(pEl->e, r, err, spread, &dE, &loE, &hiE);
         if ((eSide = side_of(loE, hiE, bound, spread)) < 0) return 0;
     }
     if (cSide && eSide && pEl->c != pEl->e) {

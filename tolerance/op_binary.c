@@ -250,12 +250,28 @@ static int binary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
     return 0;
 }
 
+/* Significant bits of a finite nonzero binary64 value (1 to 53). */
+static int significant_bits(double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    u = (u & ((1ULL << 52) - 1)) | 1ULL << 52;   /* normal values: the hidden bit */
+    return 53 - __builtin_ctzll(u);
+}
+
 /* Fast path (ops.h): the operation in binary64, correctly rounded (IEEE 754): within 2^-53
  * of exact relative, 2^-52 of |a y| + |r| for add's alpha (two roundings). Stated: 2^-40 of
  * |x| + |a y| + |r| (add, sub) or of |r| (mul, div), a margin of 2^12 (tests/test_fast_path.c
- * measures it). Results that are 0 or below 2^-960 (no relative accuracy), non-finite
- * operands and max/min (exact, cheap in MPFR already) go to MPFR. The bound is monotone in
- * r, so its spread over the interval is the larger distance to its ends. */
+ * measures it). Where the binary64 result is exact, the stated error is 0 and the bound is
+ * MPFR's to the bit (spread 0): a sum or difference whose TwoSum error is 0 (any two float32
+ * values a few binades apart), a product of operands of at most 53 significant bits
+ * together (any two float32 values) whose result is normal (checked below). Compiled
+ * values one ulp from eager put their error exactly on add's bound (0.5 ulp_acc + 0.5
+ * ulp_out is 1 ulp) in a real transformer's residual adds, a tenth of their elements: an
+ * interval there left every such tie to MPFR. Results that are 0 or below 2^-960 (no
+ * relative accuracy), non-finite operands and max/min (exact, cheap in MPFR already) go to
+ * MPFR. The bound is monotone in r, so its spread over the interval is the larger distance
+ * to its ends. */
 static int binary_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
                        double *pBound, double *pSpread)
 {
@@ -272,12 +288,17 @@ static int binary_fast(const parity_op_call *pCall, uint64_t linear, double *pRe
     switch (kind) {
     case BIN_ADD:
     case BIN_SUB:
+        if ((a == 1.0 || a == -1.0) && parity_sum_is_exact(x, a * y, &r)) {
+            err = 0.0;
+            break;
+        }
         r = a == 1.0 ? x + y : (a == -1.0 ? x - y : x + a * y);
         err = 0x1p-40 * (fabs(x) + fabs(a * y) + fabs(r));
         break;
     case BIN_MUL:
         r = x * y;
-        err = 0x1p-40 * fabs(r);
+        err = x != 0.0 && y != 0.0 && significant_bits(x) + significant_bits(y) <= 53
+                  ? 0.0 : 0x1p-40 * fabs(r);
         break;
     default:
         r = x / y;
@@ -291,7 +312,9 @@ static int binary_fast(const parity_op_call *pCall, uint64_t linear, double *pRe
     *pRef = r;
     *pErr = err;
     *pBound = b;
-    *pSpread = (bHi - b > b - bLo ? bHi - b : b - bLo) * (1.0 + 0x1p-50) + 0x1p-50 * b;
+    /* exact r: the MPFR path computes its bound from this very value */
+    *pSpread = err == 0.0 ? 0.0
+             : (bHi - b > b - bLo ? bHi - b : b - bLo) * (1.0 + 0x1p-50) + 0x1p-50 * b;
     return 1;
 }
 
