@@ -9,8 +9,9 @@ input [8, 512, 512], captured with formats/parity_torch.py: eager op by op (fast
 every aten op of every leaf recorded), and compiled with torch.compile (Inductor) leaf by
 leaf, so the compiled side's values differ from eager's by the kernels' own reordering. Then
 `paritydiff --json` on the pair, timed, and the counts read back: tensors, tensors judged by
-an op model, elements judged, elements MPFR decided. Exit 1 unless the verdict is a pass,
-some tensors were judged by a model, and nothing was an error.
+an op model, elements judged, elements MPFR decided, tensors and elements where compiled
+differs from eager. Exit 1 unless the verdict is a pass, some tensors were judged by a model,
+some differ from eager (the compiled kernels ran), and nothing was an error.
 Needs a torch with torch.compile (the venv's); Python is only the harness here.
 """
 import argparse
@@ -63,6 +64,9 @@ def main():
     elems = sum(t["judgement"]["checked"] for t in judged)
     slow = sum(t["judgement"].get("slow_path", 0) for t in judged)
     errors = [t["name"] for t in tensors if t["status"] == "error"]
+    # the compiled kernels ran (not eager's, bit for bit): tensors and elements that differ
+    differing = [t for t in tensors if t.get("bit_differences")]
+    diff_elems = sum(t["bit_differences"] for t in differing)
     sampled = sum(1 for t in judged if t["judgement"]["reference"] == "sampled")
     size = (os.path.getsize(eager) + os.path.getsize(compiled)) / 2**20
     print("torch %s, %d layers, d_model %d, seq %d, batch %d: captures %.0f MiB (eager %.1f s, "
@@ -72,6 +76,7 @@ def main():
           "them sampled), %d elements checked, %d by MPFR; errors: %s" % (
               seconds, report["verdict"], proc.returncode, len(tensors), len(judged), sampled,
               elems, slow, errors or "none"))
+    print("compiled differs from eager in %d tensors, %d elements" % (len(differing), diff_elems))
     by_op = {}
     for t in judged:
         j = t["judgement"]
@@ -83,7 +88,7 @@ def main():
         print("  %-32s %3d tensors, %10d elements checked, %8d by MPFR" % (op, n, c, s))
     if not args.keep and not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
-    return 0 if report["verdict"] == "pass" and judged and not errors else 1
+    return 0 if report["verdict"] == "pass" and judged and differing and not errors else 1
 
 
 if __name__ == "__main__":
