@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include "formats/float_format.h"
 
-static const parity_float_format g_aFloatFormat[PARITY_DT_COUNT] = {
+const parity_float_format parity_float_formats[PARITY_DT_COUNT] = {
     /* dtype, nBits, exponentBits, mantissaBits, precision, bias, emin, emax;
      * maxFinite, minNormal, minSubnormal, hasInf, nanRule */
     [PARITY_DT_F64] = { PARITY_DT_F64, 64, 11, 52, 53, 1023, -1022, 1023,
@@ -38,12 +38,3 @@ static const parity_float_format g_aFloatFormat[PARITY_DT_COUNT] = {
     [PARITY_DT_F8E5M2] = { PARITY_DT_F8E5M2, 8, 5, 2, 3, 15, -14, 15,
                            0x1.cp+15 /* 57344 */, 0x1p-14, 0x1p-16, 1, PARITY_NAN_IEEE },
 };
-
-const parity_float_format *parity_float_format_of(parity_dtype dt)
-{
-    /* Unsigned, so a negative value smuggled in through a cast is rejected too; rows left
-     * zero by the designated initialisers are the non-float dtypes. */
-    if ((unsigned)dt >= (unsigned)PARITY_DT_COUNT || g_aFloatFormat[dt].nBits == 0)
-        return NULL;
-    return &g_aFloatFormat[dt];
-}

@@ -44,7 +44,19 @@ typedef struct {
     parity_nan_rule nanRule;
 } parity_float_format;
 
-/* The format of a float dtype (float64 .. float8_e5m2); NULL for every other dtype. */
-const parity_float_format *parity_float_format_of(parity_dtype dt);
+/* The table (float_format.c), indexed by dtype; the rows of other dtypes are zero. Read it
+ * through parity_float_format_of. */
+extern const parity_float_format parity_float_formats[PARITY_DT_COUNT];
+
+/* The format of a float dtype (float64 .. float8_e5m2); NULL for every other dtype. Inline:
+ * the judge asks it for every element (through parity_ulp_at). */
+static inline const parity_float_format *parity_float_format_of(parity_dtype dt)
+{
+    /* Unsigned, so a negative value smuggled in through a cast is rejected too; rows left
+     * zero by the designated initialisers are the non-float dtypes. */
+    if ((unsigned)dt >= (unsigned)PARITY_DT_COUNT || parity_float_formats[dt].nBits == 0)
+        return NULL;
+    return &parity_float_formats[dt];
+}
 
 #endif

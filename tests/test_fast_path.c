@@ -415,6 +415,75 @@ Test(fast_path, threads_do_not_change_the_judgement)
     free(aC);
 }
 
+/* The dot products' MPFR path runs on the plan's threads (PARITY_OPF_REFERENCE_THREADS):
+ * the same judgement, bit for bit, fully verified and sampled, with failing elements,
+ * eager beyond the bound now and then, and ties for the worst ratio; the time limit stops
+ * every thread, and says so. */
+static int stop_third(void *pCtx)
+{
+    return ++*(int *)pCtx >= 3;
+}
+
+Test(fast_path, threaded_reference_judges_as_one_thread)
+{
+    enum { M = 257, K = 96, N = 70 };
+    double *aX = malloc(M * K * sizeof *aX), *aW = malloc(N * K * sizeof *aW), aB[N];
+    double *aE = malloc(M * N * sizeof *aE), *aC = malloc(M * N * sizeof *aC);
+    uint64_t s = 5, i, aDimX[2] = { M, K }, aDimW[2] = { N, K }, aDimB[1] = { N };
+    uint64_t aOut[2] = { M, N };
+    int sampled, t;
+    cr_assert(aX && aW && aE && aC);
+    for (i = 0; i < M * K; i++) aX[i] = draw(&s, -2, 2, 0);
+    for (i = 0; i < N * K; i++) aW[i] = draw(&s, -1, 1, 0);
+    for (i = 0; i < N; i++) aB[i] = draw(&s, -1, 1, 0);
+    for (sampled = 0; sampled < 2; sampled++) {
+        parity_operand aIn[3] = { op_operand("x", PARITY_DT_F32, 2, aDimX, aX),
+                                  op_operand("w", PARITY_DT_F32, 2, aDimW, aW),
+                                  op_operand("b", PARITY_DT_F32, 1, aDimB, aB) };
+        parity_op_call call;
+        parity_judge_plan plan;
+        parity_judgement one, many;
+        char zErr[256];
+        int nBeat = 0;
+        op_begin_ok(&call, "linear", aIn, 3, 2, aOut, NULL, 0);
+        sides_for_call(&call, 77 + sampled, aE, aC);
+        for (i = 0; i < M * N; i++)   /* a failing block, as a kernel's tail tile would */
+            if (i / N >= 100 && i / N < 120 && i % N >= 60) aC[i] = aE[i] + 0.5;
+        for (i = 0; i < M * N; i += 97) {   /* eager beyond, compiled at times alike */
+            aE[i] += 1.0;
+            if (i % 2) aC[i] = aE[i];
+        }
+        parity_judge_plan_default(&plan);
+        if (sampled) {
+            plan.budgetTerms = 1000.0;   /* far below M N K: the judgement samples */
+            plan.nSample = 2000;
+        }
+        cr_assert_eq(parity_judge_planned(&call, aE, aC, NULL, &plan, &one, zErr, sizeof zErr), 0,
+                     "%s", zErr);
+        cr_assert(one.nFail > 0 && one.nEagerWorse + one.nBothBeyond > 0);
+        cr_assert_eq(one.sampled, sampled);
+        for (t = 2; t <= 5; t += 3) {
+            plan.nThreads = t;
+            cr_assert_eq(parity_judge_planned(&call, aE, aC, NULL, &plan, &many, zErr,
+                                              sizeof zErr), 0, "%s", zErr);
+            cr_assert_eq(memcmp(&one, &many, sizeof one), 0, "%d threads%s judged otherwise", t,
+                         sampled ? ", sampled," : "");
+        }
+        plan.nThreads = 2;
+        plan.budgetTerms = 1e18;
+        plan.xBeat = stop_third;
+        plan.pBeatCtx = &nBeat;
+        cr_assert_eq(parity_judge_planned(&call, aE, aC, NULL, &plan, &many, zErr, sizeof zErr), -1);
+        cr_assert(strstr(zErr, PARITY_JUDGE_TIME_LIMIT) != NULL, "%s", zErr);
+        cr_assert_lt(many.nChecked, (uint64_t)M * N);
+        parity_op_end(&call);
+    }
+    free(aX);
+    free(aW);
+    free(aE);
+    free(aC);
+}
+
 /* The time limit still stops a judgement that the fast path runs (the beat is called from
  * the fast path too). */
 static int stop_now(void *pCtx)

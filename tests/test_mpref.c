@@ -451,6 +451,40 @@ Test(mpref, f32_overflow_threshold)
     cr_assert_eq(parity_round_double_to_dtype(61439.0, PARITY_DT_F8E5M2), 57344.0);
 }
 
+/* parity_round_double_to_dtype rounds binary32 and binary64 by the hardware, the other
+ * dtypes (and parity_round_to_dtype, always) through MPFR: the two agree to the bit on
+ * doubles drawn over binary32's whole range, its subnormals and its overflow threshold,
+ * exact midpoints included. */
+Test(mpref, hardware_rounding_equals_mpfr)
+{
+    uint64_t s = 0x9e3779b97f4a7c15ULL, i;
+    mpfr_t m;
+    mpfr_init2(m, 53);
+    for (i = 0; i < 400000; i++) {
+        double x;
+        int k;
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+        switch (i % 4) {
+        case 0: x = ldexp((double)(s >> 11) * 0x1p-53 + 1.0, (int)(s % 300) - 160); break;
+        case 1: x = ldexp((double)(s >> 11) * 0x1p-53, -126 - (int)(s % 30)); break;  /* subnormal */
+        case 2: { /* a binary32 midpoint: float plus half its ulp */
+            float f = (float)ldexp((double)(s >> 40) + 1.0, (int)(s % 250) - 150 - 24);
+            x = (double)f + 0.5 * parity_ulp_at(PARITY_DT_F32, f);
+            break;
+        }
+        default: x = 0x1p128 * (1.0 - 0x1p-25) * (1.0 + ((double)(s % 2001) - 1000.0) * 0x1p-40); break;
+        }
+        if (s & 1) x = -x;
+        for (k = 0; k < 2; k++) {
+            parity_dtype dt = k ? PARITY_DT_F64 : PARITY_DT_F32;
+            mpfr_set_d(m, x, MPFR_RNDN);
+            ASSERT_SAME(parity_round_double_to_dtype(x, dt), parity_round_to_dtype(m, dt),
+                        "%a to %s", x, parity_dtype_name(dt));
+        }
+    }
+    mpfr_clear(m);
+}
+
 Test(mpref, e4m3fn_nan_rule)
 {
     const parity_dtype dt = PARITY_DT_F8E4M3FN;

@@ -22,6 +22,14 @@ static void mark_fail(const parity_op_call *pCall, uint64_t linear, parity_judge
 {
     uint64_t aIndex[PARITY_MAX_RANK];
     int d;
+    /* A box that holds the whole output grows no more: no index to work out (the
+     * divisions were a twentieth of a transformer's judgement, whose echoes fail all over) */
+    for (d = 0; pJ->nFail > 0 && d < pCall->outRank; d++)
+        if (pJ->aSliceLo[d] != 0 || pJ->aSliceHi[d] != pCall->aOutDim[d]) break;
+    if (pJ->nFail > 0 && d == pCall->outRank) {
+        pJ->nFail++;
+        return;
+    }
     parity_unravel(pCall->outRank, pCall->aOutDim, linear, aIndex);
     for (d = 0; d < pCall->outRank; d++) {
         if (pJ->nFail == 0 || aIndex[d] < pJ->aSliceLo[d]) pJ->aSliceLo[d] = aIndex[d];
@@ -356,8 +364,8 @@ static int fast_element(const parity_op_call *pCall, const parity_judge_plan *pP
     if (!isfinite(r) || !(fabs(r) + err <= parity_dtype_max_finite(out)) || !(bound < INFINITY))
         return 0;
     ulp = parity_ulp_at(out, r);
-    if (parity_ulp_at(out, fabs(r) > err ? fabs(r) - err : 0.0) != ulp ||
-        parity_ulp_at(out, fabs(r) + err) != ulp)
+    if (err > 0.0 && (parity_ulp_at(out, fabs(r) > err ? fabs(r) - err : 0.0) != ulp ||
+                      parity_ulp_at(out, fabs(r) + err) != ulp))
         return 0;
     if (pPlan && (pPlan->boundScale != 1.0 || pPlan->extraUlps > 0.0)) {
         bound = bound * pPlan->boundScale + pPlan->extraUlps * ulp;
@@ -527,6 +535,8 @@ typedef struct {
     int oom;
     int beats;                 /* this share calls the plan's xBeat (the calling thread's) */
     uint64_t iStopped;         /* where the time limit stopped it */
+    int failed;                /* slow_share: the reference failed (zErr says where) */
+    char zErr[160];
 } judge_share;
 
 #define FAST_BEAT_ELEMS 65536   /* fast elements between beats: well under 10 ms */
@@ -570,32 +580,6 @@ static void *fast_share(void *pArg)
     return NULL;
 }
 
-#define JUDGE_MAX_THREADS PARITY_MAX_THREADS
-
-/* The fast path over every element, split across the plan's threads: each share's
- * verdicts, and the elements left to MPFR. Returns the shares made (aShare[0] ran on the
- * calling thread), or 0 when memory runs out. */
-static int run_fast_shares(judge_job *pJob, judge_share *aShare)
-{
-    parity_op_call *pCall = pJob->pCall;
-    int nShare = pJob->pPlan && pJob->pPlan->nThreads > 1 ? pJob->pPlan->nThreads : 1, k;
-
-    if (nShare > JUDGE_MAX_THREADS) nShare = JUDGE_MAX_THREADS;
-    /* a thread is worth its start-up only over some elements */
-    if ((uint64_t)nShare > pCall->nOut / 4096 + 1) nShare = (int)(pCall->nOut / 4096 + 1);
-    for (k = 0; k < nShare; k++) {
-        memset(&aShare[k], 0, sizeof aShare[k]);
-        aShare[k].pJob = pJob;
-        aShare[k].lo = pCall->nOut / nShare * k;
-        aShare[k].hi = k + 1 == nShare ? pCall->nOut : pCall->nOut / nShare * (k + 1);
-        aShare[k].iStopped = UINT64_MAX;
-        aShare[k].beats = k == 0;
-        judgement_init(&aShare[k].j, pCall, pJob->pPlan);
-    }
-    parity_run_shares(fast_share, aShare, sizeof aShare[0], nShare);
-    return nShare;
-}
-
 static void time_limit(const parity_op_call *pCall, uint64_t i, char *zErr, size_t nErr)
 {
     snprintf(zErr, nErr, "%s: %s at element %llu of %llu", pCall->pDef->zName,
@@ -614,6 +598,74 @@ static int beat(const parity_op_call *pCall, const parity_judge_plan *pPlan, uin
     return -1;
 }
 
+#define JUDGE_MAX_THREADS PARITY_MAX_THREADS
+
+/* The MPFR path over elements [lo, hi) on one of several threads (ops flagged
+ * PARITY_OPF_REFERENCE_THREADS, ops.h), with its own copy of the call and its own MPFR
+ * variables: the elements the plan wants, their verdicts in the share's judgement. The
+ * sampled dot products of a transformer's linears (8192 a tensor, K up to 2048) ran on one
+ * thread, a sixth of its judgement. Share 0 runs on the calling thread and alone beats;
+ * the others stop when it says the time is up. */
+static void *slow_share(void *pArg)
+{
+    judge_share *pS = pArg;
+    judge_job *pJob = pS->pJob;
+    const parity_judge_plan *pPlan = pJob->pPlan;
+    parity_op_call call = *pJob->pCall;
+    mpfr_t ref, scratch;
+    uint64_t i;
+    mpfr_inits2(PARITY_REF_PREC, ref, scratch, (mpfr_ptr)0);
+    for (i = pS->lo; i < pS->hi; i++) {
+        judged_element el;
+        if (__atomic_load_n(&pJob->stop, __ATOMIC_RELAXED)) {
+            pS->iStopped = i;
+            break;
+        }
+        if (!element_wanted(&call, pJob->aEager, pJob->aCompiled, pJob->aApprox, pPlan,
+                            pJob->selective, pJob->threshold, i, &pS->j, &el))
+            continue;
+        if (slow_element(&call, pPlan, i, ref, scratch, &pS->j, &el, pS->zErr,
+                         sizeof pS->zErr) != 0) {
+            pS->failed = 1;
+            __atomic_store_n(&pJob->stop, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        if (pS->beats && beat(&call, pPlan, pS->j.nChecked, i, pS->zErr, sizeof pS->zErr) != 0) {
+            pS->iStopped = i;
+            __atomic_store_n(&pJob->stop, 1, __ATOMIC_RELAXED);
+            break;
+        }
+    }
+    mpfr_clears(ref, scratch, (mpfr_ptr)0);
+    if (!pS->beats) mpfr_free_cache();   /* the thread's own caches end with it */
+    return NULL;
+}
+
+/* xWork (fast_share: the fast path, leaving its MPFR elements in each share; slow_share:
+ * the MPFR path) over every element, split across the plan's threads into each share's
+ * verdicts. Returns the shares made (aShare[0] ran on the calling thread). */
+static int run_shares(judge_job *pJob, judge_share *aShare, void *(*xWork)(void *))
+{
+    parity_op_call *pCall = pJob->pCall;
+    int nShare = pJob->pPlan && pJob->pPlan->nThreads > 1 ? pJob->pPlan->nThreads : 1, k;
+
+    if (nShare > JUDGE_MAX_THREADS) nShare = JUDGE_MAX_THREADS;
+    /* a thread is worth its start-up only over some elements */
+    if ((uint64_t)nShare > pCall->nOut / 4096 + 1) nShare = (int)(pCall->nOut / 4096 + 1);
+    for (k = 0; k < nShare; k++) {
+        memset(&aShare[k], 0, sizeof aShare[k]);
+        aShare[k].pJob = pJob;
+        aShare[k].lo = pCall->nOut / nShare * k;
+        aShare[k].hi = k + 1 == nShare ? pCall->nOut : pCall->nOut / nShare * (k + 1);
+        aShare[k].iStopped = UINT64_MAX;
+        aShare[k].beats = k == 0;
+        judgement_init(&aShare[k].j, pCall, pJob->pPlan);
+    }
+    parity_run_shares(xWork, aShare, sizeof aShare[0], nShare);
+    return nShare;
+}
+
+
 int parity_judge_planned(parity_op_call *pCall, const double *aEager, const double *aCompiled,
                          const double *aApprox, const parity_judge_plan *pPlan,
                          parity_judgement *pJ, char *zErr, size_t nErr)
@@ -629,7 +681,7 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
     selective = plan_selection(pCall, pPlan, pJ, &threshold);
     job = (judge_job){ pCall, aEager, aCompiled, aApprox, pPlan, selective, threshold, 0 };
     if (pCall->pDef->xFast && !(pPlan && pPlan->noFastPath)) {
-        nShare = run_fast_shares(&job, aShare);
+        nShare = run_shares(&job, aShare, fast_share);
         for (k = 0; k < nShare; k++) {
             if (aShare[k].oom) {
                 snprintf(zErr, nErr, "%s: out of memory while judging", pCall->pDef->zName);
@@ -658,6 +710,23 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
         }
         merge_judgement(pJ, &slow, pCall->outRank);
         for (k = 0; k < nShare; k++) parity_free(aShare[k].aSlow);
+    } else if ((pCall->pDef->flags & PARITY_OPF_REFERENCE_THREADS) && pPlan &&
+               pPlan->nThreads > 1) {
+        /* the op's lazily made state first, so the threads only read it */
+        if (selective && pCall->nOut > 0) pCall->pDef->xEnvelope(pCall, 0);
+        nShare = run_shares(&job, aShare, slow_share);
+        /* a reference that failed says so; else a share the time limit stopped */
+        for (k = 0; k < nShare && rc == 0; k++)
+            if (aShare[k].failed) {
+                snprintf(zErr, nErr, "%s", aShare[k].zErr);
+                rc = -1;
+            }
+        for (k = 0; k < nShare && rc == 0; k++)
+            if (aShare[k].iStopped != UINT64_MAX) {
+                time_limit(pCall, aShare[k].iStopped, zErr, nErr);
+                rc = -1;
+            }
+        for (k = 0; k < nShare; k++) merge_judgement(pJ, &aShare[k].j, pCall->outRank);
     } else {
         for (i = 0; i < pCall->nOut && rc == 0; i++) {
             judged_element el;

@@ -81,6 +81,7 @@
 #include "formats/float_format.h"
 #include "formats/alloc.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,50 +224,6 @@ double parity_gamma_prob(double n, double u, double lambda)
     return g * (1.0 + 0x1p-48);
 }
 
-double parity_ulp_at(parity_dtype dt, double x)
-{
-    const parity_float_format *pF = parity_float_format_of(dt);
-    if (pF == NULL)
-        return parity_dtype_is_exact(dt) ? 1.0 : NAN; /* integers are 1 apart */
-    if (isnan(x))
-        return NAN;
-
-    const int p = pF->precision;
-    const int eMinNormal = pF->emin;
-    const int eMax = pF->emax;
-    double ax = fabs(x);
-    int e;
-    if (isinf(ax)) {
-        e = eMax;
-    } else if (ax == 0.0) {
-        e = eMinNormal;
-    } else {
-        /* the exponent field of a normal binary64 (the fast path asks this per element,
-         * so no frexp/ldexp calls where bits will do) */
-        uint64_t bits;
-        memcpy(&bits, &ax, sizeof bits);
-        if ((bits >> 52) != 0) {
-            e = (int)(bits >> 52) - 1023;   /* ax in [2^e, 2^(e+1)) */
-        } else {
-            int k;
-            frexp(ax, &k); /* ax = m 2^k, m in [0.5, 1): ax in [2^(k-1), 2^k) */
-            e = k - 1;
-        }
-    }
-    if (e > eMax)
-        e = eMax;
-    if (e < eMinNormal)
-        e = eMinNormal; /* subnormals share the lowest normal binade's spacing */
-    e = e - p + 1;
-    if (e >= -1022 && e <= 1023) {
-        uint64_t bits = (uint64_t)(e + 1023) << 52;
-        double r;
-        memcpy(&r, &bits, sizeof r);
-        return r;
-    }
-    return ldexp(1.0, e);
-}
-
 /* ---------------------------------------------------------------------------------- */
 /* Rounding to a dtype                                                                */
 
@@ -347,6 +304,14 @@ double parity_round_double_to_dtype(double x, parity_dtype dt)
     mpfr_t mx;
     double d;
 
+    /* binary64 and binary32 by the hardware: IEEE 754's conversion rounds to nearest even,
+     * subnormals and overflow to an infinity included (C11 F.4, with no excess precision),
+     * what round_any gives, without MPFR's per-thread state on the judge's every element
+     * (relu and the data-movement ops call this for each; it was a fifth of their time) */
+#if FLT_EVAL_METHOD == 0
+    if (dt == PARITY_DT_F64) return x;
+    if (dt == PARITY_DT_F32) return (double)(float)x;
+#endif
     state_enter(&st); /* before mpfr_set_d: a binary64 subnormal may lie below a narrow range */
     small_init(mx, aLimb, 53);
     mpfr_set_d(mx, x, MPFR_RNDN); /* exact */

@@ -16,10 +16,13 @@
 #ifndef PARITY_MPREF_H
 #define PARITY_MPREF_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <mpfr.h>
 #include "formats/dtype.h"
+#include "formats/float_format.h"
 
 #define PARITY_REF_PREC 128
 
@@ -46,8 +49,46 @@ double parity_gamma_prob(double n, double u, double lambda);
 
 /* The spacing of dt's representable numbers at |x|: 2^(e - p + 1) for |x| in [2^e, 2^(e+1))
  * clamped below at the smallest subnormal; for |x| beyond the largest finite value, the
- * spacing at the largest finite value. x may be 0 (gives the smallest subnormal). */
-double parity_ulp_at(parity_dtype dt, double x);
+ * spacing at the largest finite value. x may be 0 (gives the smallest subnormal). Inline:
+ * the fast path asks it several times an element (it was a tenth of a transformer's
+ * judgement as a call), so no frexp/ldexp calls where bits will do. */
+static inline double parity_ulp_at(parity_dtype dt, double x)
+{
+    const parity_float_format *pF = parity_float_format_of(dt);
+    double ax = fabs(x);
+    int e;
+    if (pF == NULL)
+        return parity_dtype_is_exact(dt) ? 1.0 : NAN; /* integers are 1 apart */
+    if (isnan(x))
+        return NAN;
+    if (isinf(ax)) {
+        e = pF->emax;
+    } else if (ax == 0.0) {
+        e = pF->emin;
+    } else {
+        uint64_t bits;
+        memcpy(&bits, &ax, sizeof bits);
+        if ((bits >> 52) != 0) {
+            e = (int)(bits >> 52) - 1023;   /* ax in [2^e, 2^(e+1)) */
+        } else {
+            int k;
+            frexp(ax, &k); /* ax = m 2^k, m in [0.5, 1): ax in [2^(k-1), 2^k) */
+            e = k - 1;
+        }
+    }
+    if (e > pF->emax)
+        e = pF->emax;
+    if (e < pF->emin)
+        e = pF->emin; /* subnormals share the lowest normal binade's spacing */
+    e = e - pF->precision + 1;
+    if (e >= -1022 && e <= 1023) {
+        uint64_t bits = (uint64_t)(e + 1023) << 52;
+        double r;
+        memcpy(&r, &bits, sizeof r);
+        return r;
+    }
+    return ldexp(1.0, e);
+}
 
 /* Rounds the MPFR value x to dt exactly as an IEEE kernel producing dt would, with round to
  * nearest even, and returns the result as a binary64 (every dt value is one): respects the

@@ -489,38 +489,58 @@ static void fast_row_key(void)
 /* The weighted sums of every column of the row, j outer and c inner: v's rows are read
  * contiguously, once per output row rather than once per element (strided by Ev), and each
  * column sums its terms in the same order as one element alone would. */
+/* One key row j into the column sums (fast_row_columns): independent lanes of IEEE
+ * arithmetic, which the compiler vectorises (-O3, CMakeLists.txt) with the same results as
+ * the scalar loop; a function of its own with restrict arrays, as inside fast_row_columns
+ * gcc 12 vectorised nothing ("no vectype" for the row's load). Built for AVX-512, AVX2 and
+ * baseline x86-64, chosen at load time (function multiversioning, gcc and clang 14): the
+ * same bits from each, as nothing is contracted into an FMA in this file (CMakeLists.txt). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SDPA_NO_CLONES 1   /* clang's ASan: no ifunc resolvers that run before it starts */
+#endif
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(SDPA_NO_CLONES)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+static void column_sums(const double *restrict vRow, uint64_t nEv, double pj, double fj,
+                        double *restrict aSum, double *restrict aComp,
+                        double *restrict aAbsPV, double *restrict aB0, double *restrict aAbsV)
+{
+    uint64_t c;
+    for (c = 0; c < nEv; c++) {
+        double vj = vRow[c], x = pj * vj, a = fabs(vj), t = aSum[c] + x, z = t - aSum[c];
+        /* TwoSum (Knuth): the exact error of aSum + x without a branch, the same value
+         * parity_comp_add's ordered Fast2Sum (rows.h) adds */
+        aComp[c] += (aSum[c] - (t - z)) + (x - z);
+        aSum[c] = t;
+        aAbsPV[c] += pj * a;
+        aB0[c] += fj * a;
+        aAbsV[c] += a;
+    }
+}
+
 static void fast_row_columns(const parity_op_call *pCall, const sdpa_params *pP, fast_row *pR)
 {
     const parity_attention_geometry *pG = &pCall->geom.attention;
     const double *v = pCall->aIn[2].aValue;
-    uint64_t j, c, nEv = pG->Ev;
+    uint64_t j, nEv = pG->Ev;
     double gSum = pP->gSum;
-    /* locals, restrict: the compiler keeps them in registers and vectorises the inner
-     * loop over columns (this file is built with -O3, CMakeLists.txt: lane-wise IEEE
-     * arithmetic, the same results as the scalar loop) */
-    double *restrict aSum = pR->aSum, *restrict aComp = pR->aComp;
-    double *restrict aAbsPV = pR->aAbsPV, *restrict aB0 = pR->aB0, *restrict aAbsV = pR->aAbsV;
-    memset(aSum, 0, nEv * sizeof(double));
-    memset(aComp, 0, nEv * sizeof(double));
-    memset(aAbsPV, 0, nEv * sizeof(double));
-    memset(aB0, 0, nEv * sizeof(double));
-    memset(aAbsV, 0, nEv * sizeof(double));
+    memset(pR->aSum, 0, nEv * sizeof(double));
+    memset(pR->aComp, 0, nEv * sizeof(double));
+    memset(pR->aAbsPV, 0, nEv * sizeof(double));
+    memset(pR->aB0, 0, nEv * sizeof(double));
+    memset(pR->aAbsV, 0, nEv * sizeof(double));
     for (j = 0; j < pG->S; j++) {
-        const double *restrict vRow = v + pR->vOff + j * nEv;
         double pj = pR->aP[j], fj = pj * (pR->aR[j] + gSum * (1.0 + pR->aR[j]));
         if (!pR->aLive[j]) continue;
-        for (c = 0; c < nEv; c++) {
-            double vj = vRow[c], x = pj * vj, a = fabs(vj), t = aSum[c] + x, z = t - aSum[c];
-            /* TwoSum (Knuth): the exact error of aSum + x without a branch, the same value
-             * parity_comp_add's ordered Fast2Sum (rows.h) adds */
-            aComp[c] += (aSum[c] - (t - z)) + (x - z);
-            aSum[c] = t;
-            aAbsPV[c] += pj * a;
-            aB0[c] += fj * a;
-            aAbsV[c] += a;
-        }
+        column_sums(v + pR->vOff + j * nEv, nEv, pj, fj, pR->aSum, pR->aComp, pR->aAbsPV,
+                    pR->aB0, pR->aAbsV);
     }
 }
+
+#define FAST_KEYS 4   /* keys whose scores are summed side by side (fast_row_make) */
 
 static void fast_row_make(const parity_op_call *pCall, const sdpa_params *pP, uint64_t iRow,
                           fast_row *pR)
@@ -542,16 +562,39 @@ static void fast_row_make(const parity_op_call *pCall, const sdpa_params *pP, ui
     pR->ok = 0;
     if (pG->S == 0) return;
     parity_attention_row(pG, iRow, &qOff, &kOff, &pR->vOff, &mOff, &strMS);
+    /* Every key's q.k and sum |q_e k_e|, in aS and aDs for now: FAST_KEYS keys at a time,
+     * each summed in e's order as before (the same bits), their chains of dependent
+     * additions interleaved rather than one after another (masked keys too: their sums
+     * are never read) */
+    for (j = 0; j < pG->S; j += FAST_KEYS) {
+        double aDot[FAST_KEYS] = { 0.0 }, aAbs[FAST_KEYS] = { 0.0 };
+        uint64_t nKey = pG->S - j < FAST_KEYS ? pG->S - j : FAST_KEYS, b;
+        const double *kRow = k + kOff + j * pG->E;
+        if (nKey == FAST_KEYS) {
+            for (e = 0; e < pG->E; e++)
+                for (b = 0; b < FAST_KEYS; b++) {
+                    double t = q[qOff + e] * kRow[b * pG->E + e];
+                    aDot[b] += t;
+                    aAbs[b] += fabs(t);
+                }
+        } else {
+            for (b = 0; b < nKey; b++)
+                for (e = 0; e < pG->E; e++) {
+                    double t = q[qOff + e] * kRow[b * pG->E + e];
+                    aDot[b] += t;
+                    aAbs[b] += fabs(t);
+                }
+        }
+        for (b = 0; b < nKey; b++) {
+            aS[j + b] = aDot[b];
+            aDs[j + b] = aAbs[b];
+        }
+    }
     for (j = 0; j < pG->S; j++) {
-        double dot = 0.0, absSum = 0.0, sj, err;
+        double dot = aS[j], absSum = aDs[j], sj, err;
         pR->aLive[j] = 0;
         if (pG->causal && j > l) continue;
         if (pG->maskKind == PARITY_MASK_BOOL && pMask[mOff + j * strMS] == 0.0) continue;
-        for (e = 0; e < pG->E; e++) {
-            double t = q[qOff + e] * k[kOff + j * pG->E + e];
-            dot += t;
-            absSum += fabs(t);
-        }
         if (!(absSum * (absScale > 1.0 ? absScale : 1.0) < parity_dtype_max_finite(pCall->accDtype)) ||
             !isfinite(dot))
             return;   /* may overflow, or NaN/Inf: MPFR's */
@@ -573,14 +616,16 @@ static void fast_row_make(const parity_op_call *pCall, const sdpa_params *pP, ui
         anyLive = 1;
     }
     if (!anyLive || !(maxErr <= 0x1p-38)) return;
+    /* exp(s_j - m) once a key, kept in aP until p_j replaces it (exp(-shift) below is the
+     * same call: -(m - s_j) is s_j - m exactly) */
     for (j = 0; j < pG->S; j++)
-        if (pR->aLive[j]) parity_comp_add(&acc, exp(aS[j] - m));
+        if (pR->aLive[j]) parity_comp_add(&acc, pR->aP[j] = exp(aS[j] - m));
     sum = acc.s + acc.c;
     for (j = 0; j < pG->S; j++) {
         double shift, pj;
         if (!pR->aLive[j]) { pR->aP[j] = 0.0; pR->aR[j] = 0.0; continue; }
         shift = m - aS[j];
-        pj = exp(-shift) / sum;
+        pj = pR->aP[j] / sum;
         w += pj * shift;
         W += pj * aDs[j];
         if (aDs[j] > D) D = aDs[j];

@@ -93,6 +93,10 @@ typedef struct {
                                      * error, never silently ignored */
 #define PARITY_OPF_NAMES_DIM   2u   /* generated cases always name a 'dim' (torch's
                                      * logsumexp and var(dim) take one) */
+#define PARITY_OPF_REFERENCE_THREADS 8u /* xElement may run on several threads at once,
+                                     * each with a copy of the call, once xEnvelope has run
+                                     * once: it writes nothing but the copy's per-element
+                                     * outputs (probBound, overflowPossible, nonfiniteAny) */
 
 /* The output shape parity_op_begin_shape infers instead of checking. */
 #define PARITY_OUT_INFER (-1)
