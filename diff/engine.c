@@ -196,6 +196,7 @@ typedef struct {
     char **azWarn;             /* ordering warnings per eager tensor */
     char *aIsInput;            /* eager tensor is a graph input or parameter */
     char *aMatched;            /* compiled tensor has an eager counterpart */
+    parity_operand_cache *pCache;   /* the semantic judgements' operands (NULL: none) */
 } diff_run;
 
 /* Graph inputs and parameters: tensors named by an "inputs" attribute that no op made. */
@@ -268,8 +269,8 @@ static int judge_eager_tensors(diff_run *pD)
         if (iC >= 0) pD->aMatched[iC] = 1;
         judge_pair(pD->pOpt, pD->pEagerCap, iE, pD->pCompCap, iC, pR);
         if (!pR->isInput)
-            parity_semantic_judge(pD->pOpt, pD->pEagerCap, iE, pD->pCompCap, iC,
-                           upstream_failed(pRes, pE), pR);
+            parity_semantic_judge(pD->pOpt, pD->pCache, pD->pEagerCap, iE, pD->pCompCap, iC,
+                                  upstream_failed(pRes, pE), pR);
         /* judged before the time limit (a judgement it cut short is not) */
         if (pD->pOpt->xBeat && pD->pOpt->xBeat(pD->pOpt->pProgressCtx) != 0) timeUp = 1;
         else nJudged++;
@@ -561,6 +562,7 @@ int parity_diff_run(const parity_diff_options *pOpt, const char *zEager,
     if (!d.aOrder || !d.azWarn || !d.aIsInput || !d.aMatched || !pRes->aTensor) goto oom;
     if (parity_order_compute(d.pEagerCap, 1, d.aOrder, d.azWarn) != 0) goto oom;
     mark_inputs(&d);
+    d.pCache = parity_operand_cache_new();   /* without one, each load reads anew */
     if (judge_eager_tensors(&d) != 0) goto oom;
     add_compiled_only(&d);
     collect_warnings(pRes);
@@ -581,6 +583,7 @@ cleanup:
     free(d.aOrder);
     free(d.aIsInput);
     free(d.aMatched);
+    parity_operand_cache_free(d.pCache);
     parity_capture_close(d.pEagerCap);
     parity_capture_close(d.pCompCap);
     parity_diff_progress(pOpt, NULL);

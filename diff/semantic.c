@@ -60,9 +60,9 @@ static void note(parity_tensor_result *pR, const char *zFmt, const char *zArg)
  * eager capture when pCap is the compiled one: an input whose shape differs from eager's
  * tensor of that name is not the same tensor (a name that lined up by accident) and counts
  * as not captured. */
-static int load_inputs(parity_capture *pCap, const parity_capture *pLike, char **azInput,
-                       size_t nInput, parity_operand *aOp, uint64_t nBudget, char *zErr,
-                       size_t nErr)
+static int load_inputs(parity_operand_cache *pCache, parity_capture *pCap,
+                       const parity_capture *pLike, char **azInput, size_t nInput,
+                       parity_operand *aOp, uint64_t nBudget, char *zErr, size_t nErr)
 {
     size_t k;
     uint64_t nTotal = 0;
@@ -87,8 +87,8 @@ static int load_inputs(parity_capture *pCap, const parity_capture *pLike, char *
     }
     for (k = 0; k < nInput; k++) {
         long iIn = parity_capture_find(pCap, azInput[k]);
-        if (parity_operand_load(pCap, (size_t)iIn, &aOp[k], zErr, nErr) != 0) {
-            while (k-- > 0) parity_operand_free(&aOp[k]);
+        if (parity_operand_cache_load(pCache, pCap, (size_t)iIn, &aOp[k], zErr, nErr) != 0) {
+            while (k-- > 0) parity_operand_cache_release(pCache, &aOp[k]);
             return -1;
         }
     }
@@ -158,10 +158,10 @@ static int same_operands(const parity_operand *aA, const parity_operand *aB, siz
     return 1;
 }
 
-static void free_inputs(parity_operand *aOp, size_t n)
+static void free_inputs(parity_operand_cache *pCache, parity_operand *aOp, size_t n)
 {
     size_t k;
-    for (k = 0; k < n; k++) parity_operand_free(&aOp[k]);
+    for (k = 0; k < n; k++) parity_operand_cache_release(pCache, &aOp[k]);
 }
 
 /* Runs the op over aIn and judges aCompiled (and aEager when not NULL) against it; with
@@ -417,9 +417,9 @@ static void decide_cause(parity_tensor_result *pR, const parity_judgement *pLoca
     adopt_failures(pR, &pR->judgement);
 }
 
-void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEagerCap,
-                           size_t iE, parity_capture *pCompCap, long iC, int upstreamFailed,
-                           parity_tensor_result *pR)
+void parity_semantic_judge(const parity_diff_options *pOpt, parity_operand_cache *pCache,
+                           parity_capture *pEagerCap, size_t iE, parity_capture *pCompCap,
+                           long iC, int upstreamFailed, parity_tensor_result *pR)
 {
     const parity_tensor_info *pE = parity_capture_tensor(pEagerCap, iE);
     const parity_tensor_info *pC = iC >= 0 ? parity_capture_tensor(pCompCap, (size_t)iC) : NULL;
@@ -440,18 +440,21 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
     memset(&outE, 0, sizeof outE);
     memset(&outC, 0, sizeof outC);
     parity_diff_progress(pOpt, parity_capture_filename(pEagerCap));
-    rc = load_inputs(pEagerCap, NULL, pE->azInput, pE->nInput, aIn, nBudget, zErr, sizeof zErr);
+    rc = load_inputs(pCache, pEagerCap, NULL, pE->azInput, pE->nInput, aIn, nBudget, zErr,
+                     sizeof zErr);
     if (rc < 0) goto read_error;
     if (rc > 0) {
         note(pR, "no reference (%s): per-dtype tolerance", zErr);
         return;
     }
     haveIn = 1;
-    if (parity_operand_load(pEagerCap, iE, &outE, zErr, sizeof zErr) != 0) goto read_error;
+    if (parity_operand_cache_load(pCache, pEagerCap, iE, &outE, zErr, sizeof zErr) != 0)
+        goto read_error;
     parity_diff_progress(pOpt, parity_capture_filename(pCompCap));
-    if (parity_operand_load(pCompCap, (size_t)iC, &outC, zErr, sizeof zErr) != 0) goto read_error;
-    rcC = load_inputs(pCompCap, pEagerCap, compiled_input_names(pE, pC, pDef), pE->nInput, aInC,
-                      nBudget, zErr, sizeof zErr);
+    if (parity_operand_cache_load(pCache, pCompCap, (size_t)iC, &outC, zErr, sizeof zErr) != 0)
+        goto read_error;
+    rcC = load_inputs(pCache, pCompCap, pEagerCap, compiled_input_names(pE, pC, pDef),
+                      pE->nInput, aInC, nBudget, zErr, sizeof zErr);
     if (rcC < 0) goto read_error;
     haveInC = rcC == 0;
     if (!haveInC && fused_intermediate(pEagerCap, pCompCap, pE)) {
@@ -487,7 +490,7 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
         snprintf(zW, sizeof zW, "the compiled capture's inputs of this op do not fit it (%s): "
                  "no local check, judged against eager's inputs", zErr);
         push_warning(pR, zW);
-        free_inputs(aInC, pE->nInput);
+        free_inputs(pCache, aInC, pE->nInput);
         haveInC = 0;
     }
     /* Is the compiled kernel right for what it was given? When it was given eager's very
@@ -502,10 +505,10 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_capture *pEag
     decide_cause(pR, haveInC ? &local : NULL, upstreamFailed, &outE, &outC);
     check_metadata(pR, pDef);
 done:
-    if (haveIn) free_inputs(aIn, pE->nInput);
-    if (haveInC) free_inputs(aInC, pE->nInput);
-    parity_operand_free(&outE);
-    parity_operand_free(&outC);
+    if (haveIn) free_inputs(pCache, aIn, pE->nInput);
+    if (haveInC) free_inputs(pCache, aInC, pE->nInput);
+    parity_operand_cache_release(pCache, &outE);
+    parity_operand_cache_release(pCache, &outC);
     return;
 read_error:
     pR->status = PARITY_ST_ERROR;
