@@ -102,7 +102,9 @@ typedef struct {
     void *pBeatCtx;
     /* Threads for the fast path (ops with xFast): 0 or 1 judges on the calling thread.
      * The elements MPFR must decide are judged afterwards on the calling thread, in
-     * increasing order, whatever the count. */
+     * increasing order, whatever the count; ops flagged PARITY_OPF_REFERENCE_THREADS
+     * (ops.h) run their whole MPFR path on these threads instead. Either way the
+     * judgement is the same, bit for bit, on any count. */
     int nThreads;
     /* Every element through xElement (MPFR), as if the op had no fast path: the tests'
      * judge of record. */
