@@ -79,8 +79,10 @@ int parity_operand_cache_load(parity_operand_cache *pCache, parity_capture *pCap
         if (!p->pCap && !pFree) pFree = p;
     }
     if (parity_operand_load(pCap, iTensor, pOp, zErr, nErr) != 0) {
-        /* out of memory with idle entries held: without them, as without a cache */
-        if (!parity_alloc_failed() || pCache->nIdleElem == 0) return -1;
+        /* with idle entries held, once more without them, as without a cache: out of
+         * memory shows as a failed allocation of ours, or as a read error when libhdf5's
+         * own allocation fails under --max-memory */
+        if (pCache->nIdleElem == 0) return -1;
         trim(pCache, 0);
         if (!wasFailed) parity_alloc_reset_failed();
         if (parity_operand_load(pCap, iTensor, pOp, zErr, nErr) != 0) return -1;
