@@ -13,9 +13,10 @@
  * 4 KiB of each new array. The cache keeps the operands a judgement released (idle
  * entries, at most OPERAND_CACHE_IDLE_ELEMS values, the least recently used dropped first)
  * and hands them out again, shared and read only, counted by references. It belongs to one
- * diff run (captures are identified by their handle), and every idle entry is dropped
- * before a load that failed for want of memory is tried again, so the cache never makes a
- * judgement fail that would have run without it.
+ * diff run (captures are identified by their handle), and a load that fails while idle
+ * entries are held is tried once more without them (out of memory may show as a read
+ * error, libhdf5 allocating on its own), so the cache never makes a judgement fail that
+ * would have run without it.
  */
 #ifndef PARITY_OPERAND_INTERNAL_H
 #define PARITY_OPERAND_INTERNAL_H
