@@ -484,6 +484,58 @@ Test(fast_path, threaded_reference_judges_as_one_thread)
     free(aC);
 }
 
+/* The threaded MPFR path keeps the calling thread judging, and beating, until the work is
+ * done, wherever the costly elements lie: here all of them in the last quarter of the
+ * output (a failing tail tile; a sample of one otherwise), which a fixed half per thread
+ * left to the other thread alone, with no beat for the watchdog. */
+static int count_beats(void *pCtx)
+{
+    ++*(int *)pCtx;
+    return 0;
+}
+
+Test(fast_path, threaded_reference_beats_wherever_the_work_lies)
+{
+    enum { M = 2048, K = 32, N = 64 };
+    double *aX = malloc(M * K * sizeof *aX), *aW = malloc(N * K * sizeof *aW);
+    double *aE = malloc(M * N * sizeof *aE), *aC = malloc(M * N * sizeof *aC);
+    uint64_t s = 8, i, aDimX[2] = { M, K }, aDimW[2] = { N, K }, aOut[2] = { M, N };
+    parity_operand aIn[2];
+    parity_op_call call;
+    parity_judge_plan plan;
+    parity_judgement j;
+    char zErr[256];
+    int nBeat = 0;
+    cr_assert(aX && aW && aE && aC);
+    for (i = 0; i < M * K; i++) aX[i] = draw(&s, -2, 2, 0);
+    for (i = 0; i < N * K; i++) aW[i] = draw(&s, -1, 1, 0);
+    aIn[0] = op_operand("x", PARITY_DT_F32, 2, aDimX, aX);
+    aIn[1] = op_operand("w", PARITY_DT_F32, 2, aDimW, aW);
+    op_begin_ok(&call, "linear", aIn, 2, 2, aOut, NULL, 0);
+    for (i = 0; i < M * N; i++) {
+        double ref, bound;
+        op_element(&call, i, &ref, &bound);
+        aE[i] = (float)ref;
+        aC[i] = i >= 3 * (uint64_t)M * N / 4 ? aE[i] + 0.5 : aE[i];
+    }
+    parity_judge_plan_default(&plan);
+    plan.budgetTerms = 1000.0;   /* selective: the flagged tail, and a sample of one */
+    plan.nSample = 1;
+    plan.nThreads = 2;
+    plan.xBeat = count_beats;
+    plan.pBeatCtx = &nBeat;
+    cr_assert_eq(parity_judge_planned(&call, aE, aC, NULL, &plan, &j, zErr, sizeof zErr), 0, "%s",
+                 zErr);
+    cr_assert_geq(j.nFail, (uint64_t)M * N / 4);
+    cr_assert_gt(nBeat, 0, "the calling thread judged none of the %llu elements and never beat",
+                 (unsigned long long)j.nChecked);
+    parity_op_end(&call);
+    free(aX);
+    free(aW);
+    free(aE);
+    free(aC);
+}
+
 /* The time limit still stops a judgement that the fast path runs (the beat is called from
  * the fast path too). */
 static int stop_now(void *pCtx)

@@ -522,6 +522,7 @@ typedef struct {
     int selective;
     uint64_t threshold;
     int stop;                  /* set (atomically) when the time limit is reached */
+    uint64_t nextBlock;        /* slow_share: the next block of SLOW_BLOCK_ELEMS to take */
 } judge_job;
 
 /* One worker's share: elements [lo, hi), the fast path's verdicts in j, the rest's indices
@@ -600,12 +601,18 @@ static int beat(const parity_op_call *pCall, const parity_judge_plan *pPlan, uin
 
 #define JUDGE_MAX_THREADS PARITY_MAX_THREADS
 
-/* The MPFR path over elements [lo, hi) on one of several threads (ops flagged
- * PARITY_OPF_REFERENCE_THREADS, ops.h), with its own copy of the call and its own MPFR
- * variables: the elements the plan wants, their verdicts in the share's judgement. The
+/* The MPFR path on one of several threads (ops flagged PARITY_OPF_REFERENCE_THREADS,
+ * ops.h), with its own copy of the call and its own MPFR variables: blocks of
+ * SLOW_BLOCK_ELEMS taken in turn until none is left, the elements the plan wants in them
+ * judged into the share's judgement (the merge is the same whoever judged what). The
  * sampled dot products of a transformer's linears (8192 a tensor, K up to 2048) ran on one
  * thread, a sixth of its judgement. Share 0 runs on the calling thread and alone beats;
- * the others stop when it says the time is up. */
+ * taking blocks until the last, it keeps beating while the others work, however the
+ * costly elements lie (a fixed half each left it idle, and the watchdog without a beat,
+ * when a failing region sat in the other half). The others stop when it says the time is
+ * up. */
+#define SLOW_BLOCK_ELEMS 1024
+
 static void *slow_share(void *pArg)
 {
     judge_share *pS = pArg;
@@ -613,10 +620,15 @@ static void *slow_share(void *pArg)
     const parity_judge_plan *pPlan = pJob->pPlan;
     parity_op_call call = *pJob->pCall;
     mpfr_t ref, scratch;
-    uint64_t i;
+    uint64_t i = 0, hi = 0;
     mpfr_inits2(PARITY_REF_PREC, ref, scratch, (mpfr_ptr)0);
-    for (i = pS->lo; i < pS->hi; i++) {
+    for (;; i++) {
         judged_element el;
+        if (i == hi) {
+            i = __atomic_fetch_add(&pJob->nextBlock, 1, __ATOMIC_RELAXED) * SLOW_BLOCK_ELEMS;
+            if (i >= call.nOut) break;
+            hi = call.nOut - i < SLOW_BLOCK_ELEMS ? call.nOut : i + SLOW_BLOCK_ELEMS;
+        }
         if (__atomic_load_n(&pJob->stop, __ATOMIC_RELAXED)) {
             pS->iStopped = i;
             break;
@@ -641,9 +653,10 @@ static void *slow_share(void *pArg)
     return NULL;
 }
 
-/* xWork (fast_share: the fast path, leaving its MPFR elements in each share; slow_share:
- * the MPFR path) over every element, split across the plan's threads into each share's
- * verdicts. Returns the shares made (aShare[0] ran on the calling thread). */
+/* xWork (fast_share: the fast path over the share's [lo, hi), leaving its MPFR elements in
+ * the share; slow_share: the MPFR path, block by block) over every element, on the plan's
+ * threads, into each share's verdicts. Returns the shares made (aShare[0] ran on the
+ * calling thread). */
 static int run_shares(judge_job *pJob, judge_share *aShare, void *(*xWork)(void *))
 {
     parity_op_call *pCall = pJob->pCall;
@@ -679,7 +692,7 @@ int parity_judge_planned(parity_op_call *pCall, const double *aEager, const doub
     if (pPlan) pCall->lambda = pPlan->lambda;
     judgement_init(pJ, pCall, pPlan);
     selective = plan_selection(pCall, pPlan, pJ, &threshold);
-    job = (judge_job){ pCall, aEager, aCompiled, aApprox, pPlan, selective, threshold, 0 };
+    job = (judge_job){ pCall, aEager, aCompiled, aApprox, pPlan, selective, threshold, 0, 0 };
     if (pCall->pDef->xFast && !(pPlan && pPlan->noFastPath)) {
         nShare = run_shares(&job, aShare, fast_share);
         for (k = 0; k < nShare; k++) {
