@@ -486,9 +486,6 @@ static void fast_row_key(void)
  * from the same formulas. The row is left to MPFR (ok = 0) when a score may carry more
  * than 2^-38 absolute error (the weights' relative error is then past 2^-36), when some
  * order may overflow, and for NaN, fully masked or empty rows. */
-/* The weighted sums of every column of the row, j outer and c inner: v's rows are read
- * contiguously, once per output row rather than once per element (strided by Ev), and each
- * column sums its terms in the same order as one element alone would. */
 /* One key row j into the column sums (fast_row_columns): independent lanes of IEEE
  * arithmetic, which the compiler vectorises (-O3, CMakeLists.txt) with the same results as
  * the scalar loop; a function of its own with restrict arrays, as inside fast_row_columns
@@ -521,6 +518,9 @@ static void column_sums(const double *restrict vRow, uint64_t nEv, double pj, do
     }
 }
 
+/* The weighted sums of every column of the row, j outer and c inner: v's rows are read
+ * contiguously, once per output row rather than once per element (strided by Ev), and each
+ * column sums its terms in the same order as one element alone would. */
 static void fast_row_columns(const parity_op_call *pCall, const sdpa_params *pP, fast_row *pR)
 {
     const parity_attention_geometry *pG = &pCall->geom.attention;
