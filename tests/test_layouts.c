@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <hdf5.h>
 
 #include "support.h"
 
@@ -198,29 +199,23 @@ static void write_graph(const char *zFile, const char *zSide, const graph *pG)
  * gzip shuffle and deflate too. */
 static void repack(const char *zSrc, const char *zDst, int gzip)
 {
+    /* chunks per dataset; a filter given for no object in particular would replace the
+     * one before it, so the filters name every dataset */
+    static const char *const azLayout[] = {
+        "-l", "/x,/ln,/g,/s,/aux:CHUNK=64x48", "-l", "/ln_w,/ln_b:CHUNK=48",
+        "-l", "/w:CHUNK=40x48", "-l", "/bias:CHUNK=40", "-l", "/lin:CHUNK=64x40",
+        "-l", "/d64:CHUNK=64x4",
+    };
+    static const char *const azGzip[] = {
+        "-f", "/x,/ln,/g,/s,/aux,/ln_w,/ln_b,/w,/bias,/lin,/d64:SHUF",
+        "-f", "/x,/ln,/g,/s,/aux,/ln_w,/ln_b,/w,/bias,/lin,/d64:GZIP=1",
+    };
     const char *azArgv[32];
-    size_t n = 0;
+    size_t n = 0, k;
     run_result r;
     azArgv[n++] = H5REPACK_BIN;
-    azArgv[n++] = "-l";
-    azArgv[n++] = "/x,/ln,/g,/s,/aux:CHUNK=64x48";
-    azArgv[n++] = "-l";
-    azArgv[n++] = "/ln_w,/ln_b:CHUNK=48";
-    azArgv[n++] = "-l";
-    azArgv[n++] = "/w:CHUNK=40x48";
-    azArgv[n++] = "-l";
-    azArgv[n++] = "/bias:CHUNK=40";
-    azArgv[n++] = "-l";
-    azArgv[n++] = "/lin:CHUNK=64x40";
-    azArgv[n++] = "-l";
-    azArgv[n++] = "/d64:CHUNK=64x4";
-    if (gzip) {
-        /* a filter given for no object in particular replaces the one before it */
-        azArgv[n++] = "-f";
-        azArgv[n++] = "/x,/ln,/g,/s,/aux,/ln_w,/ln_b,/w,/bias,/lin,/d64:SHUF";
-        azArgv[n++] = "-f";
-        azArgv[n++] = "/x,/ln,/g,/s,/aux,/ln_w,/ln_b,/w,/bias,/lin,/d64:GZIP=1";
-    }
+    for (k = 0; k < sizeof azLayout / sizeof azLayout[0]; k++) azArgv[n++] = azLayout[k];
+    for (k = 0; gzip && k < sizeof azGzip / sizeof azGzip[0]; k++) azArgv[n++] = azGzip[k];
     azArgv[n++] = zSrc;
     azArgv[n++] = zDst;
     azArgv[n] = NULL;
@@ -228,6 +223,15 @@ static void repack(const char *zSrc, const char *zDst, int gzip)
     cr_assert(r.exited && r.code == 0, "h5repack (from Debian's hdf5-tools, which "
               "scripts/setup-deps.sh installs) failed: %s", r.zErr);
     run_free(&r);
+    {   /* the layout asked for is the one written (a filter h5repack dropped went unseen) */
+        hid_t hF = H5Fopen(zDst, H5F_ACC_RDONLY, H5P_DEFAULT), hD = H5Dopen2(hF, "/g", H5P_DEFAULT);
+        hid_t hP = H5Dget_create_plist(hD);
+        cr_assert_eq(H5Pget_layout(hP), H5D_CHUNKED, "%s", zDst);
+        cr_assert_eq(H5Pget_nfilters(hP), gzip ? 2 : 0, "%s", zDst);
+        H5Pclose(hP);
+        H5Dclose(hD);
+        H5Fclose(hF);
+    }
 }
 
 /* paritydiff --json on the pair: the report, after checking the exit code and that stderr
