@@ -8,6 +8,7 @@
 #include "formats/parallel.h"
 #include "tolerance/judge.h"
 #include "tolerance/mpref.h"
+#include "tolerance/superacc_internal.h"
 
 /* |v - ref| in binary64 (rounded up), for finite v and finite ref. */
 static double error_vs(mpfr_t scratch, const mpfr_t ref, double v)

@@ -49,6 +49,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/superacc_internal.h"
 #include "formats/alloc.h"
 
 typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_MAX, BIN_MIN } binary_kind;
@@ -250,15 +251,6 @@ static int binary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
     return 0;
 }
 
-/* Significant bits of a finite nonzero binary64 value (1 to 53). */
-static int significant_bits(double v)
-{
-    uint64_t u;
-    memcpy(&u, &v, 8);
-    u = (u & ((1ULL << 52) - 1)) | 1ULL << 52;   /* normal values: the hidden bit */
-    return 53 - __builtin_ctzll(u);
-}
-
 /* Fast path (ops.h): the operation in binary64, correctly rounded (IEEE 754): within 2^-53
  * of exact relative, 2^-52 of |a y| + |r| for add's alpha (two roundings). Stated: 2^-40 of
  * |x| + |a y| + |r| (add, sub) or of |r| (mul, div), a margin of 2^12 (tests/test_fast_path.c
@@ -297,7 +289,7 @@ static int binary_fast(const parity_op_call *pCall, uint64_t linear, double *pRe
         break;
     case BIN_MUL:
         r = x * y;
-        err = x != 0.0 && y != 0.0 && significant_bits(x) + significant_bits(y) <= 53
+        err = x != 0.0 && y != 0.0 && parity_significant_bits(x) + parity_significant_bits(y) <= 53
                   ? 0.0 : 0x1p-40 * fabs(r);
         break;
     default:

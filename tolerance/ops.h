@@ -18,7 +18,6 @@
 #ifndef PARITY_TOLERANCE_OPS_H
 #define PARITY_TOLERANCE_OPS_H
 
-#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <mpfr.h>
@@ -282,15 +281,6 @@ const char *parity_shape_str(int rank, const uint64_t *aDim, char *zBuf, size_t 
  * smallest subnormal; integers by their range): the data-movement ops' rule that moving a
  * value cannot round it (op_layout.c). */
 int parity_dtype_holds(parity_dtype out, parity_dtype in);
-/* Is a + b exact in binary64? *pSum = a + b rounded; its rounding error by Knuth's TwoSum
- * (exact for any finite a, b in round to nearest, Knuth TAOCP vol. 2, 4.2.2) is 0. An
- * exact reference and an exact error decide a verdict as MPFR does, to the bit (judge.c). */
-static inline int parity_sum_is_exact(double a, double b, double *pSum)
-{
-    double s = a + b, bv = s - a, av = s - bv;
-    *pSum = s;
-    return isfinite(s) && (a - av) + (b - bv) == 0.0;
-}
 /* The fast path (xFast) of an op whose reference is the binary64 value v itself (the
  * data-movement ops, relu): v with stated error 0 and bound 0; 0 when v is not finite
  * (op_layout.c). */

@@ -1,6 +1,7 @@
 /*
  * superacc_internal.h - an exact fixed-point accumulator for sums of binary64 values
- * (mpref.c's fast path).
+ * (mpref.c's fast path), and the error-free transformations it and the judge's fast paths
+ * share (parity_significant_bits, parity_sum_is_exact).
  *
  * mpfr_sum per output element of a matmul costs about 20x a naive binary64 loop. This
  * accumulator instead adds every term exactly into a long fixed-point integer (a Kulisch
@@ -84,13 +85,27 @@ static inline void parity_superacc_add(parity_superacc *pAcc, double x)
     if (++pAcc->nAdd >= PARITY_SUPERACC_NORMALISE_EVERY) parity_superacc_normalise(pAcc);
 }
 
-/* Number of significant bits of a normal double's significand (1 .. 53). */
-static inline int significant_bits(double x)
+/* Error-free transformations, shared with the fast paths (judge.c, op_binary.c): where
+ * they say a binary64 result is exact, the fast reference is the exact one. */
+
+/* Number of significant bits of a normal double's significand (1 .. 53). A product of two
+ * values whose counts add up to at most 53 is exact (barring underflow). */
+static inline int parity_significant_bits(double x)
 {
     uint64_t bits;
     memcpy(&bits, &x, sizeof bits);
     bits = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
     return 53 - __builtin_ctzll(bits);
+}
+
+/* Is a + b exact in binary64? *pSum = a + b rounded; its rounding error by Knuth's TwoSum
+ * (exact for any finite a, b in round to nearest, Knuth TAOCP vol. 2, 4.2.2) is 0. An
+ * exact reference and an exact error decide a verdict as MPFR does, to the bit (judge.c). */
+static inline int parity_sum_is_exact(double a, double b, double *pSum)
+{
+    double s = a + b, bv = s - a, av = s - bv;
+    *pSum = s;
+    return isfinite(s) && (a - av) + (b - bv) == 0.0;
 }
 
 /* Adds a * b exactly (or sets refused). When pAbs is not NULL, also adds |a * b| exactly
@@ -108,7 +123,7 @@ static inline void parity_superacc_add_product(parity_superacc *pAcc, double a, 
     /* a * b = p + err exactly (TwoProduct). When the significands' lengths add up to at
      * most 53 bits the product is exact and err is 0: always so for float32, float16 and
      * bfloat16 operands, and cheaper to see from the bits than to call fma. */
-    err = significant_bits(a) + significant_bits(b) <= 53 ? 0.0 : fma(a, b, -p);
+    err = parity_significant_bits(a) + parity_significant_bits(b) <= 53 ? 0.0 : fma(a, b, -p);
     parity_superacc_add(pAcc, p);
     if (err != 0.0) parity_superacc_add(pAcc, err);
     if (pAbs) {
