@@ -26,6 +26,12 @@ int parity_report_text(const parity_diff_result *pRes, FILE *pOut);
 int parity_report_json(const parity_diff_result *pRes, const char *zPath, char *zErr,
                        size_t nErr);
 
+/* Writes a report to zPath ("-": stdout) the atomic way above: xWrite(pCtx, pFile) writes
+ * the whole report and returns 0, -1 when writing failed (errno says why) or -2 when
+ * memory ran out. Every report of reports/ (JSON, JUnit, OpenMetrics, HTML) is written
+ * through it. Returns 0, or -1 with a one-line reason in zErr. */
+int parity_report_write_file(const char *zPath, int (*xWrite)(void *pCtx, FILE *pFile),
+                             void *pCtx, char *zErr, size_t nErr);
 /* Writes any JSON document to zPath ("-": stdout) the same atomic way; the fuzz summary
  * (report_fuzz.c) uses it too. Returns 0, or -1 with zErr. */
 int parity_report_json_write(json_t *pDoc, const char *zPath, char *zErr, size_t nErr);

@@ -463,26 +463,32 @@ static int dump_failed(json_t *pDoc, FILE *pFile, int *pOom)
     return failed;
 }
 
-static int report_write_stdout(json_t *pDoc, char *zErr, size_t nErr)
+/* The JSON document and its final newline, as a parity_report_write_file writer. */
+static int write_json_doc(void *pCtx, FILE *pFile)
 {
     int oom;
-    if (dump_failed(pDoc, stdout, &oom) || fputc('\n', stdout) == EOF ||
-        fflush(stdout) != 0 || ferror(stdout)) {
-        if (oom) snprintf(zErr, nErr, "out of memory writing the JSON report");
-        else snprintf(zErr, nErr, "cannot write the JSON report to stdout: %s", strerror(errno));
-        return -1;
-    }
+    if (dump_failed(pCtx, pFile, &oom) || fputc('\n', pFile) == EOF) return oom ? -2 : -1;
     return 0;
 }
 
-static int report_write_file(json_t *pDoc, const char *zPath, char *zErr, size_t nErr)
+int parity_report_write_file(const char *zPath, int (*xWrite)(void *pCtx, FILE *pFile),
+                             void *pCtx, char *zErr, size_t nErr)
 {
     char *zTemp = NULL;
     FILE *pFile = NULL;
-    int fd = -1, rc = -1, oom = 0;
+    int fd = -1, rc = -1, wrc;
     mode_t mask;
     size_t nTemp = strlen(zPath) + sizeof ".XXXXXX";
 
+    if (strcmp(zPath, "-") == 0) {
+        wrc = xWrite(pCtx, stdout);
+        if (wrc != 0 || fflush(stdout) != 0 || ferror(stdout)) {
+            if (wrc == -2) snprintf(zErr, nErr, "out of memory writing a report to stdout");
+            else snprintf(zErr, nErr, "cannot write a report to stdout: %s", strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
     /* Beside the target, so the rename stays within one file system. */
     zTemp = parity_malloc(nTemp);
     if (zTemp == NULL) {
@@ -513,9 +519,9 @@ static int report_write_file(json_t *pDoc, const char *zPath, char *zErr, size_t
         goto cleanup;
     }
     fd = -1;   /* owned by pFile now */
-    if (dump_failed(pDoc, pFile, &oom) || fputc('\n', pFile) == EOF ||
-        fflush(pFile) != 0 || ferror(pFile)) {
-        if (oom) snprintf(zErr, nErr, "out of memory writing %s", zPath);
+    wrc = xWrite(pCtx, pFile);
+    if (wrc != 0 || fflush(pFile) != 0 || ferror(pFile)) {
+        if (wrc == -2) snprintf(zErr, nErr, "out of memory writing %s", zPath);
         else snprintf(zErr, nErr, "cannot write %s: %s", zTemp, strerror(errno));
         goto cleanup;
     }
@@ -550,8 +556,7 @@ cleanup:
 
 int parity_report_json_write(json_t *pDoc, const char *zPath, char *zErr, size_t nErr)
 {
-    if (strcmp(zPath, "-") == 0) return report_write_stdout(pDoc, zErr, nErr);
-    return report_write_file(pDoc, zPath, zErr, nErr);
+    return parity_report_write_file(zPath, write_json_doc, pDoc, zErr, nErr);
 }
 
 int parity_report_json(const parity_diff_result *pRes, const char *zPath, char *zErr,
