@@ -50,7 +50,10 @@ const char *const parity_identity_keys[] = {
 
 const char *const parity_telemetry_keys[] = {
     "compile_time_s", "recompiles", "graph_breaks", "fallback_ops", "eager_frames",
-    "latency_p50_ms", "latency_p99_ms", NULL
+    "latency_p50_ms", "latency_p99_ms",
+    /* the gate's (diff/GATE.md, "Telemetry") */
+    "calls", "fallback_calls", "steady_time_s", "latency_hist_ms", "recompile_reasons",
+    "config_hash", "cache_hash", NULL
 };
 
 int parity_is_telemetry_key(const char *zKey)

@@ -2,6 +2,7 @@
  * paritydiff.c - the command line: diff an eager and a compiled capture.
  *
  *   paritydiff [OPTIONS] EAGER.h5 COMPILED.h5
+ *   paritydiff gate ...      (a release gate over a suite: diff/gate_cli.c, diff/GATE.md)
  *
  * Exit status (as cmp and diff): 0 the runs agree, 1 they diverge, 2 trouble (bad
  * arguments, a file that cannot be read, a tensor that cannot be used). Everything that
@@ -37,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "diff/diff.h"
+#include "diff/gate.h"
 #include "formats/escape.h"
 #include "formats/process.h"
 #include "reports/report.h"
@@ -74,6 +76,7 @@ static void usage(FILE *pOut)
 {
     fprintf(pOut,
 "Usage: paritydiff [OPTIONS] EAGER.h5 COMPILED.h5\n"
+"       paritydiff gate [OPTIONS] SUITE   (see paritydiff gate --help)\n"
 "Compare the tensors of an eager capture and a compiled capture (HDF5), tensor by\n"
 "tensor, and say where the runs diverge.\n"
 "\n"
@@ -438,6 +441,7 @@ int main(int argc, char **argv)
     unsigned long long u;
     int c, progress = 0;
 
+    if (argc > 1 && strcmp(argv[1], "gate") == 0) return parity_gate_main(argc - 1, argv + 1);
     memset(&args, 0, sizeof args);
     parity_diff_options_init(&args.diff);
     args.timeoutSeconds = DEFAULT_TIMEOUT_SECONDS;

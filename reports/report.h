@@ -39,6 +39,9 @@ int parity_report_json_write(json_t *pDoc, const char *zPath, char *zErr, size_t
  * in a report is counted, and injected, like any other. Idempotent; every builder here
  * calls it before its first jansson object. */
 void parity_report_use_allocator(void);
+/* Root attributes as a JSON object, as the report's "identity" (wantTelemetry 0: the keys
+ * that are not telemetry) or "telemetry" (1) shows them; NULL when memory ran out. */
+json_t *parity_report_attrs_json(const parity_attr *aAttr, size_t nAttr, int wantTelemetry);
 /* Builds the JSON document (a new reference, or NULL when memory ran out). */
 json_t *parity_report_json_build(const parity_diff_result *pRes);
 

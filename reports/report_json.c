@@ -181,6 +181,11 @@ static json_t *report_attrs(const parity_attr *aAttr, size_t nAttr, int wantTele
     return parity_report_finish(pObj, rc);
 }
 
+json_t *parity_report_attrs_json(const parity_attr *aAttr, size_t nAttr, int wantTelemetry)
+{
+    return report_attrs(aAttr, nAttr, wantTelemetry);
+}
+
 /* The "identity" object (wantTelemetry 0: non-telemetry attributes of each side and the
  * keys that differ) or the "telemetry" object (wantTelemetry 1: never compared). */
 static json_t *report_root_attrs(const parity_diff_result *pRes, int wantTelemetry)

@@ -1,0 +1,283 @@
+/*
+ * gate_outcome.c - outcome parity: the decision a tensor stands for (GATE.md, "Outcome
+ * parity"), read on the eager and the compiled side and compared.
+ *
+ * A decision is what a serving system does with the tensor: the class argmax picks, the
+ * set top-k returns, whether a score passes a threshold, the token emitted. Two sides can
+ * agree on every decision while their numbers differ (the usual case), or disagree on a
+ * few rows while every element is within its bound (a near-tie): numerical parity and
+ * outcome parity are different questions, and the gate reports both.
+ *
+ * Runs in the pair's child, after the diff. Outcome tensors are read whole (they are
+ * logits and tokens, not activations); one larger than OUTCOME_MAX_ELEMS is an error of
+ * that record, never a memory blow-up.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "diff/gate.h"
+#include "formats/capture.h"
+#include "formats/dtype.h"
+#include "reports/report_internal.h"
+
+#define OUTCOME_MAX_ELEMS (64u << 20)
+#define TOPK_MAX 1024
+
+typedef enum { RULE_ARGMAX, RULE_TOPK, RULE_THRESHOLD, RULE_TOKENS } rule_kind;
+
+typedef struct {
+    rule_kind kind;
+    long k;               /* top-k */
+    double threshold;
+} outcome_rule;
+
+/* "argmax", "topk:K", "threshold:T", "tokens"; 0, or -1 when the text is none of these. */
+static int parse_rule(const char *z, outcome_rule *pRule)
+{
+    char *zEnd;
+    memset(pRule, 0, sizeof *pRule);
+    if (strcmp(z, "argmax") == 0) { pRule->kind = RULE_ARGMAX; return 0; }
+    if (strcmp(z, "tokens") == 0) { pRule->kind = RULE_TOKENS; return 0; }
+    if (strncmp(z, "topk:", 5) == 0) {
+        pRule->kind = RULE_TOPK;
+        pRule->k = strtol(z + 5, &zEnd, 10);
+        return (*zEnd == 0 && z[5] && pRule->k >= 1 && pRule->k <= TOPK_MAX) ? 0 : -1;
+    }
+    if (strncmp(z, "threshold:", 10) == 0) {
+        pRule->kind = RULE_THRESHOLD;
+        pRule->threshold = strtod(z + 10, &zEnd);
+        return (*zEnd == 0 && z[10] && isfinite(pRule->threshold)) ? 0 : -1;
+    }
+    return -1;
+}
+
+/* x ranks above y: NaN above everything (torch.argmax takes NaN as the maximum), then by
+ * value; equal values rank by lower index, which the caller's scan order gives. */
+static int ranks_above(double x, double y)
+{
+    if (isnan(x)) return !isnan(y);
+    if (isnan(y)) return 0;
+    return x > y;
+}
+
+static uint64_t row_argmax(const double *a, uint64_t n)
+{
+    uint64_t i, best = 0;
+    for (i = 1; i < n; i++)
+        if (ranks_above(a[i], a[best])) best = i;
+    return best;
+}
+
+/* The indices of the k largest (ties: lower index first), sorted, into aOut. */
+static void row_topk(const double *a, uint64_t n, long k, uint64_t *aOut)
+{
+    long j, m = 0;
+    uint64_t i;
+    for (i = 0; i < n; i++) {
+        /* insert i into the ranked list aOut[0..m) if it belongs there */
+        long pos = m;
+        while (pos > 0 && ranks_above(a[i], a[aOut[pos - 1]])) pos--;
+        if (pos >= k) continue;
+        if (m < k) m++;
+        for (j = m - 1; j > pos; j--) aOut[j] = aOut[j - 1];
+        aOut[pos] = i;
+    }
+    /* as a set: sorted by index */
+    for (j = 1; j < m; j++) {
+        uint64_t v = aOut[j];
+        long p = j;
+        while (p > 0 && aOut[p - 1] > v) { aOut[p] = aOut[p - 1]; p--; }
+        aOut[p] = v;
+    }
+}
+
+/* Reads tensor zName of zFile whole as doubles (NULL, with zErr, on failure). */
+static double *read_whole(const char *zFile, const char *zName, uint64_t *pnElem,
+                          const parity_tensor_info **ppInfo, parity_capture **ppCap,
+                          char *zErr, size_t nErr)
+{
+    parity_capture *pCap = NULL;
+    parity_tensor_reader *pRd = NULL;
+    const parity_tensor_info *pInfo = NULL;
+    parity_slab_plan plan;
+    parity_slab slab;
+    double *a = NULL;
+    void *pRaw = NULL;
+    size_t i, n;
+
+    if (parity_capture_open(zFile, &pCap, zErr, nErr) != 0) return NULL;
+    n = parity_capture_count(pCap);
+    for (i = 0; i < n; i++)
+        if (strcmp(parity_capture_tensor(pCap, i)->zPath, zName) == 0) break;
+    if (i == n) {
+        snprintf(zErr, nErr, "not in %s", zFile);
+        goto fail;
+    }
+    pInfo = parity_capture_tensor(pCap, i);
+    if (pInfo->zError) {
+        snprintf(zErr, nErr, "%s", pInfo->zError);
+        goto fail;
+    }
+    if (pInfo->nElem > OUTCOME_MAX_ELEMS) {
+        snprintf(zErr, nErr, "%llu elements, more than an outcome tensor may hold (%u)",
+                 (unsigned long long)pInfo->nElem, OUTCOME_MAX_ELEMS);
+        goto fail;
+    }
+    if (parity_tensor_reader_open(pCap, i, &pRd, zErr, nErr) != 0) goto fail;
+    a = malloc((pInfo->nElem ? pInfo->nElem : 1) * sizeof *a);
+    pRaw = malloc((pInfo->nElem ? pInfo->nElem : 1) * parity_dtype_size(pInfo->dtype));
+    if (!a || !pRaw) {
+        snprintf(zErr, nErr, "out of memory reading it");
+        goto fail;
+    }
+    parity_slab_plan_init(&plan, pInfo->rank, pInfo->aDim, pInfo->nElem ? pInfo->nElem : 1, 1);
+    while (pInfo->nElem && parity_slab_next(&plan, &slab)) {
+        if (parity_tensor_read(pRd, &slab, pRaw, zErr, nErr) != 0) goto fail;
+        parity_decode(pInfo->dtype, pRaw, a + slab.first, slab.n);
+    }
+    free(pRaw);
+    parity_tensor_reader_close(pRd);
+    *pnElem = pInfo->nElem;
+    *ppInfo = pInfo;
+    *ppCap = pCap;
+    return a;
+fail:
+    free(a);
+    free(pRaw);
+    if (pRd) parity_tensor_reader_close(pRd);
+    if (pCap) parity_capture_close(pCap);
+    return NULL;
+}
+
+typedef struct {
+    uint64_t decisions, agree, refEager, refCompiled, refNeither, refUnknown;
+} outcome_counts;
+
+/* Decides every row (argmax, top-k) or element (threshold, tokens) on both sides. */
+static int decide(const outcome_rule *pRule, const double *aE, const double *aC,
+                  const parity_tensor_info *pInfo, outcome_counts *pCount, char *zErr,
+                  size_t nErr)
+{
+    uint64_t nLast = pInfo->rank ? pInfo->aDim[pInfo->rank - 1] : 1, nRow, r, i;
+    if (pRule->kind == RULE_THRESHOLD || pRule->kind == RULE_TOKENS) {
+        for (i = 0; i < pInfo->nElem; i++) {
+            int same = pRule->kind == RULE_THRESHOLD
+                ? ((aE[i] > pRule->threshold) == (aC[i] > pRule->threshold))
+                : (aE[i] == aC[i] || (isnan(aE[i]) && isnan(aC[i])));
+            pCount->decisions++;
+            if (same) pCount->agree++;
+            else pCount->refUnknown++;
+        }
+        return 0;
+    }
+    if (nLast == 0) return 0;
+    nRow = pInfo->nElem / nLast;
+    if (pRule->kind == RULE_TOPK && (uint64_t)pRule->k > nLast) {
+        snprintf(zErr, nErr, "topk:%ld over a last dim of %llu", pRule->k,
+                 (unsigned long long)nLast);
+        return -1;
+    }
+    for (r = 0; r < nRow; r++) {
+        const double *e = aE + r * nLast, *c = aC + r * nLast;
+        int same;
+        if (pRule->kind == RULE_ARGMAX) {
+            same = row_argmax(e, nLast) == row_argmax(c, nLast);
+        } else {
+            uint64_t aTopE[TOPK_MAX], aTopC[TOPK_MAX];
+            row_topk(e, nLast, pRule->k, aTopE);
+            row_topk(c, nLast, pRule->k, aTopC);
+            same = memcmp(aTopE, aTopC, (size_t)pRule->k * sizeof *aTopE) == 0;
+        }
+        pCount->decisions++;
+        if (same) pCount->agree++;
+        else pCount->refUnknown++;
+    }
+    return 0;
+}
+
+static json_t *outcome_record(const char *zTensor, const char *zRule, const outcome_counts *pC,
+                              const char *zError)
+{
+    json_t *p = json_object();
+    int rc = 0;
+    rc |= parity_report_set(p, "tensor", json_string(zTensor));
+    rc |= parity_report_set(p, "rule", json_string(zRule));
+    rc |= parity_report_set(p, "decisions", json_integer((json_int_t)pC->decisions));
+    rc |= parity_report_set(p, "agree", json_integer((json_int_t)pC->agree));
+    rc |= parity_report_set(p, "ref_eager", json_integer((json_int_t)pC->refEager));
+    rc |= parity_report_set(p, "ref_compiled", json_integer((json_int_t)pC->refCompiled));
+    rc |= parity_report_set(p, "ref_neither", json_integer((json_int_t)pC->refNeither));
+    rc |= parity_report_set(p, "ref_unknown", json_integer((json_int_t)pC->refUnknown));
+    rc |= parity_report_set(p, "error", zError ? json_string(zError) : json_null());
+    return parity_report_finish(p, rc);
+}
+
+static json_t *one_outcome(const char *zEager, const char *zCompiled, const char *zTensor,
+                           const char *zRule)
+{
+    outcome_rule rule;
+    outcome_counts count;
+    parity_capture *pCapE = NULL, *pCapC = NULL;
+    const parity_tensor_info *pInfoE = NULL, *pInfoC = NULL;
+    double *aE = NULL, *aC = NULL;
+    uint64_t nE = 0, nC = 0;
+    char zErr[PARITY_ERR_LEN] = "", zWhy[PARITY_ERR_LEN + 64];
+    json_t *pRec;
+
+    memset(&count, 0, sizeof count);
+    if (parse_rule(zRule, &rule) != 0) {
+        snprintf(zErr, sizeof zErr, "outcome '%s' is none of argmax, topk:K, threshold:T, "
+                 "tokens", zRule);
+        goto done;
+    }
+    aE = read_whole(zEager, zTensor, &nE, &pInfoE, &pCapE, zErr, sizeof zErr);
+    if (aE == NULL) goto done;
+    aC = read_whole(zCompiled, zTensor, &nC, &pInfoC, &pCapC, zErr, sizeof zErr);
+    if (aC == NULL) goto done;
+    if (!parity_tensor_same_shape(pInfoE, pInfoC)) {
+        snprintf(zErr, sizeof zErr, "the two sides' shapes differ");
+        goto done;
+    }
+    if (decide(&rule, aE, aC, pInfoE, &count, zErr, sizeof zErr) == 0) zErr[0] = 0;
+done:
+    snprintf(zWhy, sizeof zWhy, "%s", zErr);
+    pRec = outcome_record(zTensor, zRule, &count, zErr[0] ? zWhy : NULL);
+    free(aE);
+    free(aC);
+    if (pCapE) parity_capture_close(pCapE);
+    if (pCapC) parity_capture_close(pCapC);
+    return pRec;
+}
+
+json_t *parity_gate_outcomes(const parity_diff_options *pOpt, const char *zEager,
+                             const char *zCompiled, const parity_diff_result *pRes)
+{
+    json_t *pOut = json_array();
+    parity_capture *pCap = NULL;
+    char zErr[PARITY_ERR_LEN];
+    size_t i, n;
+    int rc = 0;
+
+    (void)pOpt;
+    (void)pRes;
+    if (pOut == NULL) return NULL;
+    if (parity_capture_open(zEager, &pCap, zErr, sizeof zErr) != 0) return pOut;
+    n = parity_capture_count(pCap);
+    for (i = 0; i < n && rc == 0; i++) {
+        const parity_tensor_info *pInfo = parity_capture_tensor(pCap, i);
+        const parity_attr *pA = parity_attr_find(pInfo->aAttr, pInfo->nAttr, "outcome");
+        if (pA == NULL) continue;
+        if (pA->kind != PARITY_ATTR_STRING || pA->isArray) {
+            outcome_counts none;
+            memset(&none, 0, sizeof none);
+            rc |= parity_report_append(pOut, outcome_record(pInfo->zPath, "?", &none,
+                                                            "outcome is not a string"));
+            continue;
+        }
+        rc |= parity_report_append(pOut, one_outcome(zEager, zCompiled, pInfo->zPath,
+                                                     pA->azStr[0]));
+    }
+    parity_capture_close(pCap);
+    return parity_report_finish(pOut, rc);
+}
