@@ -444,14 +444,22 @@ if TorchDispatchMode is not None:
             return "linear", [inputs[0], t_rec.inputs[0]], {}
 
 
-def _write(path, rec, side, identity):
+def _write(path, rec, side, identity, outcomes=None):
+    outcomes = dict(outcomes or {})
+    names = {r.name for r in rec.records}
+    for name, rule in outcomes.items():
+        if name not in names or not isinstance(rule, str):
+            raise ValueError("parity_torch: outcome %r on %s: %s" % (
+                rule, name, "no such tensor in this capture (%s)" % side if name not in names
+                else "the rule must be a string (argmax, topk:K, threshold:T, tokens)"))
     tmp = path + ".tmp"
     with h5py.File(tmp, "w") as f:
         f.attrs["parity_format"] = PARITY_FORMAT
         f.attrs["side"] = side
         for key, value in identity.items():
             if value is not None:
-                f.attrs[key] = value if isinstance(value, (int, float)) else str(value)
+                f.attrs[key] = value if isinstance(value, (int, float, numpy.ndarray)) \
+                    else str(value)
         consumed = {id(i) for r in rec.records for i in (r.inputs or ())}
         for r in rec.records:
             if r.output_of is not None and id(r) not in consumed:
@@ -468,6 +476,8 @@ def _write(path, rec, side, identity):
                 d.attrs["output_of"] = r.output_of.name
             for key, value in r.attrs.items():
                 d.attrs[key] = value
+            if r.name in outcomes:
+                d.attrs["outcome"] = outcomes[r.name]
     import os
     os.replace(tmp, path)
 
@@ -485,11 +495,16 @@ def _identity(model, side, compiler, extra):
     return ident
 
 
-def capture_eager(module, inputs, path, fastpath=False, **identity):
+def capture_eager(module, inputs, path, fastpath=False, steady_calls=0, steady_inputs=None,
+                  outcomes=None, **identity):
     """Runs module(*inputs) eagerly under no_grad and writes every aten op to path.
     fastpath: let torch take its fused fast paths (one op for a whole encoder layer, which
     has no model); off by default, so the layer's own ops are recorded (root attribute
-    fastpath = "off" or "on"). identity: root attributes (model, workload, commit, ...)."""
+    fastpath = "off" or "on"). steady_calls, steady_inputs: time that many plain calls after
+    the recorded one (_steady_state; 0, the default, times nothing and writes no key).
+    outcomes: {tensor name: rule} written as the tensor attribute `outcome` (GATE.md,
+    "Outcome parity"): {"/out": "argmax"}. identity: root attributes (model, workload,
+    commit, ...)."""
     model = module
     if TorchDispatchMode is None:
         raise RuntimeError("parity_torch needs torch >= 1.13 (TorchDispatchMode)")
@@ -511,7 +526,10 @@ def capture_eager(module, inputs, path, fastpath=False, **identity):
         if r.name != "/out":
             rec.names.discard(r.name)
             r.name = rec.unique("/out")
-    _write(path, rec, "eager", _identity(model, "eager", None, identity))
+    ident = _identity(model, "eager", None, identity)
+    with _timing_fast_paths(fastpath):
+        ident.update(_steady_state(model, inputs, steady_calls, steady_inputs, dynamo=False))
+    _write(path, rec, "eager", ident, outcomes)
     return out
 
 
@@ -544,7 +562,8 @@ def _leaves(model):
 
 
 def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, compiler=None,
-                     run_module=None, contract=None, fastpath=False, **identity):
+                     run_module=None, contract=None, fastpath=False, steady_calls=0,
+                     steady_inputs=None, outcomes=None, reset_dynamo=True, **identity):
     """Runs the compiled module and writes its module outputs under eager's names.
 
     compile_leaf(leaf, example_args) -> callable compiles each leaf module on its own;
@@ -558,15 +577,22 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
     fastpath: as for capture_eager. Off, the leaves of an encoder layer run (and compile);
     on, torch's fused layer runs instead of them, outside any compiled leaf, and is recorded
     as the layer's output: torch's fast path against eager's op-by-op path.
+    steady_calls, steady_inputs, outcomes: as for capture_eager; under torch >= 2 the steady
+    state adds dynamo's view of it (_steady_state: fallback_calls, recompiles over warm-up
+    and steady state, recompile_reasons, config_hash).
+    reset_dynamo: False keeps dynamo's caches from earlier captures, so one compiled object
+    that whole_model returns each time (compiled once, fed several shapes) recompiles or
+    goes dynamic as it would in serving, and the telemetry shows it.
     """
     import copy
     model = module
     model.eval()
-    try:   # a fresh dynamo, so an earlier capture's compiled code and counters do not leak in
-        # (importlib: "import torch._dynamo" here would make torch a local of this function)
-        importlib.import_module("torch._dynamo").reset()
-    except ImportError:   # torch 1.13
-        pass
+    if reset_dynamo:
+        try:   # a fresh dynamo, so an earlier capture's compiled code and counters do not leak in
+            # (importlib: "import torch._dynamo" here would make torch a local of this function)
+            importlib.import_module("torch._dynamo").reset()
+        except ImportError:   # torch 1.13
+            pass
     with _fast_paths(fastpath):   # compiled, warmed up and run alike
         work = copy.deepcopy(run_module if run_module is not None else model)
         leaf_args = {}
@@ -600,10 +626,15 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
             if q is not None and id(q) in rec.by_id:
                 rec.by_id[id(p)] = rec.by_id[id(q)]
         whole_fn = whole_model(work, inputs) if whole_model is not None else None
-        telemetry = _warm_up(whole_fn if whole_fn is not None else work, inputs)
+        # dynamo's compile events from here on, each put down to the compiled callable
+        # that ran it: the recompiles of steady_calls (_steady_state)
+        ledger = _CompileLedger(work, whole_fn) if steady_calls or steady_inputs else None
+        run_whole = ledger.wrap(whole_fn) if ledger is not None and whole_fn is not None \
+            else whole_fn
+        telemetry = _warm_up(run_whole if whole_fn is not None else work, inputs)
         with torch.no_grad():
             if whole_fn is not None:
-                out = whole_fn(*inputs)
+                out = run_whole(*inputs)
             else:
                 def post(m, args, o, mpath, entry):
                     """A compiled leaf's output: recorded under the leaf's name. An input
@@ -647,7 +678,13 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
             compiler = None
     ident = _identity(model, "compiled", compiler, identity)
     ident.update(telemetry)
-    _write(path, rec, "compiled", ident)
+    with _timing_fast_paths(fastpath):
+        ident.update(_steady_state(run_whole if whole_fn is not None else work, inputs,
+                                   steady_calls, steady_inputs, dynamo=True,
+                                   warm_up=telemetry, ledger=ledger))
+        if ledger is not None:
+            ledger.close()
+    _write(path, rec, "compiled", ident, outcomes)
     return out
 
 
@@ -676,6 +713,300 @@ def _warm_up(fn, inputs):
             "graph_breaks": int(sum(counters["graph_break"].values())),
             "recompiles": int(max(0, frames - counters["stats"].get("unique_graphs", frames))),
             "eager_frames": int(max(0, frames - counters["frames"].get("ok", frames)))}
+
+
+# ---- steady-state telemetry (GATE.md, "Telemetry") -------------------------------------
+
+LATENCY_BUCKETS = 256          # latency_hist_ms: GATE.md's fixed buckets
+_LATENCY_BASE_MS = 0.001       # bucket 0 is below it; then 8 buckets per power of two
+
+
+def latency_bucket_edge(i):
+    """Upper edge of bucket i in ms (lower edge of bucket i + 1): 0.001 x 2^(i/8)."""
+    return _LATENCY_BASE_MS * 2.0 ** (i / 8.0)
+
+
+def latency_bucket(ms):
+    """GATE.md's bucket of a latency in ms: 0 below 0.001 ms, i (1..254) for
+    [0.001 x 2^((i-1)/8), 0.001 x 2^(i/8)), 255 the rest (from about 3.6e6 ms). The log2
+    guess is checked against the edges themselves, so a latency exactly on an edge goes
+    up, as the half-open buckets say, whatever the rounding of the logarithm."""
+    import math
+    if not ms >= _LATENCY_BASE_MS:    # below the first edge (NaN, negative: 0 too)
+        return 0
+    if math.isinf(ms):
+        return LATENCY_BUCKETS - 1
+    i = min(LATENCY_BUCKETS - 1, max(1, int(math.floor(8.0 * math.log2(ms / _LATENCY_BASE_MS))) + 1))
+    while i < LATENCY_BUCKETS - 1 and ms >= latency_bucket_edge(i):
+        i += 1
+    while i > 1 and ms < latency_bucket_edge(i - 1):
+        i -= 1
+    return i
+
+
+def latency_histogram(samples_ms):
+    """int64[256] counts of samples_ms in GATE.md's buckets."""
+    hist = numpy.zeros(LATENCY_BUCKETS, dtype=numpy.int64)
+    for ms in samples_ms:
+        hist[latency_bucket(ms)] += 1
+    return hist
+
+
+def latency_percentile(samples_ms, q):
+    """The exact nearest-rank percentile q (0 < q <= 1) of the samples: the smallest sample
+    with at least q x n samples at or below it (a measured latency, never an interpolation
+    between two)."""
+    import math
+    xs = sorted(samples_ms)
+    return float(xs[max(0, min(len(xs) - 1, int(math.ceil(q * len(xs))) - 1))])
+
+
+def _dynamo_utils():
+    try:
+        return importlib.import_module("torch._dynamo.utils")
+    except ImportError:   # torch 1.13: no dynamo
+        return None
+
+
+def _compile_events():
+    """dynamo's record of its compiles so far (torch._dynamo.utils.get_compilation_metrics,
+    torch >= 2.1: one CompilationMetrics per frame compile, with recompile_reason and
+    fail_type), or None where it has none."""
+    utils = _dynamo_utils()
+    getter = getattr(utils, "get_compilation_metrics", None) if utils is not None else None
+    return list(getter()) if getter is not None else None
+
+
+def _config_hash():
+    """A short sha256 over torch._dynamo.config and torch._inductor.config (get_config_copy:
+    every key, with its value where it is plain data: bool, number, string, None and lists
+    or dicts of them; callables and objects, whose repr holds addresses, by key only), so a
+    gate sees a changed compiler configuration. None where the config modules are missing."""
+    import hashlib
+    import json
+
+    def plain(v):
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return True
+        if isinstance(v, (list, tuple, set, frozenset)):
+            return all(plain(x) for x in v)
+        if isinstance(v, dict):
+            return all(isinstance(k, str) and plain(x) for k, x in v.items())
+        return False
+
+    def canon(v):
+        if isinstance(v, (set, frozenset)):
+            return sorted((canon(x) for x in v), key=repr)
+        if isinstance(v, (list, tuple)):
+            return [canon(x) for x in v]
+        if isinstance(v, dict):
+            return {k: canon(x) for k, x in sorted(v.items())}
+        return v
+    doc = {}
+    for name in ("torch._dynamo.config", "torch._inductor.config"):
+        try:
+            copy = importlib.import_module(name).get_config_copy()
+        except (ImportError, AttributeError):
+            return None
+        doc[name] = {k: canon(v) if plain(v) else "<%s>" % type(v).__name__
+                     for k, v in sorted(copy.items())}
+    text = json.dumps(doc, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _timing_fast_paths(enabled):
+    """The fast-path setting the steady state is timed under: the recorded run's where torch
+    has a switch for it (>= 2.1, no cost per call); on torch 1.13 none, since its only way
+    off is a pass-through TorchFunctionMode that would put Python into every timed call
+    (both sides then time what torch runs, fused fast paths included)."""
+    mha = getattr(torch.backends, "mha", None)
+    if mha is not None and hasattr(mha, "set_fastpath_enabled"):
+        return _fast_paths(enabled)
+    return contextlib.nullcontext()
+
+
+def _sync(out):
+    """Waits for an accelerator's queued kernels, so a call's time is its whole run."""
+    if isinstance(out, (tuple, list)):
+        for o in out:
+            _sync(o)
+    elif isinstance(out, torch.Tensor) and out.device.type == "cuda":
+        torch.cuda.synchronize(out.device)
+
+
+class _CompileLedger:
+    """dynamo's compile events (get_compilation_metrics) during a capture, each put down to
+    the compiled callable running when it happened: a compiled leaf (forward hooks on the
+    _Compiled modules of work) or the whole-model callable (wrap). A callable's compiles
+    are counted on the compiled object itself (_parity_compiles), so its first compile
+    ever is known even when it was compiled in an earlier capture (reset_dynamo=False)."""
+
+    def __init__(self, work, whole_fn):
+        self.before = _compile_events()
+        self.events = []              # (callable or None, event)
+        self.stack = []
+        self.handles = []
+        self.closed = False
+        if self.before is None:
+            return
+        self.seen = {id(e) for e in self.before}
+        if whole_fn is None:
+            for m in work.modules():
+                if isinstance(m, _Compiled):
+                    self.handles.append(m.register_forward_pre_hook(
+                        lambda mod, args: self.enter(object.__getattribute__(mod, "fn"))))
+                    self.handles.append(m.register_forward_hook(
+                        lambda mod, args, out: self.leave()))
+
+    def _new(self):
+        evs = [e for e in (_compile_events() or ()) if id(e) not in self.seen]
+        self.seen.update(id(e) for e in evs)
+        return evs
+
+    def enter(self, owner):
+        if self.before is not None:
+            self.events.extend((self.stack[-1] if self.stack else None, e) for e in self._new())
+            self.stack.append(owner)
+
+    def leave(self):
+        if self.before is not None and self.stack:
+            owner = self.stack.pop()
+            self.events.extend((owner, e) for e in self._new())
+
+    def wrap(self, fn):
+        def run(*args):
+            self.enter(fn)
+            try:
+                return fn(*args)
+            finally:
+                self.leave()
+        run.__wrapped__ = fn
+        return run
+
+    def recompile_reasons(self):
+        """The recompile_reason of every recompile: a compile event with one, less each
+        callable's first compile ever."""
+        self.events.extend((None, e) for e in self._new())
+        reasons = []
+        for owner, e in self.events:
+            ok = not e.fail_type
+            first = ok and owner is not None and not getattr(owner, "_parity_compiles", 0)
+            if ok and owner is not None:
+                try:
+                    owner._parity_compiles = getattr(owner, "_parity_compiles", 0) + 1
+                except (AttributeError, TypeError):
+                    pass   # an object that takes no attributes: every compile counts
+            if e.recompile_reason and not first:
+                reasons.append(e.recompile_reason)
+        self.events = []
+        return reasons
+
+    def close(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+
+def _uses_dynamo(fn):
+    """Is fn (or a compiled leaf in it) a torch.compile'd callable? Its warm-up may have
+    compiled nothing (a compiled object reused from an earlier capture, reset_dynamo=False)."""
+    def compiled(f):
+        return getattr(f, "_torchdynamo_orig_callable", None) is not None or \
+            type(f).__name__ == "OptimizedModule"
+    fn = getattr(fn, "__wrapped__", fn)
+    if compiled(fn):
+        return True
+    if isinstance(fn, torch.nn.Module):
+        for m in fn.modules():
+            if compiled(m) or (isinstance(m, _Compiled) and
+                               compiled(object.__getattribute__(m, "fn"))):
+                return True
+    return False
+
+
+def _steady_state(fn, inputs, steady_calls, steady_inputs, dynamo, warm_up=None, ledger=None):
+    """Times steady_calls calls of fn (after the warm-up and the recorded run, under no_grad,
+    outside any Python dispatch mode, so a compiled model runs its own kernels), cycling
+    through steady_inputs (a list of argument tuples; default: the capture's inputs). The
+    root attributes it gives (none when steady_calls is 0 and steady_inputs not given;
+    steady_inputs alone times each once): calls, steady_time_s (sum), latency_hist_ms
+    (GATE.md's 256 buckets), latency_p50_ms and latency_p99_ms (nearest-rank, exact).
+
+    dynamo (the compiled side, torch >= 2, when dynamo compiled something during the warm-up
+    or the steady state) adds, from torch._dynamo.utils:
+    - fallback_calls: steady calls during which counters["frames"]["total"] grew more than
+      counters["frames"]["ok"] (ConvertFrame counts each frame it is handed in "total" and
+      those it converted in "ok": a frame it gave up on, an Unsupported skip or its recompile
+      limit, which it signals by raising Unsupported "Dynamo recompile limit exceeded", ran
+      eagerly), or a compile event of the call (get_compilation_metrics) failed (fail_type).
+      A frame dynamo has marked skip or run-only runs eagerly in later calls without passing
+      through ConvertFrame, so no counter sees those calls: only the call that hit the limit
+      counts (the warm-up's are in eager_frames).
+    - recompiles: the compile events since this capture began (warm-up, recorded run and
+      steady state) that were recompilations (recompile_reason set: dynamo had cache
+      entries for the frame and their guards all failed), less each compiled callable's
+      first compile ever (_CompileLedger: torch.compile'd leaves share one frame of dynamo's,
+      so a second leaf's first compile is a "recompilation" of it), so new shapes among
+      steady_inputs show; where get_compilation_metrics is missing (torch 2.0), the
+      warm-up's count plus the steady state's growth of counters["frames"]["ok"].
+    - recompile_reasons: those events' recompile_reason (the first failing guard, "size
+      mismatch at index 0. expected 16, actual 64"), one a line; torch 2.0: the entries
+      of torch._dynamo.utils.guard_failures.
+    - config_hash (_config_hash).
+    The compiled artifacts (Inductor's FX graph cache keys) are not exposed by dynamo's
+    counters or compile events on CPU, so no cache_hash is written."""
+    import time
+    if steady_inputs is not None:
+        steady_inputs = [tuple(a) for a in steady_inputs]
+        if not steady_calls:
+            steady_calls = len(steady_inputs)
+    if not steady_calls:
+        return {}
+    if steady_calls < 0:
+        raise ValueError("parity_torch: steady_calls must be >= 0")
+    pool = steady_inputs or [tuple(inputs)]
+    utils = _dynamo_utils() if dynamo else None
+    counters = utils.counters if utils is not None else None
+    events_known = ledger is not None and ledger.before is not None
+    frames_before = dict(counters["frames"]) if counters is not None else {}
+    samples, fallback = [], 0
+    with torch.no_grad(), _outside_dispatch_modes():
+        for k in range(steady_calls):
+            args = pool[k % len(pool)]
+            if counters is not None:
+                total0, ok0 = counters["frames"]["total"], counters["frames"]["ok"]
+                ev0 = _compile_events() if events_known else None
+            t0 = time.perf_counter()
+            _sync(fn(*args))
+            samples.append((time.perf_counter() - t0) * 1e3)
+            if counters is not None:
+                gave_up = (counters["frames"]["total"] - total0) > (counters["frames"]["ok"] - ok0)
+                if ev0 is not None:
+                    seen = {id(e) for e in ev0}
+                    gave_up = gave_up or any(e.fail_type for e in _compile_events()
+                                             if id(e) not in seen)
+                fallback += bool(gave_up)
+    out = {"calls": int(steady_calls),
+           "steady_time_s": float(sum(samples) / 1e3),
+           "latency_hist_ms": latency_histogram(samples),
+           "latency_p50_ms": latency_percentile(samples, 0.50),
+           "latency_p99_ms": latency_percentile(samples, 0.99)}
+    if counters is None or not (warm_up or counters["frames"].get("total") or _uses_dynamo(fn)):
+        return out   # eager, torch 1.13, or a compiler dynamo had no part in
+    out["fallback_calls"] = int(fallback)
+    if events_known:
+        reasons = ledger.recompile_reasons()
+        out["recompiles"] = len(reasons)
+    else:
+        reasons = [r for rs in utils.guard_failures.values() for r in rs]
+        grown = counters["frames"].get("ok", 0) - frames_before.get("ok", 0)
+        out["recompiles"] = int((warm_up or {}).get("recompiles", 0) + max(0, grown))
+    out["recompile_reasons"] = "\n".join(str(r).strip().splitlines()[0] for r in reasons
+                                         if str(r).strip())
+    h = _config_hash()
+    if h is not None:
+        out["config_hash"] = h
+    return out
 
 
 # ---- compilers for capture_compiled ----------------------------------------------------
