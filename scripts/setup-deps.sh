@@ -18,6 +18,8 @@ packages=(
   python3-venv                    # scripts/setup-venv.sh: current torch from PyPI beside it
   libdnnl-dev                     # oneDNN 2.6: the onednn target of parityfuzz
   glibc-source                    # libm-test-ulps for tests/bench/validate_libm.sh (25 MB)
+  python3-prometheus-client libxml2-utils  # gate reports: OpenMetrics parser, xmllint (tests only)
+  chromium chromium-driver        # headless browser for the gate HTML page test (tests only)
 )
 
 missing=()
