@@ -8,6 +8,14 @@
  * few rows while every element is within its bound (a near-tie): numerical parity and
  * outcome parity are different questions, and the gate reports both.
  *
+ * Where the sides decide differently, the reference says who is right: the tensor's op
+ * (ops.h), recomputed in MPFR from the eager capture's own inputs, gives the exact values of
+ * the row (or element), and the decision read from them is compared with each side's.
+ * The exact values, not their rounding to the tensor's dtype: the question is which
+ * decision the mathematics makes. Only the rows that disagree are recomputed, so the cost
+ * is that of a few elements, whatever the tensor's size. No op, an op the registry lacks,
+ * or inputs not captured leave the row's referee unknown, and say so (ref_unknown).
+ *
  * Runs in the pair's child, after the diff. Outcome tensors are read whole (they are
  * logits and tokens, not activations); one larger than OUTCOME_MAX_ELEMS is an error of
  * that record, never a memory blow-up.
@@ -16,10 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <mpfr.h>
 #include "diff/gate.h"
+#include "diff/operand_internal.h"
 #include "formats/capture.h"
 #include "formats/dtype.h"
 #include "reports/report_internal.h"
+#include "tolerance/mpref.h"
 
 #define OUTCOME_MAX_ELEMS (64u << 20)
 #define TOPK_MAX 1024
@@ -150,24 +161,134 @@ fail:
     return NULL;
 }
 
+#define REF_MAX_INPUTS 8
+
+/* The referee of one outcome tensor: its op over the eager capture's inputs. */
+typedef struct {
+    int ready;                 /* 0: no reference (zWhy says why) */
+    parity_op_call call;
+    parity_operand aIn[REF_MAX_INPUTS];
+    size_t nIn;
+    mpfr_t value;
+    char zWhy[256];
+} referee;
+
+static void referee_close(referee *pRef)
+{
+    size_t k;
+    if (pRef->ready) {
+        parity_op_end(&pRef->call);
+        mpfr_clear(pRef->value);
+    }
+    for (k = 0; k < pRef->nIn; k++) parity_operand_free(&pRef->aIn[k]);
+    pRef->ready = 0;
+    pRef->nIn = 0;
+}
+
+/* Sets the referee up for pInfo of pCap (the eager capture); 0 on success, else -1 with
+ * pRef->zWhy. */
+static int referee_open(referee *pRef, parity_capture *pCap, const parity_tensor_info *pInfo)
+{
+    const parity_op_def *pDef = pInfo->zOp ? parity_op_find(pInfo->zOp) : NULL;
+    const parity_attr *pAcc = parity_attr_find(pInfo->aAttr, pInfo->nAttr, "acc_dtype");
+    parity_dtype accDtype = PARITY_DT_INVALID;
+    uint64_t nTotal = 0;
+    size_t k;
+    char zErr[PARITY_ERR_LEN];
+
+    memset(pRef, 0, sizeof *pRef);
+    if (pDef == NULL) {
+        snprintf(pRef->zWhy, sizeof pRef->zWhy, pInfo->zOp ? "op %s has no model" : "no op",
+                 pInfo->zOp);
+        return -1;
+    }
+    if (pInfo->nInput > REF_MAX_INPUTS) {
+        snprintf(pRef->zWhy, sizeof pRef->zWhy, "too many inputs");
+        return -1;
+    }
+    if (pAcc && pAcc->kind == PARITY_ATTR_STRING && pAcc->n == 1)
+        accDtype = parity_dtype_from_name(pAcc->azStr[0]);
+    for (k = 0; k < pInfo->nInput; k++) {
+        long i = parity_capture_find(pCap, pInfo->azInput[k]);
+        const parity_tensor_info *pIn = i >= 0 ? parity_capture_tensor(pCap, (size_t)i) : NULL;
+        if (pIn == NULL || pIn->zError) {
+            snprintf(pRef->zWhy, sizeof pRef->zWhy, "input %.200s not captured", pInfo->azInput[k]);
+            goto fail;
+        }
+        nTotal += pIn->nElem;
+        if (nTotal > OPERAND_BUDGET_ELEMS) {
+            snprintf(pRef->zWhy, sizeof pRef->zWhy, "operands exceed the reference's budget");
+            goto fail;
+        }
+        if (parity_operand_load(pCap, (size_t)i, &pRef->aIn[k], zErr, sizeof zErr) != 0) {
+            snprintf(pRef->zWhy, sizeof pRef->zWhy, "%.250s", zErr);
+            goto fail;
+        }
+        pRef->nIn++;
+    }
+    if (parity_op_begin(&pRef->call, pDef, pRef->aIn, pRef->nIn, pInfo->dtype, pInfo->rank,
+                        pInfo->aDim, accDtype, pInfo->aAttr, pInfo->nAttr, zErr, sizeof zErr) != 0) {
+        snprintf(pRef->zWhy, sizeof pRef->zWhy, "%.250s", zErr);
+        goto fail;
+    }
+    mpfr_init2(pRef->value, PARITY_REF_PREC);
+    pRef->ready = 1;
+    return 0;
+fail:
+    referee_close(pRef);
+    return -1;
+}
+
+/* The exact values of elements [first, first + n) into a (binary64, rounded to nearest);
+ * 0, or -1 when the op fails. Elements must be asked for in increasing order (ops.h). */
+static int referee_values(referee *pRef, uint64_t first, uint64_t n, double *a)
+{
+    uint64_t i;
+    double bound;
+    for (i = 0; i < n; i++) {
+        pRef->call.probBound = NAN;
+        pRef->call.overflowPossible = 0;
+        pRef->call.nonfiniteAny = 0;
+        if (pRef->call.pDef->xElement(&pRef->call, first + i, pRef->value, &bound) != 0) return -1;
+        a[i] = mpfr_get_d(pRef->value, MPFR_RNDN);
+    }
+    return 0;
+}
+
 typedef struct {
     uint64_t decisions, agree, refEager, refCompiled, refNeither, refUnknown;
 } outcome_counts;
 
-/* Decides every row (argmax, top-k) or element (threshold, tokens) on both sides. */
+/* Counts who the referee sides with, given 1 where its decision equals eager's and
+ * compiled's (both can hold only when the two sides agree, which is never asked). */
+static void count_referee(outcome_counts *pCount, int likeEager, int likeCompiled)
+{
+    if (likeEager) pCount->refEager++;
+    else if (likeCompiled) pCount->refCompiled++;
+    else pCount->refNeither++;
+}
+
+/* Decides every row (argmax, top-k) or element (threshold, tokens) on both sides, and
+ * where they differ asks the referee (NULL or not ready: unknown). */
 static int decide(const outcome_rule *pRule, const double *aE, const double *aC,
-                  const parity_tensor_info *pInfo, outcome_counts *pCount, char *zErr,
-                  size_t nErr)
+                  const parity_tensor_info *pInfo, referee *pRef, outcome_counts *pCount,
+                  char *zErr, size_t nErr)
 {
     uint64_t nLast = pInfo->rank ? pInfo->aDim[pInfo->rank - 1] : 1, nRow, r, i;
+    int canRefer = pRef && pRef->ready && pRule->kind != RULE_TOKENS;
+    double *aRef = NULL;
+
     if (pRule->kind == RULE_THRESHOLD || pRule->kind == RULE_TOKENS) {
         for (i = 0; i < pInfo->nElem; i++) {
+            double ref;
             int same = pRule->kind == RULE_THRESHOLD
                 ? ((aE[i] > pRule->threshold) == (aC[i] > pRule->threshold))
                 : (aE[i] == aC[i] || (isnan(aE[i]) && isnan(aC[i])));
             pCount->decisions++;
             if (same) pCount->agree++;
-            else pCount->refUnknown++;
+            else if (!canRefer || referee_values(pRef, i, 1, &ref) != 0) pCount->refUnknown++;
+            else count_referee(pCount, (ref > pRule->threshold) == (aE[i] > pRule->threshold),
+                               (ref > pRule->threshold) == (aC[i] > pRule->threshold));
         }
         return 0;
     }
@@ -178,26 +299,41 @@ static int decide(const outcome_rule *pRule, const double *aE, const double *aC,
                  (unsigned long long)nLast);
         return -1;
     }
+    if (canRefer && (aRef = malloc(nLast * sizeof *aRef)) == NULL) canRefer = 0;
     for (r = 0; r < nRow; r++) {
         const double *e = aE + r * nLast, *c = aC + r * nLast;
-        int same;
+        int same, refOk = canRefer;
         if (pRule->kind == RULE_ARGMAX) {
-            same = row_argmax(e, nLast) == row_argmax(c, nLast);
+            uint64_t iE = row_argmax(e, nLast), iC = row_argmax(c, nLast), iR;
+            same = iE == iC;
+            if (!same && refOk && referee_values(pRef, r * nLast, nLast, aRef) == 0) {
+                iR = row_argmax(aRef, nLast);
+                count_referee(pCount, iR == iE, iR == iC);
+            } else if (!same) {
+                pCount->refUnknown++;
+            }
         } else {
-            uint64_t aTopE[TOPK_MAX], aTopC[TOPK_MAX];
+            uint64_t aTopE[TOPK_MAX], aTopC[TOPK_MAX], aTopR[TOPK_MAX];
+            size_t nK = (size_t)pRule->k * sizeof *aTopE;
             row_topk(e, nLast, pRule->k, aTopE);
             row_topk(c, nLast, pRule->k, aTopC);
-            same = memcmp(aTopE, aTopC, (size_t)pRule->k * sizeof *aTopE) == 0;
+            same = memcmp(aTopE, aTopC, nK) == 0;
+            if (!same && refOk && referee_values(pRef, r * nLast, nLast, aRef) == 0) {
+                row_topk(aRef, nLast, pRule->k, aTopR);
+                count_referee(pCount, memcmp(aTopR, aTopE, nK) == 0, memcmp(aTopR, aTopC, nK) == 0);
+            } else if (!same) {
+                pCount->refUnknown++;
+            }
         }
         pCount->decisions++;
         if (same) pCount->agree++;
-        else pCount->refUnknown++;
     }
+    free(aRef);
     return 0;
 }
 
 static json_t *outcome_record(const char *zTensor, const char *zRule, const outcome_counts *pC,
-                              const char *zError)
+                              const char *zError, const char *zNote)
 {
     json_t *p = json_object();
     int rc = 0;
@@ -210,6 +346,7 @@ static json_t *outcome_record(const char *zTensor, const char *zRule, const outc
     rc |= parity_report_set(p, "ref_neither", json_integer((json_int_t)pC->refNeither));
     rc |= parity_report_set(p, "ref_unknown", json_integer((json_int_t)pC->refUnknown));
     rc |= parity_report_set(p, "error", zError ? json_string(zError) : json_null());
+    rc |= parity_report_set(p, "note", zNote ? json_string(zNote) : json_null());
     return parity_report_finish(p, rc);
 }
 
@@ -222,7 +359,8 @@ static json_t *one_outcome(const char *zEager, const char *zCompiled, const char
     const parity_tensor_info *pInfoE = NULL, *pInfoC = NULL;
     double *aE = NULL, *aC = NULL;
     uint64_t nE = 0, nC = 0;
-    char zErr[PARITY_ERR_LEN] = "", zWhy[PARITY_ERR_LEN + 64];
+    char zErr[PARITY_ERR_LEN] = "", zWhy[PARITY_ERR_LEN + 64], zNote[300] = "";
+    referee ref;
     json_t *pRec;
 
     memset(&count, 0, sizeof count);
@@ -239,10 +377,15 @@ static json_t *one_outcome(const char *zEager, const char *zCompiled, const char
         snprintf(zErr, sizeof zErr, "the two sides' shapes differ");
         goto done;
     }
-    if (decide(&rule, aE, aC, pInfoE, &count, zErr, sizeof zErr) == 0) zErr[0] = 0;
+    referee_open(&ref, pCapE, pInfoE);   /* not ready: disagreements count unknown */
+    if (decide(&rule, aE, aC, pInfoE, &ref, &count, zErr, sizeof zErr) == 0) zErr[0] = 0;
+    if (!ref.ready && count.refUnknown > 0)
+        snprintf(zNote, sizeof zNote, "no reference: %s", ref.zWhy);
+    referee_close(&ref);
 done:
     snprintf(zWhy, sizeof zWhy, "%s", zErr);
-    pRec = outcome_record(zTensor, zRule, &count, zErr[0] ? zWhy : NULL);
+    pRec = outcome_record(zTensor, zRule, &count, zErr[0] ? zWhy : NULL,
+                          zNote[0] ? zNote : NULL);
     free(aE);
     free(aC);
     if (pCapE) parity_capture_close(pCapE);
@@ -272,7 +415,7 @@ json_t *parity_gate_outcomes(const parity_diff_options *pOpt, const char *zEager
             outcome_counts none;
             memset(&none, 0, sizeof none);
             rc |= parity_report_append(pOut, outcome_record(pInfo->zPath, "?", &none,
-                                                            "outcome is not a string"));
+                                                            "outcome is not a string", NULL));
             continue;
         }
         rc |= parity_report_append(pOut, one_outcome(zEager, zCompiled, pInfo->zPath,

@@ -279,6 +279,25 @@ static int slice_add_pair(slice_acc *pS, const json_t *pPair)
     return json_array_append(pS->pPairIds, json_object_get(pPair, "id"));
 }
 
+/* An outcome tensor that could not be decided is a warning of the run: its decisions are
+ * missing from the slice's agreement, which must be said, not hidden in the pair. */
+static int warn_outcome_errors(const json_t *pPair, json_t *pWarnings)
+{
+    const json_t *pO;
+    size_t i;
+    int rc = 0;
+    json_array_foreach(json_object_get(pPair, "outcomes"), i, pO) {
+        const char *zErr = json_string_value(json_object_get(pO, "error"));
+        char zW[1024];
+        if (zErr == NULL) continue;
+        snprintf(zW, sizeof zW, "%s: outcome of %s not decided: %s",
+                 json_string_value(json_object_get(pPair, "id")),
+                 json_string_value(json_object_get(pO, "tensor")), zErr);
+        rc |= parity_report_append(pWarnings, json_string(zW));
+    }
+    return rc;
+}
+
 static int by_name(const void *pA, const void *pB)
 {
     return strcmp(((const slice_acc *)pA)->zName, ((const slice_acc *)pB)->zName);
@@ -455,6 +474,7 @@ int parity_gate_build_slices(json_t *pDoc, const parity_gate_traffic *pTraffic)
         free(zName);
         if (pS == NULL) { rc = -1; break; }
         rc |= slice_add_pair(pS, pPair);
+        rc |= warn_outcome_errors(pPair, pWarnings);
         if (zSt && strcmp(zSt, "missing_eager") == 0)
             rc |= json_array_append(pOrphans, json_object_get(pPair, "id"));
     }

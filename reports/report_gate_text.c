@@ -155,23 +155,65 @@ static void print_failures(FILE *pOut, const json_t *pDoc)
     }
 }
 
+/* Where the two sides decide differently, and whom the reference sides with. */
+static void print_outcomes(FILE *pOut, const json_t *pDoc)
+{
+    const json_t *pPair, *pO;
+    size_t i, j;
+    char zId[256], zT[256];
+    int any = 0;
+    json_array_foreach(json_object_get(pDoc, "pairs"), i, pPair)
+        json_array_foreach(json_object_get(pPair, "outcomes"), j, pO) {
+            json_int_t n = json_integer_value(json_object_get(pO, "decisions"));
+            json_int_t nAgree = json_integer_value(json_object_get(pO, "agree"));
+            if (n == nAgree) continue;
+            if (!any++) fprintf(pOut, "\nOutcome disagreements (the reference sides with):\n");
+            fprintf(pOut, "  %s %s (%s): %lld of %lld decisions differ; eager %lld, compiled "
+                    "%lld, neither %lld, unknown %lld\n",
+                    parity_escape(json_string_value(json_object_get(pPair, "id")), zId, sizeof zId),
+                    parity_escape(json_string_value(json_object_get(pO, "tensor")), zT, sizeof zT),
+                    json_string_value(json_object_get(pO, "rule")), (long long)(n - nAgree),
+                    (long long)n, (long long)json_integer_value(json_object_get(pO, "ref_eager")),
+                    (long long)json_integer_value(json_object_get(pO, "ref_compiled")),
+                    (long long)json_integer_value(json_object_get(pO, "ref_neither")),
+                    (long long)json_integer_value(json_object_get(pO, "ref_unknown")));
+        }
+}
+
+static void print_warnings(FILE *pOut, const json_t *pDoc)
+{
+    const json_t *pW;
+    size_t i;
+    char zEsc[1024];
+    if (json_array_size(json_object_get(pDoc, "warnings")) == 0) return;
+    fprintf(pOut, "\nWarnings:\n");
+    json_array_foreach(json_object_get(pDoc, "warnings"), i, pW)
+        fprintf(pOut, "  %s\n", parity_escape(json_string_value(pW), zEsc, sizeof zEsc));
+}
+
 static void print_coverage(FILE *pOut, const json_t *pDoc)
 {
     const json_t *pCov = json_object_get(pDoc, "coverage"), *pS, *pId;
     const json_t *pKeys = json_object_get(pDoc, "slice_keys");
     char zLabels[512], zEsc[256];
     size_t i;
-    if (json_is_number(json_object_get(pCov, "traffic_covered")))
+    int header = 0;
+    if (json_is_number(json_object_get(pCov, "traffic_covered"))) {
         fprintf(pOut, "\nCoverage: %.1f%% of traffic has parity evidence\n",
                 100.0 * json_number_value(json_object_get(pCov, "traffic_covered")));
+        header = 1;
+    }
     json_array_foreach(json_object_get(pCov, "slices"), i, pS)
         if (!json_is_true(json_object_get(pS, "evidence"))) {
+            if (!header++) fprintf(pOut, "\nCoverage:\n");
             labels_text(json_object_get(pS, "labels"), pKeys, zLabels, sizeof zLabels);
             fprintf(pOut, "  no evidence: %s\n", zLabels);
         }
-    json_array_foreach(json_object_get(pCov, "compiled_without_eager"), i, pId)
+    json_array_foreach(json_object_get(pCov, "compiled_without_eager"), i, pId) {
+        if (!header++) fprintf(pOut, "\nCoverage:\n");
         fprintf(pOut, "  compiled without eager: %s\n",
                 parity_escape(json_string_value(pId), zEsc, sizeof zEsc));
+    }
 }
 
 int parity_report_gate_text(const json_t *pDoc, FILE *pOut)
@@ -195,7 +237,9 @@ int parity_report_gate_text(const json_t *pDoc, FILE *pOut)
     print_p99(pOut, pDoc);
     print_slices(pOut, pDoc);
     print_failures(pOut, pDoc);
+    print_outcomes(pOut, pDoc);
     print_coverage(pOut, pDoc);
+    print_warnings(pOut, pDoc);
     return ferror(pOut) ? -1 : 0;
 }
 
