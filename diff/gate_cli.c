@@ -68,6 +68,7 @@ static void usage(void)
 "      --timestamp TS      the run's time (ISO 8601, UTC; default: now)\n"
 "      --run-id ID         the run's id (default: from the timestamp and process)\n"
 "      --shard I/N         judge pairs I, I+N, ... only; write them for 'gate merge'\n"
+"      --history-schema    print the history's SQL schema (SQLite and PostgreSQL) and exit\n"
 "\n"
 "Output (each written atomically):\n"
 "      --json FILE         the gate's JSON document (diff/GATE.md)\n"
@@ -409,7 +410,7 @@ int parity_gate_main(int argc, char **argv)
 {
     enum { O_POLICY = 256, O_TRAFFIC, O_HISTORY, O_TIMESTAMP, O_RUN_ID, O_SLICE_KEYS, O_JSON,
            O_JUNIT, O_METRICS, O_HTML, O_MITIGATIONS, O_TOLERANCE, O_JOBS, O_TIMEOUT, O_STALL,
-           O_MEMORY, O_SHARD, O_PROGRESS };
+           O_MEMORY, O_SHARD, O_PROGRESS, O_SCHEMA };
     static const struct option aLong[] = {
         { "policy", required_argument, NULL, O_POLICY },
         { "traffic", required_argument, NULL, O_TRAFFIC },
@@ -429,6 +430,7 @@ int parity_gate_main(int argc, char **argv)
         { "max-memory", required_argument, NULL, O_MEMORY },
         { "shard", required_argument, NULL, O_SHARD },
         { "progress", no_argument, NULL, O_PROGRESS },
+        { "history-schema", no_argument, NULL, O_SCHEMA },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
@@ -501,6 +503,9 @@ int parity_gate_main(int argc, char **argv)
             break;
         }
         case 'h': usage(); return 0;
+        case O_SCHEMA:
+            fputs(parity_gate_history_schema, stdout);
+            return fflush(stdout) == 0 ? 0 : 2;
         default:
             return usage_error("invalid option '%s'", argv[optind - 1]);
         }

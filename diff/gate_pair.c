@@ -271,6 +271,19 @@ static json_t *collect(running_pair *pR, const parity_gate_pair_spec *pSpec, int
     return failed_record(pSpec, zWhy);
 }
 
+/* What the child wrote on stderr is dropped (libhdf5 and glibc write there when a hostile
+ * file breaks them, and the pair's record says what happened); PARITY_KEEP_CHILD_STDERR=1
+ * passes it on, as paritydiff does, for debugging and sanitizer runs. */
+static void pass_child_stderr(const parity_process *pProc)
+{
+    const char *zKeep = getenv("PARITY_KEEP_CHILD_STDERR");
+    const parity_process_text *pText = &pProc->capture[2];
+    if (pText->n > 0 && zKeep && strcmp(zKeep, "1") == 0) {
+        fwrite(pText->z, 1, pText->n, stderr);
+        fflush(stderr);
+    }
+}
+
 static int start_pair(running_pair *pR, const parity_gate_judge_options *pOpt,
                       const parity_gate_pair_spec *pSpec, size_t iSpec, char *zErr, size_t nErr)
 {
@@ -341,6 +354,7 @@ int parity_gate_judge(const parity_gate_judge_options *pOpt, const parity_gate_p
             if (zKilled) parity_process_kill(&pR->proc);
             else if (!pR->proc.ready) continue;
             apRec[pR->iSpec] = collect(pR, &aSpec[pR->iSpec], zKilled != NULL, zKilled);
+            pass_child_stderr(&pR->proc);
             parity_process_close(&pR->proc);
             nDone++;
             if (apRec[pR->iSpec] == NULL) {

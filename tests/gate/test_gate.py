@@ -247,6 +247,15 @@ class ExampleSuite(unittest.TestCase):
         self.assertEqual(st["chat/1-512/seq512"], "pass")
 
 
+class Documents(unittest.TestCase):
+    def test_gate_md_shows_the_schema_the_code_writes(self):
+        code, schema, _ = gate("--history-schema")
+        self.assertEqual(code, 0)
+        with open(os.path.join(GATE_DIR, "..", "..", "diff", "GATE.md")) as f:
+            doc = f.read()
+        self.assertIn("```sql\n" + schema.rstrip("\n") + "\n```", doc)
+
+
 class BadInput(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="gate-bad-")
