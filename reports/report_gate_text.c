@@ -52,13 +52,14 @@ static void print_alerts(FILE *pOut, const json_t *pDoc, const char *zList, cons
     fprintf(pOut, "\n%s:\n", zTitle);
     json_array_foreach(json_object_get(pDoc, zList), i, pA) {
         labels_text(json_object_get(pA, "labels"), pKeys, zLabels, sizeof zLabels);
-        fprintf(pOut, "  %-18s %s: %s (eager %s), out of range %d of %d run%s needed\n",
-                json_string_value(json_object_get(pA, "metric")), zLabels,
-                fig(num(json_object_get(pA, "value")), "%.4g", zV, sizeof zV),
-                fig(num(json_object_get(pA, "eager")), "%.4g", zE, sizeof zE),
+        fprintf(pOut, "  %-18s %s: %s", json_string_value(json_object_get(pA, "metric")), zLabels,
+                fig(num(json_object_get(pA, "value")), "%.4g", zV, sizeof zV));
+        if (isfinite(num(json_object_get(pA, "eager"))))
+            fprintf(pOut, " (eager %s)", fig(num(json_object_get(pA, "eager")), "%.4g", zE, sizeof zE));
+        fprintf(pOut, ", %d run%s out of range, persistence %d\n",
                 (int)json_integer_value(json_object_get(pA, "runs_out_of_range")),
-                (int)json_integer_value(json_object_get(pA, "persistence")),
-                json_integer_value(json_object_get(pA, "persistence")) == 1 ? "" : "s");
+                json_integer_value(json_object_get(pA, "runs_out_of_range")) == 1 ? "" : "s",
+                (int)json_integer_value(json_object_get(pA, "persistence")));
         fprintf(pOut, "  %-18s owner %s, mitigation %s\n", "",
                 parity_escape(json_string_value(json_object_get(pA, "owner")), zEsc, sizeof zEsc),
                 json_string_value(json_object_get(pA, "mitigation")));
@@ -107,12 +108,16 @@ static void print_slices(FILE *pOut, const json_t *pDoc)
         const json_t *pP = json_object_get(pS, "parity");
         const json_t *pC = json_object_get(json_object_get(pS, "telemetry"), "compiled");
         labels_text(json_object_get(pS, "labels"), pKeys, zLabels, sizeof zLabels);
-        fprintf(pOut, "  %-40s pairs %lld: %lld/%lld/%lld  outcome %s  recompiles %s  "
+        json_int_t nOneSided = json_integer_value(json_object_get(pP, "missing_eager")) +
+                               json_integer_value(json_object_get(pP, "missing_compiled"));
+        char zOneSided[48] = "";
+        if (nOneSided) snprintf(zOneSided, sizeof zOneSided, " +%lld one-sided", (long long)nOneSided);
+        fprintf(pOut, "  %-40s pairs %lld: %lld/%lld/%lld%s  outcome %s  recompiles %s  "
                 "fallback %s  compile %s s\n", zLabels,
                 (long long)json_integer_value(json_object_get(pS, "pairs")),
                 (long long)json_integer_value(json_object_get(pP, "pass")),
                 (long long)json_integer_value(json_object_get(pP, "fail")),
-                (long long)json_integer_value(json_object_get(pP, "error")),
+                (long long)json_integer_value(json_object_get(pP, "error")), zOneSided,
                 fig(100.0 * num(json_object_get(pS, "outcome_agreement")), "%.1f%%", a[0], sizeof a[0]),
                 fig(num(json_object_get(pC, "recompiles")), "%.3g", a[1], sizeof a[1]),
                 fig(100.0 * num(json_object_get(pC, "fallback_rate")), "%.0f%%", a[2], sizeof a[2]),
