@@ -21,6 +21,7 @@
 #include <string.h>
 #include "reports/report.h"
 #include "reports/report_gate.h"
+#include "reports/report_internal.h"
 
 /* What a pair contributes to its testsuite. */
 typedef enum { JUNIT_PASS, JUNIT_FAIL, JUNIT_ERROR } junit_outcome;
@@ -37,31 +38,6 @@ typedef struct junit_ctx {
 
 /* ---- XML text ------------------------------------------------------------------- */
 
-/* Length of the well-formed UTF-8 sequence at z (RFC 3629: no overlongs, no surrogates,
- * nothing above U+10FFFF) with its code point in *pCp, or 0 when the bytes there are not
- * one. The same rule as report_json.c's repair, so both reports read bytes alike. */
-static size_t junit_utf8_next(const unsigned char *z, unsigned long *pCp)
-{
-    unsigned char lo = 0x80, hi = 0xBF;
-    size_t n, i;
-    unsigned long cp;
-
-    if (z[0] < 0x80) { *pCp = z[0]; return 1; }
-    if (z[0] >= 0xC2 && z[0] <= 0xDF) { n = 2; cp = z[0] & 0x1F; }
-    else if (z[0] >= 0xE0 && z[0] <= 0xEF) { n = 3; cp = z[0] & 0x0F; }
-    else if (z[0] >= 0xF0 && z[0] <= 0xF4) { n = 4; cp = z[0] & 0x07; }
-    else return 0;
-    if (z[0] == 0xE0) lo = 0xA0;       /* overlong 3-byte forms */
-    else if (z[0] == 0xED) hi = 0x9F;  /* UTF-16 surrogates */
-    else if (z[0] == 0xF0) lo = 0x90;  /* overlong 4-byte forms */
-    else if (z[0] == 0xF4) hi = 0x8F;  /* above U+10FFFF */
-    if (z[1] < lo || z[1] > hi) return 0;
-    for (i = 2; i < n; i++)
-        if (z[i] < 0x80 || z[i] > 0xBF) return 0;
-    for (i = 1; i < n; i++) cp = (cp << 6) | (z[i] & 0x3F);
-    *pCp = cp;
-    return n;
-}
 
 /* 1 when XML 1.0 can carry code point cp (production [2] Char). */
 static int junit_xml_char(unsigned long cp)
@@ -82,7 +58,7 @@ static void xml_put(FILE *pOut, const char *z, int inAttr)
     if (z == NULL) return;
     while (zIn[i]) {
         unsigned long cp = 0;
-        size_t n = junit_utf8_next(zIn + i, &cp);
+        size_t n = parity_report_utf8_decode(zIn + i, &cp);
         if (n == 0 || !junit_xml_char(cp)) {
             fputs("\xEF\xBF\xBD", pOut);
             i += n ? n : 1;
@@ -111,20 +87,6 @@ static const char *junit_str(const json_t *pObj, const char *zKey)
     return json_string_value(json_object_get(pObj, zKey));
 }
 
-/* A double in the shortest form that reads back as the same value (%.17g always does,
- * shorter forms read better: 0.1 rather than 0.10000000000000001). */
-static void junit_format_double(double x, char *zBuf, size_t nBuf)
-{
-    int prec;
-
-    if (isnan(x)) { snprintf(zBuf, nBuf, "NaN"); return; }
-    if (isinf(x)) { snprintf(zBuf, nBuf, x > 0 ? "+Inf" : "-Inf"); return; }
-    for (prec = 15; prec < 17; prec++) {
-        snprintf(zBuf, nBuf, "%.*g", prec, x);
-        if (strtod(zBuf, NULL) == x) return;
-    }
-    snprintf(zBuf, nBuf, "%.17g", x);
-}
 
 /* Any JSON scalar as text for people: numbers exactly, strings as they are, null or
  * absent as "-", other values as "?". */
@@ -133,7 +95,7 @@ static const char *junit_value(const json_t *pVal, char *zBuf, size_t nBuf)
     if (json_is_string(pVal)) return json_string_value(pVal);
     if (json_is_integer(pVal))
         snprintf(zBuf, nBuf, "%" JSON_INTEGER_FORMAT, json_integer_value(pVal));
-    else if (json_is_real(pVal)) junit_format_double(json_real_value(pVal), zBuf, nBuf);
+    else if (json_is_real(pVal)) parity_report_format_double(json_real_value(pVal), zBuf, nBuf);
     else if (json_is_true(pVal)) snprintf(zBuf, nBuf, "true");
     else if (json_is_false(pVal)) snprintf(zBuf, nBuf, "false");
     else if (pVal == NULL || json_is_null(pVal)) snprintf(zBuf, nBuf, "-");
@@ -181,27 +143,6 @@ static void junit_put_slice_name(FILE *pOut, const junit_ctx *p, const json_t *p
 
 /* ---- pairs ---------------------------------------------------------------------- */
 
-/* pair id -> pair, so a slice finds its pairs in one look-up each. The first of
- * duplicate ids wins (ids are unique in a well-formed document). Returns NULL when memory
- * ran out. */
-static json_t *junit_index_pairs(const json_t *pDoc)
-{
-    json_t *pIndex = json_object();
-    const json_t *pPairs = json_object_get(pDoc, "pairs");
-    size_t i;
-
-    if (pIndex == NULL) return NULL;
-    for (i = 0; i < json_array_size(pPairs); i++) {
-        json_t *pPair = json_array_get(pPairs, i);
-        const char *zId = junit_str(pPair, "id");
-        if (zId == NULL || json_object_get(pIndex, zId) != NULL) continue;
-        if (json_object_set_nocheck(pIndex, zId, pPair) != 0) {
-            json_decref(pIndex);
-            return NULL;
-        }
-    }
-    return pIndex;
-}
 
 /* A pair's testcase outcome: fail for "fail", pass for "pass", error for everything
  * else (error, missing_eager, missing_compiled, an unknown status, no record at all). */
@@ -501,7 +442,7 @@ int parity_report_gate_junit(const json_t *pDoc, const char *zPath, char *zErr, 
     parity_report_use_allocator();
     ctx.pDoc = pDoc;
     ctx.pKeys = json_object_get(pDoc, "slice_keys");
-    ctx.pPairById = junit_index_pairs(pDoc);
+    ctx.pPairById = parity_report_gate_index_pairs(pDoc);
     if (ctx.pPairById == NULL) {
         snprintf(zErr, nErr, "out of memory writing %s", zPath);
         return -1;

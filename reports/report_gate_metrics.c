@@ -36,6 +36,7 @@
 #include "formats/alloc.h"
 #include "reports/report.h"
 #include "reports/report_gate.h"
+#include "reports/report_internal.h"
 
 /* Characters of an exemplar's pair value: 128 for the whole label set, less "pair". */
 #define METRICS_EXEMPLAR_CHARS (128 - 4)
@@ -93,27 +94,6 @@ typedef struct metrics_ctx {
 
 /* ---- text ----------------------------------------------------------------------- */
 
-/* Length of the well-formed UTF-8 sequence at z (RFC 3629, the rule report_json.c
- * repairs by), or 0 when the bytes there are not one. */
-static size_t metrics_utf8_len(const unsigned char *z)
-{
-    unsigned char lo = 0x80, hi = 0xBF;
-    size_t n, i;
-
-    if (z[0] < 0x80) return 1;
-    if (z[0] >= 0xC2 && z[0] <= 0xDF) n = 2;
-    else if (z[0] >= 0xE0 && z[0] <= 0xEF) n = 3;
-    else if (z[0] >= 0xF0 && z[0] <= 0xF4) n = 4;
-    else return 0;
-    if (z[0] == 0xE0) lo = 0xA0;
-    else if (z[0] == 0xED) hi = 0x9F;
-    else if (z[0] == 0xF0) lo = 0x90;
-    else if (z[0] == 0xF4) hi = 0x8F;
-    if (z[1] < lo || z[1] > hi) return 0;
-    for (i = 2; i < n; i++)
-        if (z[i] < 0x80 || z[i] > 0xBF) return 0;
-    return n;
-}
 
 /* Writes z as the inside of a quoted label value, at most nMax characters (counted as the
  * spec counts them: code points of the unescaped value). isExemplar 1 also replaces "}"
@@ -124,7 +104,7 @@ static void metrics_put_label_value(FILE *pOut, const char *z, size_t nMax, int 
     size_t i = 0, nChar = 0;
 
     for (; zIn[i] && nChar < nMax; nChar++) {
-        size_t n = metrics_utf8_len(zIn + i);
+        size_t n = parity_report_utf8_decode(zIn + i, NULL);
         if (n == 0) {
             fputs("\xEF\xBF\xBD", pOut);
             i++;
@@ -139,20 +119,6 @@ static void metrics_put_label_value(FILE *pOut, const char *z, size_t nMax, int 
     }
 }
 
-/* A double in the shortest form that reads back as the same value (%.17g always does);
- * NaN and infinities as OpenMetrics spells them. */
-static void metrics_format_double(double x, char *zBuf, size_t nBuf)
-{
-    int prec;
-
-    if (isnan(x)) { snprintf(zBuf, nBuf, "NaN"); return; }
-    if (isinf(x)) { snprintf(zBuf, nBuf, x > 0 ? "+Inf" : "-Inf"); return; }
-    for (prec = 15; prec < 17; prec++) {
-        snprintf(zBuf, nBuf, "%.*g", prec, x);
-        if (strtod(zBuf, NULL) == x) return;
-    }
-    snprintf(zBuf, nBuf, "%.17g", x);
-}
 
 /* A JSON number divided by divisor into zBuf; integers stay exact when not divided.
  * Returns 0, or -1 when pVal is not a number (null: no sample). */
@@ -163,7 +129,7 @@ static int metrics_format_number(const json_t *pVal, double divisor, char *zBuf,
         return 0;
     }
     if (!json_is_number(pVal)) return -1;
-    metrics_format_double(json_number_value(pVal) / divisor, zBuf, nBuf);
+    parity_report_format_double(json_number_value(pVal) / divisor, zBuf, nBuf);
     return 0;
 }
 
@@ -457,25 +423,6 @@ static int metrics_write(void *pCtx, FILE *pOut)
 
 /* ---- setup ---------------------------------------------------------------------- */
 
-/* pair id -> pair; the first of duplicate ids wins. NULL when memory ran out. */
-static json_t *metrics_index_pairs(const json_t *pDoc)
-{
-    json_t *pIndex = json_object();
-    const json_t *pPairs = json_object_get(pDoc, "pairs");
-    size_t i;
-
-    if (pIndex == NULL) return NULL;
-    for (i = 0; i < json_array_size(pPairs); i++) {
-        json_t *pPair = json_array_get(pPairs, i);
-        const char *zId = json_string_value(json_object_get(pPair, "id"));
-        if (zId == NULL || json_object_get(pIndex, zId) != NULL) continue;
-        if (json_object_set_nocheck(pIndex, zId, pPair) != 0) {
-            json_decref(pIndex);
-            return NULL;
-        }
-    }
-    return pIndex;
-}
 
 /* Fills the slice keys (string entries of slice_keys; others are skipped) and their
  * label names. Returns 0, or -1 when memory ran out. */
@@ -518,7 +465,7 @@ int parity_report_gate_metrics(const json_t *pDoc, const char *zPath, char *zErr
     memset(&ctx, 0, sizeof ctx);
     parity_report_use_allocator();
     ctx.pDoc = pDoc;
-    ctx.pPairById = metrics_index_pairs(pDoc);
+    ctx.pPairById = parity_report_gate_index_pairs(pDoc);
     if (ctx.pPairById == NULL || metrics_init_keys(&ctx) != 0) {
         metrics_free(&ctx);
         snprintf(zErr, nErr, "out of memory writing %s", zPath);

@@ -221,6 +221,25 @@ static void print_coverage(FILE *pOut, const json_t *pDoc)
     }
 }
 
+json_t *parity_report_gate_index_pairs(const json_t *pDoc)
+{
+    json_t *pIndex = json_object();
+    const json_t *pPairs = json_object_get(pDoc, "pairs");
+    size_t i;
+
+    if (pIndex == NULL) return NULL;
+    for (i = 0; i < json_array_size(pPairs); i++) {
+        json_t *pPair = json_array_get(pPairs, i);
+        const char *zId = json_string_value(json_object_get(pPair, "id"));
+        if (zId == NULL || json_object_get(pIndex, zId) != NULL) continue;
+        if (json_object_set_nocheck(pIndex, zId, pPair) != 0) {
+            json_decref(pIndex);
+            return NULL;
+        }
+    }
+    return pIndex;
+}
+
 int parity_report_gate_text(const json_t *pDoc, FILE *pOut)
 {
     const json_t *pRun = json_object_get(pDoc, "run");

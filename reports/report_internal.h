@@ -6,6 +6,7 @@
 #ifndef PARITY_REPORTS_REPORT_INTERNAL_H
 #define PARITY_REPORTS_REPORT_INTERNAL_H
 
+#include <stddef.h>
 #include <jansson.h>
 
 /* pObj[zKey] = pVal, or pArr gets pVal appended: 0, or -1 when pVal is NULL (a constructor
@@ -16,4 +17,16 @@ int parity_report_append(json_t *pArr, json_t *pVal);
 /* A builder's result: pContainer when rc is 0 and it exists, else NULL (freed). */
 json_t *parity_report_finish(json_t *pContainer, int rc);
 
+/* Length of the well-formed UTF-8 sequence at z (RFC 3629: no overlongs, no surrogates,
+ * nothing above U+10FFFF), or 0 when the bytes there are not one; its code point in *pCp
+ * (pCp may be NULL). Strings from HDF5 may hold any bytes: every writer repairs by it. */
+size_t parity_report_utf8_decode(const unsigned char *z, unsigned long *pCp);
+/* A double in the shortest form that reads back as the same value (%.17g always does,
+ * shorter forms read better: 0.1 rather than 0.10000000000000001); NaN and infinities as
+ * OpenMetrics spells them ("NaN", "+Inf", "-Inf"). */
+void parity_report_format_double(double x, char *zBuf, size_t nBuf);
+/* A gate document's pairs by id (a new object, values borrowed from pDoc), so a slice finds
+ * each of its pairs in one look-up; the first of duplicate ids wins (ids are unique in a
+ * well-formed document). NULL when memory ran out. report_gate_text.c. */
+json_t *parity_report_gate_index_pairs(const json_t *pDoc);
 #endif

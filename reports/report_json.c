@@ -49,6 +49,42 @@ json_t *parity_report_finish(json_t *pContainer, int rc)
     return NULL;
 }
 
+size_t parity_report_utf8_decode(const unsigned char *z, unsigned long *pCp)
+{
+    unsigned char lo = 0x80, hi = 0xBF;
+    unsigned long cp;
+    size_t n, i;
+
+    if (z[0] < 0x80) { if (pCp) *pCp = z[0]; return 1; }
+    if (z[0] >= 0xC2 && z[0] <= 0xDF) { n = 2; cp = z[0] & 0x1F; }
+    else if (z[0] >= 0xE0 && z[0] <= 0xEF) { n = 3; cp = z[0] & 0x0F; }
+    else if (z[0] >= 0xF0 && z[0] <= 0xF4) { n = 4; cp = z[0] & 0x07; }
+    else return 0;
+    if (z[0] == 0xE0) lo = 0xA0;       /* overlong 3-byte forms */
+    else if (z[0] == 0xED) hi = 0x9F;  /* UTF-16 surrogates */
+    else if (z[0] == 0xF0) lo = 0x90;  /* overlong 4-byte forms */
+    else if (z[0] == 0xF4) hi = 0x8F;  /* above U+10FFFF */
+    if (z[1] < lo || z[1] > hi) return 0;
+    for (i = 2; i < n; i++)
+        if (z[i] < 0x80 || z[i] > 0xBF) return 0;
+    for (i = 1; i < n; i++) cp = (cp << 6) | (z[i] & 0x3F);
+    if (pCp) *pCp = cp;
+    return n;
+}
+
+void parity_report_format_double(double x, char *zBuf, size_t nBuf)
+{
+    int prec;
+
+    if (isnan(x)) { snprintf(zBuf, nBuf, "NaN"); return; }
+    if (isinf(x)) { snprintf(zBuf, nBuf, x > 0 ? "+Inf" : "-Inf"); return; }
+    for (prec = 15; prec < 17; prec++) {
+        snprintf(zBuf, nBuf, "%.*g", prec, x);
+        if (strtod(zBuf, NULL) == x) return;
+    }
+    snprintf(zBuf, nBuf, "%.17g", x);
+}
+
 static json_t *report_real(double x)
 {
     return isfinite(x) ? json_real(x) : json_null();
@@ -59,27 +95,6 @@ static json_t *report_uint(uint64_t n)
     return json_integer(n > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)n);
 }
 
-/* Length of the well-formed UTF-8 sequence at z (RFC 3629: no overlongs, no surrogates,
- * nothing above U+10FFFF), or 0 when the bytes there are not one. */
-static size_t report_utf8_len(const unsigned char *z)
-{
-    unsigned char lo = 0x80, hi = 0xBF;
-    size_t n, i;
-
-    if (z[0] < 0x80) return 1;
-    if (z[0] >= 0xC2 && z[0] <= 0xDF) n = 2;
-    else if (z[0] >= 0xE0 && z[0] <= 0xEF) n = 3;
-    else if (z[0] >= 0xF0 && z[0] <= 0xF4) n = 4;
-    else return 0;
-    if (z[0] == 0xE0) lo = 0xA0;       /* overlong 3-byte forms */
-    else if (z[0] == 0xED) hi = 0x9F;  /* UTF-16 surrogates */
-    else if (z[0] == 0xF0) lo = 0x90;  /* overlong 4-byte forms */
-    else if (z[0] == 0xF4) hi = 0x8F;  /* above U+10FFFF */
-    if (z[1] < lo || z[1] > hi) return 0;
-    for (i = 2; i < n; i++)
-        if (z[i] < 0x80 || z[i] > 0xBF) return 0;
-    return n;
-}
 
 /* A JSON string; NULL becomes null. Names and attribute values come from HDF5, which
  * allows any bytes, so bytes that are not UTF-8 are replaced by U+FFFD rather than letting
@@ -98,7 +113,7 @@ static json_t *report_string(const char *z)
     zFixed = parity_malloc(nIn * 3 + 1);  /* each bad byte grows to the 3 bytes of U+FFFD */
     if (zFixed == NULL) return NULL;
     for (iIn = 0; iIn < nIn;) {
-        size_t n = report_utf8_len(zIn + iIn);
+        size_t n = parity_report_utf8_decode(zIn + iIn, NULL);
         if (n == 0) {
             memcpy(zFixed + nOut, "\xEF\xBF\xBD", 3);
             nOut += 3;
