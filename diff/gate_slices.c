@@ -234,7 +234,12 @@ typedef struct {
     uint64_t aOutcome[6];       /* decisions, agree, ref_eager, ref_compiled, ref_neither, ref_unknown */
     side_acc eager, compiled;
     double share;               /* NAN: no traffic file, or no row */
+    json_t *pBuilds;            /* key -> distinct values of the compiled build's keys */
 } slice_acc;
+
+/* The compiled side's build: captures of one slice made by different compiler versions,
+ * configurations or artifact caches are not one population, and the gate says so. */
+static const char *const azBuildKey[] = { "compiler_version", "config_hash", "cache_hash", NULL };
 
 static const char *const azStatus[5] = { "pass", "fail", "error", "missing_eager",
                                          "missing_compiled" };
@@ -257,6 +262,7 @@ static slice_acc *slice_get(slice_acc **paS, size_t *pnS, const char *zName, con
     a[*pnS].eager.pReasons = json_array();
     a[*pnS].compiled.pReasons = json_array();
     a[*pnS].share = NAN;
+    a[*pnS].pBuilds = json_object();
     return &a[(*pnS)++];
 }
 
@@ -274,8 +280,25 @@ static int slice_add_pair(slice_acc *pS, const json_t *pPair)
         }
     if (json_object_get(pPair, "eager") && !json_is_null(json_object_get(pPair, "eager")))
         acc_add(&pS->eager, json_object_get(pTel, "eager"));
-    if (json_object_get(pPair, "compiled") && !json_is_null(json_object_get(pPair, "compiled")))
+    if (json_object_get(pPair, "compiled") && !json_is_null(json_object_get(pPair, "compiled"))) {
+        const char *const *pzKey;
         acc_add(&pS->compiled, json_object_get(pTel, "compiled"));
+        for (pzKey = azBuildKey; *pzKey; pzKey++) {
+            json_t *pV = json_object_get(json_object_get(pTel, "compiled"), *pzKey), *pSeen, *pOld;
+            size_t k;
+            int seen = 0;
+            if (!pV) pV = json_object_get(json_object_get(json_object_get(pPair, "identity"),
+                                                          "compiled"), *pzKey);
+            if (!json_is_string(pV)) continue;
+            pSeen = json_object_get(pS->pBuilds, *pzKey);
+            if (pSeen == NULL) {
+                json_object_set_new(pS->pBuilds, *pzKey, json_array());
+                pSeen = json_object_get(pS->pBuilds, *pzKey);
+            }
+            json_array_foreach(pSeen, k, pOld) seen |= json_equal(pOld, pV);
+            if (!seen && pSeen) json_array_append(pSeen, pV);
+        }
+    }
     return json_array_append(pS->pPairIds, json_object_get(pPair, "id"));
 }
 
@@ -293,6 +316,24 @@ static int warn_outcome_errors(const json_t *pPair, json_t *pWarnings)
         snprintf(zW, sizeof zW, "%s: outcome of %s not decided: %s",
                  json_string_value(json_object_get(pPair, "id")),
                  json_string_value(json_object_get(pO, "tensor")), zErr);
+        rc |= parity_report_append(pWarnings, json_string(zW));
+    }
+    return rc;
+}
+
+static int warn_builds(const slice_acc *pS, json_t *pWarnings)
+{
+    json_t *pValues;
+    const char *zKey;
+    int rc = 0;
+    json_object_foreach(pS->pBuilds, zKey, pValues) {
+        char zW[1024];
+        if (json_array_size(pValues) < 2) continue;
+        snprintf(zW, sizeof zW, "%s: the compiled captures differ in %s (%zu values: "
+                             "%s, %s%s); the slice mixes builds", pS->zName, zKey,
+                             json_array_size(pValues), json_string_value(json_array_get(pValues, 0)),
+                             json_string_value(json_array_get(pValues, 1)),
+                             json_array_size(pValues) > 2 ? ", ..." : "");
         rc |= parity_report_append(pWarnings, json_string(zW));
     }
     return rc;
@@ -337,6 +378,17 @@ static json_t *slice_metrics(const slice_acc *pS, const json_t *pE, const json_t
     return parity_report_finish(p, rc);
 }
 
+/* {key: [values]} of the build keys that take more than one value in the slice. */
+static json_t *builds_differ(const slice_acc *pS)
+{
+    json_t *p = json_object(), *pValues;
+    const char *zKey;
+    int rc = 0;
+    json_object_foreach(pS->pBuilds, zKey, pValues)
+        if (json_array_size(pValues) > 1) rc |= parity_report_set(p, zKey, json_deep_copy(pValues));
+    return parity_report_finish(p, rc);
+}
+
 static json_t *slice_json(const slice_acc *pS, int hasTraffic)
 {
     json_t *p = json_object(), *pParity = json_object(), *pOut = json_object();
@@ -358,6 +410,7 @@ static json_t *slice_json(const slice_acc *pS, int hasTraffic)
     rc |= parity_report_set(p, "metrics", pE && pC ? slice_metrics(pS, pE, pC) : NULL);
     rc |= parity_report_set(p, "telemetry", json_pack("{s:o,s:o}", "eager", pE, "compiled", pC));
     rc |= parity_report_set(p, "pair_ids", json_deep_copy(pS->pPairIds));
+    rc |= parity_report_set(p, "builds_differ", builds_differ(pS));
     return parity_report_finish(p, rc);
 }
 
@@ -513,6 +566,7 @@ int parity_gate_build_slices(json_t *pDoc, const parity_gate_traffic *pTraffic)
     for (i = 0; rc == 0 && i < nS; i++) {
         int evidence = aS[i].aStatus[0] + aS[i].aStatus[1] > 0;
         rc |= parity_report_append(pSlices, slice_json(&aS[i], pTraffic != NULL));
+        rc |= warn_builds(&aS[i], pWarnings);
         if (evidence && isfinite(aS[i].share)) covered += aS[i].share;
         rc |= parity_report_append(pCovSlices, json_pack("{s:O,s:o,s:b}", "labels", aS[i].pLabels,
                                    "traffic_share", pTraffic ? num_or_null(isfinite(aS[i].share)
@@ -531,6 +585,7 @@ int parity_gate_build_slices(json_t *pDoc, const parity_gate_traffic *pTraffic)
         json_decref(aS[i].pPairIds);
         json_decref(aS[i].eager.pReasons);
         json_decref(aS[i].compiled.pReasons);
+        json_decref(aS[i].pBuilds);
     }
     free(aS);
     return rc;

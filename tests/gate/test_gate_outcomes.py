@@ -17,8 +17,10 @@ def softmax(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def write(path, tensors, side):
+def write(path, tensors, side, root=None):
     with h5py.File(path, "w") as f:
+        for k, v in (root or {}).items():
+            f.attrs[k] = v
         f.attrs["parity_format"] = 1
         f.attrs["side"] = side
         f.attrs["workload"] = "w"
@@ -29,7 +31,8 @@ def write(path, tensors, side):
                 d.attrs[k] = v
 
 
-class Outcomes(unittest.TestCase):
+class Suite(unittest.TestCase):
+    """A suite of h5py-made pairs in a temporary folder, and a gate run over it."""
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.suite = os.path.join(self.tmp.name, "suite")
@@ -37,11 +40,11 @@ class Outcomes(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def pair(self, name, eager, compiled):
+    def pair(self, name, eager, compiled, compiled_root=None):
         d = os.path.join(self.suite, name)
         os.makedirs(d)
         write(os.path.join(d, "eager.h5"), eager, "eager")
-        write(os.path.join(d, "compiled.h5"), compiled, "compiled")
+        write(os.path.join(d, "compiled.h5"), compiled, "compiled", compiled_root)
 
     def gate(self):
         out = os.path.join(self.tmp.name, "g.json")
@@ -52,6 +55,9 @@ class Outcomes(unittest.TestCase):
             doc = json.load(f)
         return {p["id"]: p for p in doc["pairs"]}, doc
 
+
+
+class Outcomes(Suite):
     def test_the_reference_sides_with_whichever_side_is_right(self):
         rng = np.random.default_rng(5)
         x = rng.standard_normal((6, 10)).astype(np.float32)
@@ -102,6 +108,17 @@ class Outcomes(unittest.TestCase):
         self.assertEqual(count(pairs["tokens"]), (5, 4))
         self.assertIn("none of argmax", pairs["bogus"]["outcomes"][0]["error"])
         self.assertTrue(any("bogus: outcome of /s not decided" in w for w in doc["warnings"]))
+
+
+class Builds(Suite):
+    def test_a_slice_mixing_compiled_builds_is_named(self):
+        a = np.ones((2, 3), np.float32)
+        self.pair("one", {"/a": (a, {})}, {"/a": (a, {})}, {"config_hash": "aaaa", "compiler_version": "2.5"})
+        self.pair("two", {"/a": (a, {})}, {"/a": (a, {})}, {"config_hash": "bbbb", "compiler_version": "2.5"})
+        pairs, doc = self.gate()
+        s = doc["slices"][0]
+        self.assertEqual(s["builds_differ"], {"config_hash": ["aaaa", "bbbb"]})
+        self.assertTrue(any("differ in config_hash" in w for w in doc["warnings"]), doc["warnings"])
 
 
 if __name__ == "__main__":
