@@ -11,7 +11,8 @@ packages=(
   libmpfr-dev libgmp-dev          # high-precision reference
   libcriterion-dev                # unit tests
   libjansson-dev                  # JSON reports
-  libyaml-dev                     # the tolerance file
+  libyaml-dev                     # the tolerance file and the gate's policy
+  libsqlite3-dev                  # the gate's run history (diff/gate_history.c)
   clang-14 libclang-rt-14-dev     # libFuzzer harnesses and sanitizer runtime
   python3 python3-h5py python3-numpy   # tests and the example only, never the tools
   python3-torch                   # the example PyTorch worker of parityfuzz (tests only)
@@ -19,7 +20,7 @@ packages=(
   libdnnl-dev                     # oneDNN 2.6: the onednn target of parityfuzz
   glibc-source                    # libm-test-ulps for tests/bench/validate_libm.sh (25 MB)
   python3-prometheus-client libxml2-utils  # gate reports: OpenMetrics parser, xmllint (tests only)
-  chromium chromium-driver        # headless browser for the gate HTML page test (tests only)
+  chromium                        # headless, for the gate HTML page test (--dump-dom; tests only)
 )
 
 missing=()
