@@ -97,11 +97,13 @@ static int parse_count(const char *z, long lo, long hi, long *pOut)
     return errno == 0 && zEnd != z && *zEnd == 0 && *pOut >= lo && *pOut <= hi;
 }
 
-/* The slice keys as a JSON array: --slice-keys, else the policy's, else the default. */
+/* The slice keys as a JSON array: --slice-keys, else the policy's, else the default; then
+ * every key a rule's selector names that is not among them (GATE.md: the labels are the
+ * slice keys and any other keys the policy names), so a selector can always match. */
 static json_t *slice_keys(const gate_args *pArgs, const parity_gate_policy *pPolicy)
 {
-    json_t *p = json_array();
-    size_t i;
+    json_t *p = json_array(), *pKey;
+    size_t i, j, k;
     int rc = 0;
     if (pArgs->zSliceKeys) {
         char *zCopy = strdup(pArgs->zSliceKeys), *zSave = NULL, *zTok;
@@ -114,7 +116,34 @@ static json_t *slice_keys(const gate_args *pArgs, const parity_gate_policy *pPol
         rc |= parity_report_append(p, json_string("workload"));
         rc |= parity_report_append(p, json_string("shape_bucket"));
     }
+    for (i = 0; rc == 0 && i < pPolicy->nRule; i++)
+        for (j = 0; j < pPolicy->aRule[i].nSelect; j++) {
+            const char *zSel = pPolicy->aRule[i].azSelectKey[j];
+            int have = 0;
+            json_array_foreach(p, k, pKey) have |= strcmp(json_string_value(pKey), zSel) == 0;
+            if (!have) rc |= parity_report_append(p, json_string(zSel));
+        }
     return parity_report_finish(p, rc);
+}
+
+/* Every key of the traffic file must be a slice key: a row is matched to slices by them. */
+static int check_traffic_keys(const parity_gate_traffic *pT, const json_t *pKeys, const char *zPath,
+                              char *zErr, size_t nErr)
+{
+    size_t t, k;
+    json_t *pKey;
+    for (t = 0; t < pT->nKey; t++) {
+        int have = 0;
+        json_array_foreach(pKeys, k, pKey) have |= strcmp(json_string_value(pKey), pT->azKey[t]) == 0;
+        if (!have) {
+            char *zKeys = json_dumps(pKeys, JSON_COMPACT);
+            snprintf(zErr, nErr, "%s:1: '%s' is not a slice key (slice keys: %s)", zPath,
+                     pT->azKey[t], zKeys ? zKeys : "?");
+            free(zKeys);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* Without --policy: every judged pair passes, and every slice has evidence. */
@@ -224,8 +253,16 @@ static int finish(const gate_args *pArgs, json_t *pDoc)
         code = gate_error(zErr);
         goto done;
     }
-    if (parity_report_set(pDoc, "slice_keys", slice_keys(pArgs, &policy)) != 0 ||
-        parity_gate_build_slices(pDoc, hasTraffic ? &traffic : NULL) != 0) {
+    if (parity_report_set(pDoc, "slice_keys", slice_keys(pArgs, &policy)) != 0) {
+        code = gate_error("out of memory building the slices");
+        goto done;
+    }
+    if (hasTraffic && check_traffic_keys(&traffic, json_object_get(pDoc, "slice_keys"),
+                                         pArgs->zTraffic, zErr, sizeof zErr) != 0) {
+        code = gate_error(zErr);
+        goto done;
+    }
+    if (parity_gate_build_slices(pDoc, hasTraffic ? &traffic : NULL) != 0) {
         code = gate_error("out of memory building the slices");
         goto done;
     }

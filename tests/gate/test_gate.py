@@ -291,6 +291,20 @@ class BadInput(unittest.TestCase):
             f.write("a.h5 b.h5 x\nc.h5 d.h5 x\n")
         self.one_line_exit_2(m, expect="used twice")
 
+    def test_a_selector_key_becomes_a_label(self):
+        # the policy selects by model, which is not a slice key: it joins the labels
+        p = self.policy("version: 1\nrules:\n  - metric: numerical_parity\n    owner: a\n"
+                        "    slice: {model: example-scorer}\n    normal: {min: 1}\n"
+                        "    mitigation: none\n")
+        out = os.path.join(self.tmp, "sel.json")
+        code, _, err = gate("--policy", p, "--json", out, "-q", self.suite)
+        self.assertEqual(code, 1, err)
+        with open(out) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["slice_keys"], ["workload", "shape_bucket", "model"])
+        self.assertEqual([a["labels"] for a in doc["alerts"]],
+                         [{"workload": "rank", "shape_bucket": "513-2048", "model": "example-scorer"}])
+
     def test_bad_policies_name_the_line(self):
         good = "version: 1\nrules:\n  - metric: recompiles\n    owner: a\n    normal: {max: 1}\n    mitigation: none\n"
         self.assertEqual(gate("--policy", self.policy(good), "-q", self.suite)[0], 1)
@@ -316,7 +330,8 @@ class BadInput(unittest.TestCase):
         for text, expect in [("workload,shape_bucket\nchat,1-512\n", ":1: the header"),
                              ("workload,share\nchat,1.5\n", ":2: share '1.5'"),
                              ("workload,share\nchat\n", ":2: expected 2 fields"),
-                             ("workload,share\na,0.7\nb,0.7\n", "more than 1")]:
+                             ("workload,share\na,0.7\nb,0.7\n", "more than 1"),
+                             ("model,share\nm,0.5\n", ":1: 'model' is not a slice key")]:
             with open(t, "w") as f:
                 f.write(text)
             with self.subTest(expect=expect):
