@@ -534,13 +534,21 @@ int parity_gate_build_slices(json_t *pDoc, const parity_gate_traffic *pTraffic)
     /* Traffic rows: each names a slice; one no pair measured is a slice of its own, with
      * no evidence, so a coverage rule sees it. */
     for (r = 0; pTraffic && rc == 0 && r < pTraffic->nRow; r++) {
-        int found = 0;
-        for (i = 0; i < nS; i++)
+        size_t nMatch = 0, nSlices = nS;
+        int evidence = 0;
+        for (i = 0; i < nSlices; i++)
             if (traffic_matches(pTraffic, r, aS[i].pLabels)) {
-                aS[i].share = (isfinite(aS[i].share) ? aS[i].share : 0.0) + pTraffic->aShare[r];
-                found = 1;
+                nMatch++;
+                evidence |= aS[i].aStatus[0] + aS[i].aStatus[1] > 0;
             }
-        if (!found) {
+        /* A row keyed coarser than the slices (workload alone) matches several: its share
+         * is split evenly among them, and it is covered when any of them has evidence. */
+        for (i = 0; i < nSlices; i++)
+            if (traffic_matches(pTraffic, r, aS[i].pLabels))
+                aS[i].share = (isfinite(aS[i].share) ? aS[i].share : 0.0) +
+                              pTraffic->aShare[r] / (double)nMatch;
+        if (evidence) covered += pTraffic->aShare[r];
+        if (nMatch == 0) {
             json_t *pLabels = json_object(), *pKey;
             size_t k;
             char *zName;
@@ -567,7 +575,6 @@ int parity_gate_build_slices(json_t *pDoc, const parity_gate_traffic *pTraffic)
         int evidence = aS[i].aStatus[0] + aS[i].aStatus[1] > 0;
         rc |= parity_report_append(pSlices, slice_json(&aS[i], pTraffic != NULL));
         rc |= warn_builds(&aS[i], pWarnings);
-        if (evidence && isfinite(aS[i].share)) covered += aS[i].share;
         rc |= parity_report_append(pCovSlices, json_pack("{s:O,s:o,s:b}", "labels", aS[i].pLabels,
                                    "traffic_share", pTraffic ? num_or_null(isfinite(aS[i].share)
                                    ? aS[i].share : 0.0) : json_null(), "evidence", evidence));

@@ -291,6 +291,21 @@ class BadInput(unittest.TestCase):
             f.write("a.h5 b.h5 x\nc.h5 d.h5 x\n")
         self.one_line_exit_2(m, expect="used twice")
 
+    def test_a_coarse_traffic_row_is_split_among_its_slices(self):
+        t = os.path.join(self.tmp, "coarse.csv")
+        with open(t, "w") as f:
+            f.write("workload,share\nchat,0.8\nrank,0.2\n")
+        out = os.path.join(self.tmp, "coarse.json")
+        gate("--traffic", t, "--json", out, "-q", self.suite)
+        with open(out) as f:
+            doc = json.load(f)
+        shares = {(s["labels"]["workload"], s["labels"]["shape_bucket"]): s["traffic_share"]
+                  for s in doc["slices"]}
+        self.assertAlmostEqual(shares[("chat", "1-512")], 0.8 / 3)
+        self.assertAlmostEqual(shares[("rank", "2049-8192")], 0.1)
+        self.assertAlmostEqual(sum(shares.values()), 1.0)
+        self.assertAlmostEqual(doc["coverage"]["traffic_covered"], 1.0)
+
     def test_a_selector_key_becomes_a_label(self):
         # the policy selects by model, which is not a slice key: it joins the labels
         p = self.policy("version: 1\nrules:\n  - metric: numerical_parity\n    owner: a\n"
