@@ -248,6 +248,16 @@ class ExampleSuite(unittest.TestCase):
 
 
 class Documents(unittest.TestCase):
+    def test_readme_shows_what_the_example_gate_prints(self):
+        suite = os.path.join(os.path.dirname(PARITYDIFF), "gate-example")   # the build's
+        code, out, err = gate("--policy", os.path.join(suite, "policy.yaml"), "--traffic",
+                              os.path.join(suite, "traffic.csv"), "--timestamp",
+                              "2026-12-05T12:00:00Z", "--run-id", "example", suite)
+        self.assertEqual(code, 1, err)
+        with open(os.path.join(GATE_DIR, "..", "..", "README.md")) as f:
+            readme = f.read()
+        self.assertIn("```\n" + out.rstrip("\n") + "\n```", readme)
+
     def test_gate_md_shows_the_schema_the_code_writes(self):
         code, schema, _ = gate("--history-schema")
         self.assertEqual(code, 0)
