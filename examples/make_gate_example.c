@@ -13,8 +13,15 @@
  *   rank/2049-8192/seq3000                 compiled capture only: served, never diffed
  * plus policy.yaml and traffic.csv (copied by the build from examples/gate/).
  *
- * Usage: make_gate_example DIR [--calm]   (--calm: the long chat bucket behaves, for the
- * persistence tests: a run in range between two out of range)
+ * Usage: make_gate_example DIR [--calm | --night N]
+ *   --calm     the long chat bucket behaves (the persistence tests: a run in range between
+ *              two out of range)
+ *   --night N  night N of ten nightly runs (the investigation example, diff/INVESTIGATE.md):
+ *              compiler 2.5.0 until a compiler upgrade to 2.6.0 at night 6 (a new
+ *              config_hash) breaks rank/513-2048 numerically and makes chat/2049-8192
+ *              recompile; night 3 has a one-run recompile blip there; data_version moves
+ *              at night 4 without effect; rank/1-512 is a passing neighbour of the broken
+ *              bucket. Identity also carries commit nightly-N.
  *
  * The softmax is computed in double and rounded to float32 on both sides (each element
  * within 1 ulp of the exact value, far inside the op's bound), with last-bit differences
@@ -73,7 +80,13 @@ static int mkdirs(const char *zPath)
 
 #define CHECK(call) do { if ((call) != 0) goto fail; } while (0)
 
-static int write_side(const pair_spec *pP, int compiled, int calm)
+/* Which suite: the plain example (night 0), calm, or a night of the nightly series. */
+typedef struct {
+    int calm;
+    int night;
+} suite_mode;
+
+static int write_side(const pair_spec *pP, int compiled, const suite_mode *pMode)
 {
     float x[ROWS * COLS], y[ROWS * COLS];
     int64_t aHist[BUCKETS] = { 0 };
@@ -84,6 +97,10 @@ static int write_side(const pair_spec *pP, int compiled, int calm)
     int r, c, i, calls = 200, fallback = 0, recompiles = compiled ? pP->recompiles : 0;
     double total = 0.0, fallbackShare = compiled ? pP->fallbackShare : 0.0;
     uint64_t saved = g_state;
+
+    int calm = pMode->calm || (pMode->night > 0 && pMode->night < 6 && pMode->night != 3);
+    int broken = pP->broken && (pMode->night == 0 || pMode->night >= 6);
+    char zCommit[32];
 
     if (calm) { recompiles = 0; fallbackShare = 0.0; }
     g_state = 7919u * (uint64_t)(strlen(pP->zDir) + 1) + 17;   /* same x on both sides */
@@ -100,7 +117,7 @@ static int write_side(const pair_spec *pP, int compiled, int calm)
             y[r * COLS + c] = f;
         }
         /* the masked-row bug: row 3's probabilities come out reversed in a tail tile */
-        if (compiled && pP->broken && r == 3)
+        if (compiled && broken && r == 3)
             for (c = 0; c < COLS / 2; c++) {
                 float t = y[r * COLS + c];
                 y[r * COLS + c] = y[r * COLS + COLS - 1 - c];
@@ -131,6 +148,18 @@ static int write_side(const pair_spec *pP, int compiled, int calm)
     CHECK(parity_writer_attr_string(pW, "/", "compiler", compiled ? "example-jit" : "eager"));
     CHECK(parity_writer_attr_string(pW, "/", "workload", pP->zWorkload));
     CHECK(parity_writer_attr_string(pW, "/", "shape_bucket", pP->zBucket));
+    if (pMode->night > 0) {
+        snprintf(zCommit, sizeof zCommit, "nightly-%d", pMode->night);
+        CHECK(parity_writer_attr_string(pW, "/", "commit", zCommit));
+        CHECK(parity_writer_attr_string(pW, "/", "data_version", pMode->night < 4 ? "d1" : "d2"));
+        CHECK(parity_writer_attr_string(pW, "/", "framework_version", "2.5.1"));
+        if (compiled) {
+            CHECK(parity_writer_attr_string(pW, "/", "compiler_version",
+                                            pMode->night < 6 ? "2.5.0" : "2.6.0"));
+            CHECK(parity_writer_attr_string(pW, "/", "config_hash",
+                                            pMode->night < 6 ? "5e1c0a77" : "9b02f4d1"));
+        }
+    }
     CHECK(parity_writer_attr_int(pW, "/", "calls", calls));
     CHECK(parity_writer_attr_float(pW, "/", "steady_time_s", total / 1000.0));
     CHECK(parity_writer_attr_ints(pW, "/", "latency_hist_ms", aHist, BUCKETS));
@@ -166,27 +195,38 @@ int main(int argc, char **argv)
     static const struct {
         const char *zSub, *zWorkload, *zBucket;
         int hasEager, broken;
+        int in;                  /* 1: the plain example, 2: the nights, 3: both */
         double eagerMs, compiledMs;
         int recompiles;
         double fallback, compileTime;
     } aPair[] = {
-        { "chat/1-512/seq128", "chat", "1-512", 1, 0, 2.0, 1.2, 0, 0.0, 3.1 },
-        { "chat/1-512/seq512", "chat", "1-512", 1, 0, 3.5, 2.1, 0, 0.0, 3.4 },
-        { "chat/513-2048/seq1024", "chat", "513-2048", 1, 0, 6.0, 3.9, 0, 0.0, 5.2 },
-        { "chat/2049-8192/seq4100", "chat", "2049-8192", 1, 0, 10.0, 6.5, 14, 0.30, 41.0 },
-        { "rank/513-2048/seq768", "rank", "513-2048", 1, 1, 4.0, 2.6, 0, 0.0, 4.4 },
-        { "rank/2049-8192/seq3000", "rank", "2049-8192", 0, 0, 9.0, 6.0, 0, 0.0, 8.0 },
+        { "chat/1-512/seq128", "chat", "1-512", 1, 0, 3, 2.0, 1.2, 0, 0.0, 3.1 },
+        { "chat/1-512/seq512", "chat", "1-512", 1, 0, 3, 3.5, 2.1, 0, 0.0, 3.4 },
+        { "chat/513-2048/seq1024", "chat", "513-2048", 1, 0, 3, 6.0, 3.9, 0, 0.0, 5.2 },
+        { "chat/2049-8192/seq4100", "chat", "2049-8192", 1, 0, 3, 10.0, 6.5, 14, 0.30, 41.0 },
+        { "rank/513-2048/seq768", "rank", "513-2048", 1, 1, 3, 4.0, 2.6, 0, 0.0, 4.4 },
+        { "rank/2049-8192/seq3000", "rank", "2049-8192", 0, 0, 1, 9.0, 6.0, 0, 0.0, 8.0 },
+        { "rank/1-512/seq256", "rank", "1-512", 1, 0, 2, 2.5, 1.6, 0, 0.0, 3.0 },
     };
-    int calm = argc == 3 && strcmp(argv[2], "--calm") == 0;
+    suite_mode mode = { 0, 0 };
     size_t i;
-    char zDir[4096];
+    char zDir[4096], *zEnd;
 
-    if (argc < 2 || argc > 3 || (argc == 3 && !calm)) {
-        fprintf(stderr, "usage: make_gate_example DIR [--calm]\n");
+    if (argc == 3 && strcmp(argv[2], "--calm") == 0) {
+        mode.calm = 1;
+    } else if (argc == 4 && strcmp(argv[2], "--night") == 0) {
+        mode.night = (int)strtol(argv[3], &zEnd, 10);
+        if (*zEnd || mode.night < 1 || mode.night > 99) mode.night = -1;
+    } else if (argc != 2) {
+        mode.night = -1;
+    }
+    if (mode.night < 0) {
+        fprintf(stderr, "usage: make_gate_example DIR [--calm | --night N (1 to 99)]\n");
         return 2;
     }
     for (i = 0; i < sizeof aPair / sizeof aPair[0]; i++) {
         pair_spec p;
+        if (!(aPair[i].in & (mode.night > 0 ? 2 : 1))) continue;
         snprintf(zDir, sizeof zDir, "%s/%s", argv[1], aPair[i].zSub);
         if (!mkdirs(zDir)) {
             fprintf(stderr, "make_gate_example: cannot create %s\n", zDir);
@@ -203,7 +243,7 @@ int main(int argc, char **argv)
         p.fallbackShare = aPair[i].fallback;
         p.compileTime = aPair[i].compileTime;
         g_state = 20261205 + i;
-        if ((p.hasEager && write_side(&p, 0, calm) != 0) || write_side(&p, 1, calm) != 0)
+        if ((p.hasEager && write_side(&p, 0, &mode) != 0) || write_side(&p, 1, &mode) != 0)
             return 2;
     }
     return 0;
