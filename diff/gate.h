@@ -156,6 +156,11 @@ int parity_gate_history_out_of_range(parity_gate_history *pH, const char *zRule,
 /* Appends the run in pDoc (one transaction). 0, or -1 with zErr. */
 int parity_gate_history_append(parity_gate_history *pH, const json_t *pDoc, char *zErr,
                                size_t nErr);
+/* Runs a read-only query with text parameters; rows as JSON arrays of strings (NULL as
+ * null), in the query's order. A new array, or NULL with zErr. The investigation reads
+ * the history through it alone, so another back end implements this one call. */
+json_t *parity_gate_history_query(parity_gate_history *pH, const char *zSql,
+                                  const char *const *azParam, int nParam, char *zErr, size_t nErr);
 /* The schema, for the docs and for other back ends (PostgreSQL runs it as it is). */
 extern const char parity_gate_history_schema[];
 #define PARITY_GATE_HISTORY_VERSION 1

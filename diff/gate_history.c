@@ -181,6 +181,59 @@ static int insert(sqlite3 *pDb, const char *zSql, const json_t *const *apV, int 
     return rc;
 }
 
+/* What a pair's side was built from, for the history: its identity, plus the build keys
+ * the captures write among their telemetry (config_hash, cache_hash): an investigation
+ * compares them across a boundary like any identity key. A new object, or NULL. */
+static json_t *build_identity(const json_t *pPair, const char *zSide)
+{
+    static const char *const azBuild[] = { "config_hash", "cache_hash", NULL };
+    const json_t *pId = json_object_get(json_object_get(pPair, "identity"), zSide);
+    const json_t *pTel = json_object_get(json_object_get(pPair, "telemetry"), zSide);
+    json_t *p = json_is_object(pId) ? json_deep_copy(pId) : json_object();
+    const char *const *pz;
+    for (pz = azBuild; p && *pz; pz++)
+        if (json_is_string(json_object_get(pTel, *pz)))
+            json_object_set(p, *pz, json_object_get(pTel, *pz));
+    return p;
+}
+
+json_t *parity_gate_history_query(parity_gate_history *pH, const char *zSql,
+                                  const char *const *azParam, int nParam, char *zErr, size_t nErr)
+{
+    sqlite3_stmt *pStmt;
+    json_t *pRows = json_array();
+    int i, step, nCol;
+    if (pRows == NULL) {
+        snprintf(zErr, nErr, "history: out of memory");
+        return NULL;
+    }
+    if (sqlite3_prepare_v2(pH->pDb, zSql, -1, &pStmt, NULL) != SQLITE_OK) {
+        db_fail(pH->pDb, "reading the history", zErr, nErr);
+        json_decref(pRows);
+        return NULL;
+    }
+    for (i = 0; i < nParam; i++) sqlite3_bind_text(pStmt, i + 1, azParam[i], -1, SQLITE_STATIC);
+    nCol = sqlite3_column_count(pStmt);
+    while ((step = sqlite3_step(pStmt)) == SQLITE_ROW) {
+        json_t *pRow = json_array();
+        for (i = 0; pRow && i < nCol; i++) {
+            const char *z = (const char *)sqlite3_column_text(pStmt, i);
+            json_array_append_new(pRow, z ? json_string(z) : json_null());
+        }
+        if (pRow == NULL || json_array_append_new(pRows, pRow) != 0) {
+            step = SQLITE_NOMEM;
+            break;
+        }
+    }
+    if (step != SQLITE_DONE) {
+        db_fail(pH->pDb, "reading the history", zErr, nErr);
+        json_decref(pRows);
+        pRows = NULL;
+    }
+    sqlite3_finalize(pStmt);
+    return pRows;
+}
+
 int parity_gate_history_append(parity_gate_history *pH, const json_t *pDoc, char *zErr, size_t nErr)
 {
     const json_t *pRun = json_object_get(pDoc, "run"), *pKeys = json_object_get(pDoc, "slice_keys");
@@ -247,18 +300,19 @@ int parity_gate_history_append(parity_gate_history *pH, const json_t *pDoc, char
     json_array_foreach(json_object_get(pDoc, "pairs"), i, pPair) {
         char *zName = parity_gate_slice_name(json_object_get(pPair, "labels"), pKeys);
         json_t *pName = zName ? json_string(zName) : NULL;
-        const json_t *pId = json_object_get(pPair, "identity");
+        json_t *pIdE = build_identity(pPair, "eager"), *pIdC = build_identity(pPair, "compiled");
         const json_t *aV[9] = { pRunId, json_object_get(pPair, "id"), pName,
                                 json_object_get(pPair, "status"), json_object_get(pPair, "eager"),
-                                json_object_get(pPair, "compiled"), json_object_get(pId, "eager"),
-                                json_object_get(pId, "compiled"),
+                                json_object_get(pPair, "compiled"), pIdE, pIdC,
                                 json_object_get(pPair, "first_divergence") };
         free(zName);
-        rc |= pName == NULL;
+        rc |= pName == NULL || pIdE == NULL || pIdC == NULL;
         rc |= insert(pH->pDb, "INSERT INTO pairs (run_id, pair_id, slice, status, eager_path, "
                      "compiled_path, eager_identity, compiled_identity, first_divergence) "
                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", aV, 9);
         json_decref(pName);
+        json_decref(pIdE);
+        json_decref(pIdC);
         json_array_foreach(json_object_get(pPair, "local_causes"), j, pCause) {
             const json_t *aC[5] = { pRunId, json_object_get(pPair, "id"),
                                     json_object_get(pCause, "name"), json_object_get(pCause, "op"),
