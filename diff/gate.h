@@ -169,5 +169,7 @@ extern const char parity_gate_history_schema[];
 
 /* `paritydiff gate ARGS...` (argv[0] is "gate"); returns the exit status. */
 int parity_gate_main(int argc, char **argv);
+/* `paritydiff investigate ARGS...` (diff/investigate.c, diff/INVESTIGATE.md). */
+int parity_investigate_main(int argc, char **argv);
 
 #endif

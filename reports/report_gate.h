@@ -26,4 +26,7 @@ int parity_report_gate_html(const json_t *pDoc, const char *zPath, char *zErr, s
 int parity_report_gate_mitigations(const json_t *pDoc, const char *zPath, char *zErr,
                                    size_t nErr);
 
+/* The text report of paritydiff investigate, from its JSON document (diff/INVESTIGATE.md). */
+int parity_report_investigation_text(const json_t *pDoc, FILE *pOut);
+
 #endif
