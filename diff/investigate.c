@@ -62,7 +62,8 @@ static int is_when_key(const char *zKey)
 typedef struct {
     json_t *pBad;        /* {run, timestamp} of the earliest known-bad run */
     json_t *pGood;       /* ... of the last known-good run, or NULL */
-    json_t *pUnknown;    /* runs between, or inside the bad streak, where it was unknown */
+    json_t *pUnknown;    /* runs after the last good one (inside the bad streak, or between
+                          * it and the good run) where the slice was not measured */
     json_t *pGoodRuns;   /* run ids in range, oldest first, up to the last good one */
     json_t *pBlips;      /* out-of-range runs before the last good one (recovered) */
 } boundary;
@@ -90,7 +91,7 @@ static int find_boundary(inv_ctx *pCtx, const char *zSlice, const char *zRule,
         const char *zState = cell(pRow, 2);
         json_t *pRun = json_pack("{s:s,s:s}", "run", cell(pRow, 0), "timestamp", cell(pRow, 1));
         if (zState == NULL || strcmp(zState, "unknown") == 0) {
-            if (inStreak) json_array_append(pB->pUnknown, pRun);
+            if (inStreak) json_array_insert(pB->pUnknown, 0, pRun);   /* oldest first */
         } else if (strcmp(zState, "out_of_range") == 0) {
             if (inStreak) {
                 json_decref(pB->pBad);
@@ -106,15 +107,6 @@ static int find_boundary(inv_ctx *pCtx, const char *zSlice, const char *zRule,
         json_decref(pRun);
     }
     json_decref(pRows);
-    /* unknown runs older than the earliest bad one belong to no streak */
-    if (pB->pBad) {
-        const char *zBadTs = json_string_value(json_object_get(pB->pBad, "timestamp"));
-        for (i = json_array_size(pB->pUnknown); i-- > 0;) {
-            const char *zTs = json_string_value(json_object_get(json_array_get(pB->pUnknown, i),
-                                                                "timestamp"));
-            if (strcmp(zTs, zBadTs) < 0) json_array_remove(pB->pUnknown, i);
-        }
-    }
     return 0;
 }
 
