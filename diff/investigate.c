@@ -228,7 +228,7 @@ static int identity_section(inv_ctx *pCtx, const char *zSlice, const boundary *p
                 if (names_key(pCleared, json_string_value(json_object_get(p, "side")),
                               json_string_value(json_object_get(p, "key"))))
                     continue;
-                json_object_set(p, "between", json_pack("[O,O]", json_array_get(pB->pGoodRuns, i),
+                json_object_set_new(p, "between", json_pack("[O,O]", json_array_get(pB->pGoodRuns, i),
                                                        json_array_get(pB->pGoodRuns, i + 1)));
                 json_array_append(pCleared, p);
             }
