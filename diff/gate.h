@@ -125,6 +125,11 @@ void parity_gate_traffic_free(parity_gate_traffic *pTraffic);
 
 /* ---- evaluation (gate_slices.c, gate_alerts.c) ---------------------------------------- */
 
+/* A JSON scalar as text: strings as they are, integers in decimal, reals to 17 digits (a
+ * label such as shape_bucket may be written as a number); NULL for anything else. The
+ * caller frees it. */
+char *parity_gate_scalar_text(const json_t *pV);
+
 /* The canonical name of a slice: "key=value,key=value" in slice-key order. */
 char *parity_gate_slice_name(const json_t *pLabels, const json_t *pKeys);
 

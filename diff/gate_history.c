@@ -150,21 +150,12 @@ static int exec_row(sqlite3 *pDb, const char *zSql, const char *const *azValue, 
     return rc;
 }
 
-/* A JSON value as text for a column: strings as they are, numbers printed, the rest
- * dumped; NULL for JSON null or absence. The caller frees it. */
+/* A JSON value as text for a column: scalars as parity_gate_scalar_text writes them, the
+ * rest dumped; NULL for JSON null or absence. The caller frees it. */
 static char *column_text(const json_t *p)
 {
-    char zBuf[64];
     if (p == NULL || json_is_null(p)) return NULL;
-    if (json_is_string(p)) return strdup(json_string_value(p));
-    if (json_is_integer(p)) {
-        snprintf(zBuf, sizeof zBuf, "%lld", (long long)json_integer_value(p));
-        return strdup(zBuf);
-    }
-    if (json_is_real(p)) {
-        snprintf(zBuf, sizeof zBuf, "%.17g", json_real_value(p));
-        return strdup(zBuf);
-    }
+    if (json_is_string(p) || json_is_number(p)) return parity_gate_scalar_text(p);
     return json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS);
 }
 

@@ -50,9 +50,7 @@ char *parity_gate_slice_name(const json_t *pLabels, const json_t *pKeys)
 
 /* ---- labels ------------------------------------------------------------------------ */
 
-/* A label's value as text: strings as they are, numbers printed (a shape_bucket may be
- * written as an integer). NULL when absent. */
-static char *label_text(const json_t *pV)
+char *parity_gate_scalar_text(const json_t *pV)
 {
     char zBuf[64];
     if (json_is_string(pV)) return strdup(json_string_value(pV));
@@ -76,8 +74,8 @@ static int label_pair(json_t *pPair, const json_t *pKeys, json_t *pWarnings)
     int rc = 0;
     json_array_foreach(pKeys, i, pKey) {
         const char *zKey = json_string_value(pKey);
-        char *zE = label_text(json_object_get(pIdE, zKey));
-        char *zC = label_text(json_object_get(pIdC, zKey));
+        char *zE = parity_gate_scalar_text(json_object_get(pIdE, zKey));
+        char *zC = parity_gate_scalar_text(json_object_get(pIdC, zKey));
         if (zE && zC && strcmp(zE, zC) != 0) {
             char zW[1024];
             snprintf(zW, sizeof zW, "%s: label %s is '%s' in eager and '%s' in compiled; "
