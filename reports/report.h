@@ -26,7 +26,8 @@ int parity_report_text(const parity_diff_result *pRes, FILE *pOut);
 int parity_report_json(const parity_diff_result *pRes, const char *zPath, char *zErr,
                        size_t nErr);
 
-/* Writes a report to zPath ("-": stdout) the atomic way above: xWrite(pCtx, pFile) writes
+/* Writes a report to zPath ("-": stdout) the atomic way above (a path that exists and is
+ * not a regular file, /dev/null or a FIFO, is written in place: never replaced): xWrite(pCtx, pFile) writes
  * the whole report and returns 0, -1 when writing failed (errno says why) or -2 when
  * memory ran out. Every report of reports/ (JSON, JUnit, OpenMetrics, HTML) is written
  * through it. Returns 0, or -1 with a one-line reason in zErr. */

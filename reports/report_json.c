@@ -491,6 +491,33 @@ static int write_json_doc(void *pCtx, FILE *pFile)
     return 0;
 }
 
+/* A report to a path that is not a regular file (/dev/null, /dev/stdout, a FIFO a reader
+ * waits on): written in place. Renaming a temporary file over it would replace the device
+ * or the pipe with a plain file: as root, `--json /dev/null` once left the machine
+ * without a /dev/null. */
+static int write_in_place(const char *zPath, int (*xWrite)(void *pCtx, FILE *pFile),
+                          void *pCtx, char *zErr, size_t nErr)
+{
+    FILE *pFile = fopen(zPath, "w");
+    int wrc;
+    if (pFile == NULL) {
+        snprintf(zErr, nErr, "cannot open %s: %s", zPath, strerror(errno));
+        return -1;
+    }
+    wrc = xWrite(pCtx, pFile);
+    if (wrc != 0 || fflush(pFile) != 0 || ferror(pFile)) {
+        if (wrc == -2) snprintf(zErr, nErr, "out of memory writing %s", zPath);
+        else snprintf(zErr, nErr, "cannot write %s: %s", zPath, strerror(errno));
+        fclose(pFile);
+        return -1;
+    }
+    if (fclose(pFile) != 0) {
+        snprintf(zErr, nErr, "cannot close %s: %s", zPath, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 int parity_report_write_file(const char *zPath, int (*xWrite)(void *pCtx, FILE *pFile),
                              void *pCtx, char *zErr, size_t nErr)
 {
@@ -499,7 +526,10 @@ int parity_report_write_file(const char *zPath, int (*xWrite)(void *pCtx, FILE *
     int fd = -1, rc = -1, wrc;
     mode_t mask;
     size_t nTemp = strlen(zPath) + sizeof ".XXXXXX";
+    struct stat st;
 
+    if (stat(zPath, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+        return write_in_place(zPath, xWrite, pCtx, zErr, nErr);
     if (strcmp(zPath, "-") == 0) {
         wrc = xWrite(pCtx, stdout);
         if (wrc != 0 || fflush(stdout) != 0 || ferror(stdout)) {

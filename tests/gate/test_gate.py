@@ -289,6 +289,27 @@ class BadInput(unittest.TestCase):
             f.write(text)
         return p
 
+    def test_a_fifo_or_device_is_written_in_place_never_replaced(self):
+        # the atomic writer renames a temporary file over its target: over /dev/null as
+        # root that replaced the device with a plain file; a FIFO shows the same
+        import stat, threading
+        fifo = os.path.join(self.tmp, "report.fifo")
+        for argv in ([PARITYDIFF, "gate", "-q", "--json", fifo, self.suite],
+                     [PARITYDIFF, "gate", "-q", "--junit", fifo, self.suite],
+                     [PARITYDIFF, "--json", fifo, os.path.join(self.suite, "chat/1-512/seq128/eager.h5"),
+                      os.path.join(self.suite, "chat/1-512/seq128/compiled.h5")]):
+            if os.path.exists(fifo):
+                os.remove(fifo)
+            os.mkfifo(fifo)
+            got = []
+            reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+            reader.start()
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+            reader.join(60)
+            self.assertIn(p.returncode, (0, 1), p.stderr)
+            self.assertTrue(stat.S_ISFIFO(os.stat(fifo).st_mode), argv)
+            self.assertTrue(got and len(got[0]) > 100, argv)
+
     def test_bad_suites(self):
         self.one_line_exit_2(os.path.join(self.tmp, "nope"), expect="cannot open the suite")
         os.mkdir(os.path.join(self.tmp, "empty"))
