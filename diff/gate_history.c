@@ -1,21 +1,23 @@
 /*
- * gate_history.c - the gate's run history in SQLite (diff/GATE.md, "History and
- * persistence"): runs, per-slice metrics and rule states, alerts, and per pair what an
- * investigation needs (both paths and identities, first divergence, local causes).
+ * gate_history.c - the gate's run history (diff/GATE.md, "History and persistence"):
+ * runs, per-slice metrics and rule states, alerts, and per pair what an investigation
+ * needs (both paths and identities, first divergence, local causes).
  *
- * The schema is plain SQL that PostgreSQL runs as it is (TEXT, BIGINT, DOUBLE PRECISION,
- * no AUTOINCREMENT, no SQLite-only types), so the next back end reuses it. One run is one
- * transaction: a gate killed half way leaves no half run that would count toward
- * persistence.
+ * One schema, plain SQL that SQLite and PostgreSQL both run (TEXT, BIGINT, DOUBLE
+ * PRECISION, no AUTOINCREMENT), over either back end (history_backend.h): an SQLite file
+ * by default, a PostgreSQL server for a fleet (`--history postgresql://...`). One run is
+ * one transaction: a gate killed half way leaves no half run that would count toward
+ * persistence, and two gates appending at once queue on the write lock.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sqlite3.h>
 #include "diff/gate.h"
+#include "diff/history_backend.h"
 
 struct parity_gate_history {
-    sqlite3 *pDb;
+    void *pDb;
+    const history_backend *pB;
 };
 
 const char parity_gate_history_schema[] =
@@ -48,65 +50,76 @@ const char parity_gate_history_schema[] =
     "  tensor TEXT NOT NULL, op TEXT, affected_slice TEXT);\n"
     "CREATE INDEX IF NOT EXISTS rule_states_by_slice ON rule_states (slice, rule);\n";
 
-static int db_fail(sqlite3 *pDb, const char *zWhat, char *zErr, size_t nErr)
+/* One statement, its rows into pRows (NULL: none wanted). */
+static int run(parity_gate_history *pH, const char *zSql, const char *const *azParam, int n,
+               json_t *pRows, char *zErr, size_t nErr)
 {
-    snprintf(zErr, nErr, "history: %s: %s", zWhat, pDb ? sqlite3_errmsg(pDb) : "no database");
-    return -1;
+    return pH->pB->xRun(pH->pDb, zSql, azParam, n, pRows, zErr, nErr);
 }
 
-int parity_gate_history_open(const char *zPath, parity_gate_history **ppH, char *zErr, size_t nErr)
+/* Creates the schema when it is missing and checks its version, in one transaction. */
+static int ensure_schema(parity_gate_history *pH, const char *zWhere, char *zErr, size_t nErr)
+{
+    json_t *pRows = json_array();
+    char zVersion[32], zWhy[PARITY_GATE_ERR_LEN] = "";
+    const char *azV[1] = { zVersion };
+    const char *zName = history_is_pg(zWhere) ? "the PostgreSQL history" : zWhere;
+    int rc = pRows ? 0 : -1, wrongVersion = 0;
+
+    snprintf(zVersion, sizeof zVersion, "%d", PARITY_GATE_HISTORY_VERSION);
+    if (rc == 0) rc = pH->pB->xExec(pH->pDb, pH->pB->zBeginWrite, zWhy, sizeof zWhy);
+    if (rc == 0 && pH->pB->zSchemaLock)
+        rc = pH->pB->xExec(pH->pDb, pH->pB->zSchemaLock, zWhy, sizeof zWhy);
+    if (rc == 0) rc = pH->pB->xExec(pH->pDb, parity_gate_history_schema, zWhy, sizeof zWhy);
+    if (rc == 0) rc = run(pH, "SELECT version FROM schema_version", NULL, 0, pRows, zWhy, sizeof zWhy);
+    if (rc == 0 && json_array_size(pRows) == 0) {
+        rc = run(pH, "INSERT INTO schema_version (version) VALUES (?)", azV, 1, NULL, zWhy, sizeof zWhy);
+    } else if (rc == 0 && strcmp(json_string_value(json_array_get(json_array_get(pRows, 0), 0)),
+                                 zVersion) != 0) {
+        snprintf(zErr, nErr, "%s: history schema version %s, this paritydiff writes version %s",
+                 zName, json_string_value(json_array_get(json_array_get(pRows, 0), 0)), zVersion);
+        wrongVersion = 1;
+        rc = -1;
+    }
+    if (rc == 0) rc = pH->pB->xExec(pH->pDb, "COMMIT", zWhy, sizeof zWhy);
+    if (rc != 0) {
+        char zIgnored[64];   /* the first error is the one to say */
+        pH->pB->xExec(pH->pDb, "ROLLBACK", zIgnored, sizeof zIgnored);
+        if (!wrongVersion)
+            snprintf(zErr, nErr, "%s: not a gate history (or not writable): %s", zName,
+                     strncmp(zWhy, "history: ", 9) == 0 ? zWhy + 9 : zWhy[0] ? zWhy : "out of memory");
+    }
+    json_decref(pRows);
+    return rc;
+}
+
+int parity_gate_history_open(const char *zWhere, parity_gate_history **ppH, char *zErr, size_t nErr)
 {
     parity_gate_history *pH = calloc(1, sizeof *pH);
-    sqlite3_stmt *pStmt = NULL;
-    int version = -1;
-
+    int rc;
     *ppH = NULL;
     if (pH == NULL) {
         snprintf(zErr, nErr, "history: out of memory");
         return -1;
     }
-    if (sqlite3_open_v2(zPath, &pH->pDb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-        snprintf(zErr, nErr, "%s: cannot open the history: %s", zPath,
-                 pH->pDb ? sqlite3_errmsg(pH->pDb) : "out of memory");
-        goto fail;
+    rc = history_is_pg(zWhere) ? history_pg_open(zWhere, &pH->pDb, &pH->pB, zErr, nErr)
+                               : history_sqlite_open(zWhere, &pH->pDb, &pH->pB, zErr, nErr);
+    if (rc == 0 && ensure_schema(pH, zWhere, zErr, nErr) != 0) {
+        pH->pB->xClose(pH->pDb);
+        rc = -1;
     }
-    sqlite3_busy_timeout(pH->pDb, 30000);   /* shards' merges may meet on one file */
-    if (sqlite3_exec(pH->pDb, "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(pH->pDb, parity_gate_history_schema, NULL, NULL, NULL) != SQLITE_OK) {
-        snprintf(zErr, nErr, "%s: not a gate history (or not writable): %s", zPath,
-                 sqlite3_errmsg(pH->pDb));
-        goto fail;
+    if (rc != 0) {
+        free(pH);
+        return -1;
     }
-    if (sqlite3_prepare_v2(pH->pDb, "SELECT version FROM schema_version", -1, &pStmt, NULL) != SQLITE_OK)
-        goto dbfail;
-    if (sqlite3_step(pStmt) == SQLITE_ROW) version = sqlite3_column_int(pStmt, 0);
-    sqlite3_finalize(pStmt);
-    pStmt = NULL;
-    if (version < 0) {
-        char zSql[96];
-        snprintf(zSql, sizeof zSql, "INSERT INTO schema_version (version) VALUES (%d)",
-                 PARITY_GATE_HISTORY_VERSION);
-        if (sqlite3_exec(pH->pDb, zSql, NULL, NULL, NULL) != SQLITE_OK) goto dbfail;
-    } else if (version != PARITY_GATE_HISTORY_VERSION) {
-        snprintf(zErr, nErr, "%s: history schema version %d, this paritydiff writes version %d",
-                 zPath, version, PARITY_GATE_HISTORY_VERSION);
-        goto fail;
-    }
-    if (sqlite3_exec(pH->pDb, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) goto dbfail;
     *ppH = pH;
     return 0;
-dbfail:
-    snprintf(zErr, nErr, "%s: %s", zPath, sqlite3_errmsg(pH->pDb));
-fail:
-    sqlite3_close(pH->pDb);
-    free(pH);
-    return -1;
 }
 
 void parity_gate_history_close(parity_gate_history *pH)
 {
     if (pH == NULL) return;
-    sqlite3_close(pH->pDb);
+    pH->pB->xClose(pH->pDb);
     free(pH);
 }
 
@@ -118,36 +131,21 @@ int parity_gate_history_out_of_range(parity_gate_history *pH, const char *zRule,
         "SELECT s.state FROM rule_states s JOIN runs r ON r.run_id = s.run_id "
         "WHERE s.slice = ? AND s.rule = ? AND s.state <> 'unknown' AND r.timestamp < ? "
         "ORDER BY r.timestamp DESC";
-    sqlite3_stmt *pStmt;
-    int n = 0, step;
-    if (sqlite3_prepare_v2(pH->pDb, zSql, -1, &pStmt, NULL) != SQLITE_OK)
-        return db_fail(pH->pDb, "reading past runs", zErr, nErr);
-    sqlite3_bind_text(pStmt, 1, zSlice, -1, SQLITE_STATIC);
-    sqlite3_bind_text(pStmt, 2, zRule, -1, SQLITE_STATIC);
-    sqlite3_bind_text(pStmt, 3, zTimestamp ? zTimestamp : "", -1, SQLITE_STATIC);
-    while ((step = sqlite3_step(pStmt)) == SQLITE_ROW) {
-        const char *zState = (const char *)sqlite3_column_text(pStmt, 0);
+    const char *az[3] = { zSlice, zRule, zTimestamp ? zTimestamp : "" };
+    json_t *pRows = json_array(), *pRow;
+    size_t i;
+    int n = 0;
+    if (pRows == NULL || run(pH, zSql, az, 3, pRows, zErr, nErr) != 0) {
+        json_decref(pRows);
+        return -1;
+    }
+    json_array_foreach(pRows, i, pRow) {
+        const char *zState = json_string_value(json_array_get(pRow, 0));
         if (zState == NULL || strcmp(zState, "out_of_range") != 0) break;
         n++;
     }
-    if (step != SQLITE_ROW && step != SQLITE_DONE) n = db_fail(pH->pDb, "reading past runs", zErr, nErr);
-    sqlite3_finalize(pStmt);
+    json_decref(pRows);
     return n;
-}
-
-/* Binds the values (strings; NULL binds SQL NULL) and runs one statement. */
-static int exec_row(sqlite3 *pDb, const char *zSql, const char *const *azValue, int n)
-{
-    sqlite3_stmt *pStmt;
-    int i, rc;
-    if (sqlite3_prepare_v2(pDb, zSql, -1, &pStmt, NULL) != SQLITE_OK) return -1;
-    for (i = 0; i < n; i++) {
-        if (azValue[i]) sqlite3_bind_text(pStmt, i + 1, azValue[i], -1, SQLITE_TRANSIENT);
-        else sqlite3_bind_null(pStmt, i + 1);
-    }
-    rc = sqlite3_step(pStmt) == SQLITE_DONE ? 0 : -1;
-    sqlite3_finalize(pStmt);
-    return rc;
 }
 
 /* A JSON value as text for a column: scalars as parity_gate_scalar_text writes them, the
@@ -161,13 +159,16 @@ static char *column_text(const json_t *p)
 
 #define MAX_COLS 10
 
-/* One row from JSON values; consumes none of them. */
-static int insert(sqlite3 *pDb, const char *zSql, const json_t *const *apV, int n)
+/* One row from JSON values (consumes none of them); the first failure's reason stays
+ * in zErr, later statements of the doomed transaction are not run. */
+static int insert(parity_gate_history *pH, const char *zSql, const json_t *const *apV, int n,
+                  char *zErr, size_t nErr)
 {
     char *az[MAX_COLS];
     int i, rc;
+    if (zErr[0]) return -1;
     for (i = 0; i < n; i++) az[i] = column_text(apV[i]);
-    rc = exec_row(pDb, zSql, (const char *const *)az, n);
+    rc = run(pH, zSql, (const char *const *)az, n, NULL, zErr, nErr);
     for (i = 0; i < n; i++) free(az[i]);
     return rc;
 }
@@ -191,37 +192,15 @@ static json_t *build_identity(const json_t *pPair, const char *zSide)
 json_t *parity_gate_history_query(parity_gate_history *pH, const char *zSql,
                                   const char *const *azParam, int nParam, char *zErr, size_t nErr)
 {
-    sqlite3_stmt *pStmt;
     json_t *pRows = json_array();
-    int i, step, nCol;
     if (pRows == NULL) {
         snprintf(zErr, nErr, "history: out of memory");
         return NULL;
     }
-    if (sqlite3_prepare_v2(pH->pDb, zSql, -1, &pStmt, NULL) != SQLITE_OK) {
-        db_fail(pH->pDb, "reading the history", zErr, nErr);
+    if (run(pH, zSql, azParam, nParam, pRows, zErr, nErr) != 0) {
         json_decref(pRows);
         return NULL;
     }
-    for (i = 0; i < nParam; i++) sqlite3_bind_text(pStmt, i + 1, azParam[i], -1, SQLITE_STATIC);
-    nCol = sqlite3_column_count(pStmt);
-    while ((step = sqlite3_step(pStmt)) == SQLITE_ROW) {
-        json_t *pRow = json_array();
-        for (i = 0; pRow && i < nCol; i++) {
-            const char *z = (const char *)sqlite3_column_text(pStmt, i);
-            json_array_append_new(pRow, z ? json_string(z) : json_null());
-        }
-        if (pRow == NULL || json_array_append_new(pRows, pRow) != 0) {
-            step = SQLITE_NOMEM;
-            break;
-        }
-    }
-    if (step != SQLITE_DONE) {
-        db_fail(pH->pDb, "reading the history", zErr, nErr);
-        json_decref(pRows);
-        pRows = NULL;
-    }
-    sqlite3_finalize(pStmt);
     return pRows;
 }
 
@@ -234,14 +213,14 @@ int parity_gate_history_append(parity_gate_history *pH, const json_t *pDoc, char
     const char *zRule;
     int rc = 0;
 
-    if (sqlite3_exec(pH->pDb, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-        return db_fail(pH->pDb, "starting the run", zErr, nErr);
+    zErr[0] = 0;
+    if (pH->pB->xExec(pH->pDb, pH->pB->zBeginWrite, zErr, nErr) != 0) return -1;
     {
         const json_t *aV[6] = { pRunId, json_object_get(pRun, "timestamp"),
                                 json_object_get(pRun, "suite"), json_object_get(pRun, "policy"),
                                 json_object_get(pDoc, "verdict"), pKeys };
-        rc |= insert(pH->pDb, "INSERT INTO runs (run_id, timestamp, suite, policy, verdict, "
-                     "slice_keys) VALUES (?, ?, ?, ?, ?, ?)", aV, 6);
+        rc |= insert(pH, "INSERT INTO runs (run_id, timestamp, suite, policy, verdict, "
+                     "slice_keys) VALUES (?, ?, ?, ?, ?, ?)", aV, 6, zErr, nErr);
     }
     json_array_foreach(json_object_get(pDoc, "slices"), i, pSlice) {
         char *zName = parity_gate_slice_name(json_object_get(pSlice, "labels"), pKeys);
@@ -255,14 +234,14 @@ int parity_gate_history_append(parity_gate_history *pH, const json_t *pDoc, char
                                  json_object_get(pSlice, "metrics") };
         free(zName);
         if (pName == NULL) { rc = -1; break; }
-        rc |= insert(pH->pDb, "INSERT INTO slices (run_id, slice, labels, pairs, pass, fail, error, "
+        rc |= insert(pH, "INSERT INTO slices (run_id, slice, labels, pairs, pass, fail, error, "
                      "outcome_agreement, traffic_share, metrics) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                     aV, 10);
+                     aV, 10, zErr, nErr);
         json_object_foreach((json_t *)json_object_get(pSlice, "rules"), zRule, pState) {
             json_t *pRule = json_string(zRule);
             const json_t *aS[4] = { pRunId, pName, pRule, pState };
-            rc |= insert(pH->pDb, "INSERT INTO rule_states (run_id, slice, rule, state) "
-                         "VALUES (?, ?, ?, ?)", aS, 4);
+            rc |= insert(pH, "INSERT INTO rule_states (run_id, slice, rule, state) "
+                         "VALUES (?, ?, ?, ?)", aS, 4, zErr, nErr);
             json_decref(pRule);
         }
         json_decref(pName);
@@ -281,9 +260,9 @@ int parity_gate_history_append(parity_gate_history *pH, const json_t *pDoc, char
                                      json_object_get(pAlert, "mitigation"), pFired };
             free(zName);
             rc |= pName == NULL;
-            rc |= insert(pH->pDb, "INSERT INTO alerts (run_id, slice, rule, metric, owner, value, "
+            rc |= insert(pH, "INSERT INTO alerts (run_id, slice, rule, metric, owner, value, "
                          "runs_out_of_range, persistence, mitigation, fired) VALUES "
-                         "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", aV, 10);
+                         "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", aV, 10, zErr, nErr);
             json_decref(pName);
         }
         json_decref(pFired);
@@ -298,9 +277,9 @@ int parity_gate_history_append(parity_gate_history *pH, const json_t *pDoc, char
                                 json_object_get(pPair, "first_divergence") };
         free(zName);
         rc |= pName == NULL || pIdE == NULL || pIdC == NULL;
-        rc |= insert(pH->pDb, "INSERT INTO pairs (run_id, pair_id, slice, status, eager_path, "
+        rc |= insert(pH, "INSERT INTO pairs (run_id, pair_id, slice, status, eager_path, "
                      "compiled_path, eager_identity, compiled_identity, first_divergence) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", aV, 9);
+                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", aV, 9, zErr, nErr);
         json_decref(pName);
         json_decref(pIdE);
         json_decref(pIdC);
@@ -308,19 +287,15 @@ int parity_gate_history_append(parity_gate_history *pH, const json_t *pDoc, char
             const json_t *aC[5] = { pRunId, json_object_get(pPair, "id"),
                                     json_object_get(pCause, "name"), json_object_get(pCause, "op"),
                                     json_object_get(pCause, "affected_slice") };
-            rc |= insert(pH->pDb, "INSERT INTO local_causes (run_id, pair_id, tensor, op, "
-                         "affected_slice) VALUES (?, ?, ?, ?, ?)", aC, 5);
+            rc |= insert(pH, "INSERT INTO local_causes (run_id, pair_id, tensor, op, "
+                         "affected_slice) VALUES (?, ?, ?, ?, ?)", aC, 5, zErr, nErr);
         }
     }
-    if (rc != 0) {
-        db_fail(pH->pDb, "appending the run", zErr, nErr);
-        sqlite3_exec(pH->pDb, "ROLLBACK", NULL, NULL, NULL);
-        return -1;
+    if (rc == 0 && pH->pB->xExec(pH->pDb, "COMMIT", zErr, nErr) == 0) return 0;
+    if (zErr[0] == 0) snprintf(zErr, nErr, "history: out of memory appending the run");
+    {
+        char zIgnored[64];
+        pH->pB->xExec(pH->pDb, "ROLLBACK", zIgnored, sizeof zIgnored);
     }
-    if (sqlite3_exec(pH->pDb, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-        db_fail(pH->pDb, "committing the run", zErr, nErr);
-        sqlite3_exec(pH->pDb, "ROLLBACK", NULL, NULL, NULL);
-        return -1;
-    }
-    return 0;
+    return -1;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "diff/gate.h"
+#include "diff/history_backend.h"
 #include "formats/escape.h"
 #include "reports/report.h"
 #include "reports/report_gate.h"
@@ -592,7 +593,8 @@ int parity_investigate_main(int argc, char **argv)
     }
     if (zHistory == NULL) return inv_error("missing --history DB");
     if (optind != argc) return inv_error("too many operands");
-    if (stat(zHistory, &st) != 0) {
+    /* a file must exist (opening would create an empty one); a server is asked */
+    if (!history_is_pg(zHistory) && stat(zHistory, &st) != 0) {
         snprintf(ctx.zErr, sizeof ctx.zErr, "%s: cannot open the history: %s", zHistory, strerror(errno));
         return inv_error(ctx.zErr);
     }

@@ -13,6 +13,8 @@ packages=(
   libjansson-dev                  # JSON reports
   libyaml-dev                     # the tolerance file and the gate's policy
   libsqlite3-dev                  # the gate's run history (diff/gate_history.c)
+  libpq-dev                       # ... on a PostgreSQL server (diff/history_pg.c)
+  postgresql                      # a throwaway server for the history tests (tests only)
   clang-14 libclang-rt-14-dev     # libFuzzer harnesses and sanitizer runtime
   python3 python3-h5py python3-numpy   # tests and the example only, never the tools
   python3-torch                   # the example PyTorch worker of parityfuzz (tests only)
