@@ -176,5 +176,7 @@ extern const char parity_gate_history_schema[];
 int parity_gate_main(int argc, char **argv);
 /* `paritydiff investigate ARGS...` (diff/investigate.c, diff/INVESTIGATE.md). */
 int parity_investigate_main(int argc, char **argv);
+/* `paritydiff bisect ARGS...` (diff/bisect.c, diff/INVESTIGATE.md). */
+int parity_bisect_main(int argc, char **argv);
 
 #endif

@@ -444,6 +444,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "gate") == 0) return parity_gate_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "investigate") == 0)
         return parity_investigate_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "bisect") == 0) return parity_bisect_main(argc - 1, argv + 1);
     memset(&args, 0, sizeof args);
     parity_diff_options_init(&args.diff);
     args.timeoutSeconds = DEFAULT_TIMEOUT_SECONDS;
