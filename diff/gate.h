@@ -176,6 +176,11 @@ extern const char parity_gate_history_schema[];
 int parity_gate_main(int argc, char **argv);
 /* `paritydiff investigate ARGS...` (diff/investigate.c, diff/INVESTIGATE.md). */
 int parity_investigate_main(int argc, char **argv);
+/* A rule's timeline for a slice, as of zAsOf (the last 60 runs): {earliest_known_bad,
+ * last_known_good (run ids or null), points: [{run, timestamp, state, value, eager}]},
+ * the boundary found as investigate finds it. NULL with zErr on a database error. */
+json_t *parity_investigate_timeline(parity_gate_history *pH, const char *zSlice, const char *zRule,
+                                    const char *zMetric, const char *zAsOf, char *zErr, size_t nErr);
 /* `paritydiff bisect ARGS...` (diff/bisect.c, diff/INVESTIGATE.md). */
 int parity_bisect_main(int argc, char **argv);
 

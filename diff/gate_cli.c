@@ -223,6 +223,39 @@ static void warnings_last(json_t *pDoc)
     json_object_set_new(pDoc, "warnings", pW ? pW : json_array());
 }
 
+/* With a history: for every alert and pending alert, the rule's timeline over the past
+ * runs with the boundary an investigation would find (GATE.md, "timelines"), read back
+ * after this run was appended, so the HTML report can draw it. */
+static int add_timelines(json_t *pDoc, parity_gate_history *pH, char *zErr, size_t nErr)
+{
+    json_t *pList = json_array(), *pA;
+    const char *azList[2] = { "alerts", "pending" };
+    const char *zAsOf = json_string_value(json_object_get(json_object_get(pDoc, "run"), "timestamp"));
+    size_t i, k;
+    for (k = 0; k < 2; k++)
+        json_array_foreach(json_object_get(pDoc, azList[k]), i, pA) {
+            char *zSlice = parity_gate_slice_name(json_object_get(pA, "labels"),
+                                                  json_object_get(pDoc, "slice_keys"));
+            json_t *pT = zSlice ? parity_investigate_timeline(pH, zSlice,
+                             json_string_value(json_object_get(pA, "rule")),
+                             json_string_value(json_object_get(pA, "metric")), zAsOf, zErr, nErr)
+                                : NULL;
+            free(zSlice);
+            if (pT == NULL) {
+                json_decref(pList);
+                return -1;
+            }
+            json_object_set(pT, "rule", json_object_get(pA, "rule"));
+            json_object_set(pT, "metric", json_object_get(pA, "metric"));
+            json_object_set(pT, "labels", json_object_get(pA, "labels"));
+            json_object_set(pT, "normal", json_object_get(pA, "normal"));
+            json_object_set_new(pT, "fired", json_boolean(k == 0));
+            json_array_append_new(pList, pT);
+        }
+    json_object_set_new(pDoc, "timelines", pList);
+    return 0;
+}
+
 /* From the document's pairs to the verdict, reports and exit status. */
 static int finish(const gate_args *pArgs, json_t *pDoc)
 {
@@ -279,6 +312,10 @@ static int finish(const gate_args *pArgs, json_t *pDoc)
     json_object_set_new(pDoc, "verdict", json_string(code == 2 ? "error" : sharded ? "partial"
                                                      : code == 1 ? "fail" : "pass"));
     if (pHistory && parity_gate_history_append(pHistory, pDoc, zErr, sizeof zErr) != 0) {
+        code = gate_error(zErr);
+        goto done;
+    }
+    if (pHistory && add_timelines(pDoc, pHistory, zErr, sizeof zErr) != 0) {
         code = gate_error(zErr);
         goto done;
     }

@@ -120,6 +120,58 @@ static void boundary_free(boundary *pB)
     json_decref(pB->pBlips);
 }
 
+/* ---- a rule's timeline (for the gate's HTML report) ------------------------------------ */
+
+#define TIMELINE_MAX_RUNS 60
+
+json_t *parity_investigate_timeline(parity_gate_history *pH, const char *zSlice, const char *zRule,
+                                    const char *zMetric, const char *zAsOf, char *zErr, size_t nErr)
+{
+    inv_ctx ctx;
+    const char *az[4] = { zSlice, zRule, zSlice, zAsOf };
+    json_t *pRows, *pRow, *pPoints = json_array(), *pOut;
+    boundary b;
+    size_t i, n, first;
+
+    memset(&ctx, 0, sizeof ctx);
+    ctx.pH = pH;
+    pRows = parity_gate_history_query(pH,
+        "SELECT r.run_id, r.timestamp, s.state, sl.metrics FROM runs r "
+        "LEFT JOIN rule_states s ON s.run_id = r.run_id AND s.slice = ? AND s.rule = ? "
+        "LEFT JOIN slices sl ON sl.run_id = r.run_id AND sl.slice = ? "
+        "WHERE r.timestamp <= ? ORDER BY r.timestamp", az, 4, zErr, nErr);
+    if (pRows == NULL || pPoints == NULL) {
+        json_decref(pRows);
+        json_decref(pPoints);
+        return NULL;
+    }
+    n = json_array_size(pRows);
+    first = n > TIMELINE_MAX_RUNS ? n - TIMELINE_MAX_RUNS : 0;
+    for (i = first; i < n; i++) {
+        json_t *pMetrics, *pM;
+        pRow = json_array_get(pRows, i);
+        pMetrics = cell(pRow, 3) ? json_loads(cell(pRow, 3), 0, NULL) : NULL;
+        pM = json_object_get(pMetrics, zMetric);
+        json_array_append_new(pPoints, json_pack("{s:s,s:s,s:s,s:O,s:O}", "run", cell(pRow, 0),
+                              "timestamp", cell(pRow, 1), "state", cell(pRow, 2) ? cell(pRow, 2) : "unknown",
+                              "value", json_object_get(pM, "value") ? json_object_get(pM, "value") : json_null(),
+                              "eager", json_object_get(pM, "eager") ? json_object_get(pM, "eager") : json_null()));
+        json_decref(pMetrics);
+    }
+    json_decref(pRows);
+    if (find_boundary(&ctx, zSlice, zRule, zAsOf, &b) != 0) {
+        snprintf(zErr, nErr, "%s", ctx.zErr);
+        json_decref(pPoints);
+        return NULL;
+    }
+    pOut = json_pack("{s:O,s:O,s:o}", "earliest_known_bad",
+                     b.pBad ? json_object_get(b.pBad, "run") : json_null(),
+                     "last_known_good", b.pGood ? json_object_get(b.pGood, "run") : json_null(),
+                     "points", pPoints);
+    boundary_free(&b);
+    return pOut;
+}
+
 /* ---- identities ------------------------------------------------------------------------ */
 
 /* {side: {key: value}} of the slice's pairs in a run; a key whose pairs disagree holds

@@ -439,6 +439,46 @@ class GateHtmlTest(unittest.TestCase):
         with self.assertRaises(AssertionError):
             check_page(broken, self.browse(broken, "real-broken"), doc)
 
+    def test_timelines_of_a_gate_with_history(self):
+        """Seven nightly runs in a history: the page of the seventh draws each alert's
+        timeline with its normal range and the boundary at night 6 (the blip at night 3
+        out of range but not the boundary)."""
+        parity, make = os.environ.get("PARITYDIFF"), os.environ.get("MAKE_GATE_EXAMPLE")
+        if not parity or not make:
+            self.skipTest("PARITYDIFF and MAKE_GATE_EXAMPLE not given")
+        policy = os.path.join(GATE_DIR, "..", "..", "examples", "gate", "policy.yaml")
+        history = os.path.join(self.tmp, "h.db")
+        for n in range(1, 8):
+            suite = os.path.join(self.tmp, "night%d" % n)
+            subprocess.run([make, suite, "--night", str(n)], check=True)
+            p = subprocess.run([parity, "gate", "-q", "--policy", policy, "--history", history,
+                                "--timestamp", "2026-11-%02dT02:00:00Z" % n, "--run-id",
+                                "nightly-%d" % n, "--json", os.path.join(self.tmp, "g.json"),
+                                "--html", os.path.join(self.tmp, "g.html"), suite],
+                               capture_output=True, text=True, timeout=300)
+            self.assertIn(p.returncode, (0, 1), p.stderr)
+        with open(os.path.join(self.tmp, "g.html"), encoding="utf-8") as f:
+            raw = f.read()
+        root = parse(self.browse(raw, "timeline"))
+        figs = [n for n in root.walk() if n.tag == "figure" and "timeline" in n.attrs.get("class", "")]
+        rec = [f for f in figs if f.attrs.get("data-rule") == "recompiles#3"]
+        self.assertEqual(len(rec), 1)
+        self.assertEqual(rec[0].attrs["data-boundary"], "nightly-6")
+        self.assertEqual(rec[0].attrs["data-last-good"], "nightly-5")
+        pts = [n for n in rec[0].walk() if n.tag == "circle"]
+        self.assertEqual([p.attrs["data-run"] for p in pts], ["nightly-%d" % n for n in range(1, 8)])
+        self.assertEqual([p.attrs["data-state"] for p in pts],
+                         ["in_range", "in_range", "out_of_range", "in_range", "in_range",
+                          "out_of_range", "out_of_range"])
+        self.assertEqual([float(p.attrs["data-value"]) for p in pts], [0, 0, 14, 0, 0, 14, 14])
+        band = [n for n in rec[0].walk() if n.tag == "rect" and "normal-band" in n.attrs.get("class", "")]
+        self.assertEqual(float(band[0].attrs["data-max"]), 2)
+        marks = [n for n in rec[0].walk() if n.tag == "line" and "boundary" in n.attrs.get("class", "")]
+        self.assertEqual([m.attrs["data-run"] for m in marks], ["nightly-6"])
+        with open(os.path.join(self.tmp, "g.json")) as f:
+            doc = json.load(f)
+        self.assertEqual(len(figs), len(doc["timelines"]))
+
     def test_sample(self):
         doc = self.sample()
         raw, root = self.check(doc)
