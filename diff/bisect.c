@@ -197,7 +197,7 @@ static int evaluate(bisect_ctx *pCtx, version *pV)
         size_t nEnv = 0, k;
         snprintf(zSuite, sizeof zSuite, "%s/suite-%zu", pCtx->zTmp, json_array_size(pCtx->pSteps));
         if (mkdir(zSuite, 0777) != 0) {
-            snprintf(pCtx->zErr, sizeof pCtx->zErr, "cannot create %s: %s", zSuite, strerror(errno));
+            snprintf(pCtx->zErr, sizeof pCtx->zErr, "cannot create %.900s: %s", zSuite, strerror(errno));
             return -1;
         }
         zCmd = expand(pCtx->zCmd, pV->zVersion, zSuite);
@@ -323,7 +323,7 @@ int parity_bisect_main(int argc, char **argv)
     int c, quiet = 0, code = 0;
     char zSelf[PATH_MAX];
     ssize_t nSelf;
-    json_t *pDoc = NULL, *pCandidates = json_array();
+    json_t *pDoc = NULL, *pCandidates = NULL;
 
     memset(&ctx, 0, sizeof ctx);
     optind = 1;
@@ -392,6 +392,7 @@ int parity_bisect_main(int argc, char **argv)
         if (aV[probe].state == V_GOOD) lo = probe;
         else if (aV[probe].state == V_BAD) hi = probe;
     }
+    pCandidates = json_array();
     for (i = lo + 1; i <= hi; i++) json_array_append_new(pCandidates, json_string(aV[i].zVersion));
     pDoc = json_pack("{s:s,s:s?,s:s?,s:o,s:O,s:I,s:O}", "schema", "parity-bisect/1",
                      "slice", ctx.zSlice, "metric", ctx.zMetric,
