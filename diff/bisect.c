@@ -163,21 +163,6 @@ static int run_program(const char *const *azArgv, char *const *azEnv, char **pzO
     return code;
 }
 
-static int slice_selected(const char *zWant, const json_t *pLabels)
-{
-    char zCopy[1024], *zSave = NULL, *zTok;
-    if (zWant == NULL) return 1;
-    snprintf(zCopy, sizeof zCopy, "%s", zWant);
-    for (zTok = strtok_r(zCopy, ",", &zSave); zTok; zTok = strtok_r(NULL, ",", &zSave)) {
-        char *zEq = strchr(zTok, '=');
-        const char *zV;
-        if (zEq == NULL) return 0;
-        *zEq = 0;
-        zV = json_string_value(json_object_get(pLabels, zTok));
-        if (zV == NULL || strcmp(zV, zEq + 1) != 0) return 0;
-    }
-    return 1;
-}
 
 /* Evaluates one version: builds its suite when needed, gates it, and sets its state.
  * 0, or -1 with pCtx->zErr (the bisection stops). */
@@ -254,7 +239,7 @@ static int evaluate(bisect_ctx *pCtx, version *pV)
     }
     pV->nAlerts = 0;
     json_array_foreach(json_object_get(pDoc, "alerts"), i, pAlert)
-        if (slice_selected(pCtx->zSlice, json_object_get(pAlert, "labels")) &&
+        if (parity_gate_labels_match(pCtx->zSlice, json_object_get(pAlert, "labels")) &&
             (!pCtx->zMetric || strcmp(pCtx->zMetric,
                                       json_string_value(json_object_get(pAlert, "metric"))) == 0))
             pV->nAlerts++;

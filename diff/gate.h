@@ -130,6 +130,10 @@ void parity_gate_traffic_free(parity_gate_traffic *pTraffic);
  * caller frees it. */
 char *parity_gate_scalar_text(const json_t *pV);
 
+/* 1 when the labels hold every "key=value" of zWant ("k=v,k=v"; NULL: any labels): the
+ * --slice filter of investigate and bisect. */
+int parity_gate_labels_match(const char *zWant, const json_t *pLabels);
+
 /* The canonical name of a slice: "key=value,key=value" in slice-key order. */
 char *parity_gate_slice_name(const json_t *pLabels, const json_t *pKeys);
 

@@ -50,6 +50,22 @@ char *parity_gate_slice_name(const json_t *pLabels, const json_t *pKeys)
 
 /* ---- labels ------------------------------------------------------------------------ */
 
+int parity_gate_labels_match(const char *zWant, const json_t *pLabels)
+{
+    char zCopy[1024], *zSave = NULL, *zTok;
+    if (zWant == NULL) return 1;
+    snprintf(zCopy, sizeof zCopy, "%s", zWant);
+    for (zTok = strtok_r(zCopy, ",", &zSave); zTok; zTok = strtok_r(NULL, ",", &zSave)) {
+        char *zEq = strchr(zTok, '=');
+        const char *zV;
+        if (zEq == NULL) return 0;
+        *zEq = 0;
+        zV = json_string_value(json_object_get(pLabels, zTok));
+        if (zV == NULL || strcmp(zV, zEq + 1) != 0) return 0;
+    }
+    return 1;
+}
+
 char *parity_gate_scalar_text(const json_t *pV)
 {
     char zBuf[64];

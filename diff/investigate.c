@@ -566,22 +566,6 @@ static json_t *investigate_one(inv_ctx *pCtx, const json_t *pAlert, const char *
     return pInv;
 }
 
-/* "k=v,k=v" against a slice's labels: every pair given must hold. */
-static int slice_selected(const char *zWant, const json_t *pLabels)
-{
-    char zCopy[1024], *zSave = NULL, *zTok;
-    if (zWant == NULL) return 1;
-    snprintf(zCopy, sizeof zCopy, "%s", zWant);
-    for (zTok = strtok_r(zCopy, ",", &zSave); zTok; zTok = strtok_r(NULL, ",", &zSave)) {
-        char *zEq = strchr(zTok, '=');
-        const char *zV;
-        if (zEq == NULL) return 0;
-        *zEq = 0;
-        zV = json_string_value(json_object_get(pLabels, zTok));
-        if (zV == NULL || strcmp(zV, zEq + 1) != 0) return 0;
-    }
-    return 1;
-}
 
 static int inv_error(const char *zMsg)
 {
@@ -672,7 +656,7 @@ int parity_investigate_main(int argc, char **argv)
     pList = json_object_get(pDoc, "investigations");
     json_array_foreach(pAlerts, i, pAlert) {
         json_t *pLabels = cell(pAlert, 6) ? json_loads(cell(pAlert, 6), 0, NULL) : NULL, *pInv;
-        int want = (!zMetric || strcmp(zMetric, cell(pAlert, 2)) == 0) && slice_selected(zSlice, pLabels);
+        int want = (!zMetric || strcmp(zMetric, cell(pAlert, 2)) == 0) && parity_gate_labels_match(zSlice, pLabels);
         json_decref(pLabels);
         if (!want) continue;
         if ((pInv = investigate_one(&ctx, pAlert, zAsOf)) == NULL) {
