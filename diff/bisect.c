@@ -163,7 +163,6 @@ static int run_program(const char *const *azArgv, char *const *azEnv, char **pzO
     return code;
 }
 
-
 /* Evaluates one version: builds its suite when needed, gates it, and sets its state.
  * 0, or -1 with pCtx->zErr (the bisection stops). */
 static int evaluate(bisect_ctx *pCtx, version *pV)

@@ -566,7 +566,6 @@ static json_t *investigate_one(inv_ctx *pCtx, const json_t *pAlert, const char *
     return pInv;
 }
 
-
 static int inv_error(const char *zMsg)
 {
     parity_escape_line(stderr, "paritydiff investigate", zMsg, NULL);
