@@ -337,16 +337,16 @@ static json_t *outcome_record(const char *zTensor, const char *zRule, const outc
 {
     json_t *p = json_object();
     int rc = 0;
-    rc |= parity_report_set(p, "tensor", json_string(zTensor));
-    rc |= parity_report_set(p, "rule", json_string(zRule));
+    rc |= parity_report_set(p, "tensor", parity_report_string(zTensor));   /* HDF5 names: any bytes */
+    rc |= parity_report_set(p, "rule", parity_report_string(zRule));
     rc |= parity_report_set(p, "decisions", json_integer((json_int_t)pC->decisions));
     rc |= parity_report_set(p, "agree", json_integer((json_int_t)pC->agree));
     rc |= parity_report_set(p, "ref_eager", json_integer((json_int_t)pC->refEager));
     rc |= parity_report_set(p, "ref_compiled", json_integer((json_int_t)pC->refCompiled));
     rc |= parity_report_set(p, "ref_neither", json_integer((json_int_t)pC->refNeither));
     rc |= parity_report_set(p, "ref_unknown", json_integer((json_int_t)pC->refUnknown));
-    rc |= parity_report_set(p, "error", zError ? json_string(zError) : json_null());
-    rc |= parity_report_set(p, "note", zNote ? json_string(zNote) : json_null());
+    rc |= parity_report_set(p, "error", parity_report_string(zError));
+    rc |= parity_report_set(p, "note", parity_report_string(zNote));
     return parity_report_finish(p, rc);
 }
 

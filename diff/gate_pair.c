@@ -65,12 +65,12 @@ static int record_head(json_t *pRec, const parity_gate_pair_spec *pSpec, const c
                        const char *zError)
 {
     int rc = 0;
-    rc |= parity_report_set(pRec, "id", json_string(pSpec->zId));
-    rc |= parity_report_set(pRec, "eager", pSpec->zEager ? json_string(pSpec->zEager) : json_null());
-    rc |= parity_report_set(pRec, "compiled",
-                            pSpec->zCompiled ? json_string(pSpec->zCompiled) : json_null());
+    /* ids and paths are folder names, errors quote captures: any bytes, repaired to UTF-8 */
+    rc |= parity_report_set(pRec, "id", parity_report_string(pSpec->zId));
+    rc |= parity_report_set(pRec, "eager", parity_report_string(pSpec->zEager));
+    rc |= parity_report_set(pRec, "compiled", parity_report_string(pSpec->zCompiled));
     rc |= parity_report_set(pRec, "status", json_string(zStatus));
-    rc |= parity_report_set(pRec, "error", zError ? json_string(zError) : json_null());
+    rc |= parity_report_set(pRec, "error", parity_report_string(zError));
     return rc;
 }
 
@@ -112,7 +112,7 @@ json_t *parity_gate_pair_record(const parity_gate_pair_spec *pSpec, const parity
     rc |= parity_report_set(pRec, "telemetry", json_deep_copy(pTel));
     rc |= parity_report_set(pRec, "outcomes", pOutcomes ? json_incref(pOutcomes) : json_array());
     for (i = 0; i < pRes->nWarning && i < WARNINGS_MAX; i++)
-        rc |= parity_report_append(pWarn, json_string(pRes->azWarning[i]));
+        rc |= parity_report_append(pWarn, parity_report_string(pRes->azWarning[i]));
     rc |= parity_report_set(pRec, "warnings", pWarn);
     pWarn = NULL;
 done:

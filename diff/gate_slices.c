@@ -97,9 +97,9 @@ static int label_pair(json_t *pPair, const json_t *pKeys, json_t *pWarnings)
             snprintf(zW, sizeof zW, "%s: label %s is '%s' in eager and '%s' in compiled; "
                      "eager's is used", json_string_value(json_object_get(pPair, "id")),
                      zKey, zE, zC);
-            rc |= parity_report_append(pWarnings, json_string(zW));
+            rc |= parity_report_append(pWarnings, parity_report_string(zW));
         }
-        rc |= parity_report_set(pLabels, zKey, json_string(zE ? zE : zC ? zC : PARITY_GATE_UNSET));
+        rc |= parity_report_set(pLabels, zKey, parity_report_string(zE ? zE : zC ? zC : PARITY_GATE_UNSET));
         free(zE);
         free(zC);
     }
@@ -330,7 +330,7 @@ static int warn_outcome_errors(const json_t *pPair, json_t *pWarnings)
         snprintf(zW, sizeof zW, "%s: outcome of %s not decided: %s",
                  json_string_value(json_object_get(pPair, "id")),
                  json_string_value(json_object_get(pO, "tensor")), zErr);
-        rc |= parity_report_append(pWarnings, json_string(zW));
+        rc |= parity_report_append(pWarnings, parity_report_string(zW));
     }
     return rc;
 }
@@ -348,7 +348,7 @@ static int warn_builds(const slice_acc *pS, json_t *pWarnings)
                              json_array_size(pValues), json_string_value(json_array_get(pValues, 0)),
                              json_string_value(json_array_get(pValues, 1)),
                              json_array_size(pValues) > 2 ? ", ..." : "");
-        rc |= parity_report_append(pWarnings, json_string(zW));
+        rc |= parity_report_append(pWarnings, parity_report_string(zW));
     }
     return rc;
 }
@@ -574,7 +574,7 @@ int parity_gate_build_slices(json_t *pDoc, const parity_gate_traffic *pTraffic)
                 for (t = 0; t < pTraffic->nKey; t++)
                     if (strcmp(pTraffic->azKey[t], zKey) == 0)
                         zV = pTraffic->azValue[r * pTraffic->nKey + t];
-                rc |= parity_report_set(pLabels, zKey, json_string(zV));
+                rc |= parity_report_set(pLabels, zKey, parity_report_string(zV));   /* from the CSV */
             }
             zName = parity_gate_slice_name(pLabels, pKeys);
             pS = zName ? slice_get(&aS, &nS, zName, pLabels) : NULL;

@@ -17,6 +17,10 @@ int parity_report_append(json_t *pArr, json_t *pVal);
 /* A builder's result: pContainer when rc is 0 and it exists, else NULL (freed). */
 json_t *parity_report_finish(json_t *pContainer, int rc);
 
+/* A JSON string; NULL becomes null. Bytes that are not UTF-8 (names and texts from HDF5
+ * and from folder names may hold any) become U+FFFD, so json_string cannot fail and a
+ * field vanish. NULL only when memory ran out. */
+json_t *parity_report_string(const char *z);
 /* Length of the well-formed UTF-8 sequence at z (RFC 3629: no overlongs, no surrogates,
  * nothing above U+10FFFF), or 0 when the bytes there are not one; its code point in *pCp
  * (pCp may be NULL). Strings from HDF5 may hold any bytes: every writer repairs by it. */

@@ -99,7 +99,7 @@ static json_t *report_uint(uint64_t n)
 /* A JSON string; NULL becomes null. Names and attribute values come from HDF5, which
  * allows any bytes, so bytes that are not UTF-8 are replaced by U+FFFD rather than letting
  * json_string fail and the field vanish. */
-static json_t *report_string(const char *z)
+json_t *parity_report_string(const char *z)
 {
     const unsigned char *zIn = (const unsigned char *)z;
     json_t *pStr;
@@ -135,7 +135,7 @@ static json_t *report_string_array(char *const *azStr, size_t n)
     size_t i;
     int rc = 0;
 
-    for (i = 0; i < n; i++) rc |= parity_report_append(pArr, report_string(azStr[i]));
+    for (i = 0; i < n; i++) rc |= parity_report_append(pArr, parity_report_string(azStr[i]));
     return parity_report_finish(pArr, rc);
 }
 
@@ -153,7 +153,7 @@ static json_t *report_uint_array(int rank, const uint64_t *aValue)
 static json_t *report_attr_item(const parity_attr *pAttr, size_t i)
 {
     switch (pAttr->kind) {
-    case PARITY_ATTR_STRING: return report_string(pAttr->azStr[i]);
+    case PARITY_ATTR_STRING: return parity_report_string(pAttr->azStr[i]);
     case PARITY_ATTR_INT: return json_integer(pAttr->aInt[i]);
     case PARITY_ATTR_FLOAT: return report_real(pAttr->aFloat[i]);
     case PARITY_ATTR_OTHER: break;
@@ -188,7 +188,7 @@ static json_t *report_attrs(const parity_attr *aAttr, size_t nAttr, int wantTele
         json_t *pKey;
         if (isTelemetryKey != wantTelemetry) continue;
         /* Keys must be UTF-8 too: reuse the repair of report_string. */
-        pKey = report_string(zName);
+        pKey = parity_report_string(zName);
         if (pKey == NULL) { rc = -1; break; }
         rc |= parity_report_set(pObj, json_string_value(pKey), report_attr_value(&aAttr[i]));
         json_decref(pKey);
@@ -332,8 +332,8 @@ static json_t *report_judgement(const parity_tensor_result *pT)
     rc |= parity_report_set(pClasses, "nonfinite_divergence", report_uint(pJ->nNonFinite));
     rc |= parity_report_set(pClasses, "suspicious", report_uint(pJ->nSuspicious));
     rc |= parity_report_set(pClasses, "vacuous_bound", report_uint(pJ->nVacuous));
-    rc |= parity_report_set(pObj, "model", report_string(pT->zModelOp));
-    rc |= parity_report_set(pObj, "model_description", report_string(pT->zModel));
+    rc |= parity_report_set(pObj, "model", parity_report_string(pT->zModelOp));
+    rc |= parity_report_set(pObj, "model_description", parity_report_string(pT->zModel));
     rc |= parity_report_set(pObj, "acc_dtype", report_dtype(pT->accDtype));
     rc |= parity_report_set(pObj, "reference", json_string(pJ->sampled ? "sampled" : "all"));
     rc |= parity_report_set(pObj, "checked", report_uint(pJ->nChecked));
@@ -366,8 +366,8 @@ static json_t *report_tensor(const parity_tensor_result *pT, size_t iPosition)
     int hasCompiled = parity_report_has_compiled(pT);
 
     parity_report_shape(pT, &rank, &aDim);
-    rc |= parity_report_set(pObj, "name", report_string(pT->zName));
-    rc |= parity_report_set(pObj, "op", report_string(pT->zOp));
+    rc |= parity_report_set(pObj, "name", parity_report_string(pT->zName));
+    rc |= parity_report_set(pObj, "op", parity_report_string(pT->zOp));
     rc |= parity_report_set(pObj, "order", pT->hasOrder ? json_integer(pT->iOrder) : json_null());
     rc |= parity_report_set(pObj, "position", report_uint(iPosition));
     rc |= parity_report_set(pObj, "dtype", report_dtype(pT->dtype));
@@ -378,15 +378,15 @@ static json_t *report_tensor(const parity_tensor_result *pT, size_t iPosition)
     rc |= parity_report_set(pObj, "compiled_shape",
                      hasCompiled ? report_uint_array(rank, aDim) : json_null());
     rc |= parity_report_set(pObj, "status", json_string(parity_status_name(pT->status)));
-    rc |= parity_report_set(pObj, "cause", report_string(parity_cause_name(pT->cause)));
-    rc |= parity_report_set(pObj, "message", report_string(pT->zMessage));
+    rc |= parity_report_set(pObj, "cause", parity_report_string(parity_cause_name(pT->cause)));
+    rc |= parity_report_set(pObj, "message", parity_report_string(pT->zMessage));
     rc |= parity_report_set(pObj, "is_input", json_boolean(pT->isInput));
     rc |= parity_report_set(pObj, "warnings", report_string_array(pT->azWarning, pT->nWarning));
     rc |= parity_report_set(pObj, "tolerance", report_tolerance(&pT->tol));
     rc |= parity_report_set(pObj, "elements", report_uint(parity_report_elements(pT)));
     rc |= report_tensor_stats(pObj, pT);
     rc |= parity_report_set(pObj, "judgement", report_judgement(pT));
-    rc |= parity_report_set(pObj, "model_note", report_string(pT->zModelNote));
+    rc |= parity_report_set(pObj, "model_note", parity_report_string(pT->zModelNote));
     return parity_report_finish(pObj, rc);
 }
 
@@ -432,11 +432,11 @@ json_t *parity_report_json_build(const parity_diff_result *pRes)
     pTensors = json_array();
     rc |= parity_report_set(pDoc, "parity_report_version", json_integer(REPORT_JSON_VERSION));
     rc |= parity_report_set(pDoc, "tool", json_string("paritydiff"));
-    rc |= parity_report_set(pDoc, "eager", report_string(pRes->zEagerFile));
-    rc |= parity_report_set(pDoc, "compiled", report_string(pRes->zCompiledFile));
+    rc |= parity_report_set(pDoc, "eager", parity_report_string(pRes->zEagerFile));
+    rc |= parity_report_set(pDoc, "compiled", parity_report_string(pRes->zCompiledFile));
     rc |= parity_report_set(pDoc, "verdict", json_string(parity_verdict_name(pRes->verdict)));
-    rc |= parity_report_set(pDoc, "error", report_string(pRes->zError));
-    rc |= parity_report_set(pDoc, "first_divergence", report_string(pRes->zFirstDivergence));
+    rc |= parity_report_set(pDoc, "error", parity_report_string(pRes->zError));
+    rc |= parity_report_set(pDoc, "first_divergence", parity_report_string(pRes->zFirstDivergence));
     rc |= parity_report_set(pDoc, "inputs_match", json_boolean(pRes->inputsMatch));
     rc |= parity_report_set(pDoc, "inputs_differ",
                      report_string_array(pRes->azInputDiffers, pRes->nInputDiffers));
