@@ -3,6 +3,7 @@
  *
  *   paritydiff [OPTIONS] EAGER.h5 COMPILED.h5
  *   paritydiff gate ...      (a release gate over a suite: diff/gate_cli.c, diff/GATE.md)
+ *   paritydiff investigate ... and paritydiff bisect ...  (diff/INVESTIGATE.md)
  *
  * Exit status (as cmp and diff): 0 the runs agree, 1 they diverge, 2 trouble (bad
  * arguments, a file that cannot be read, a tensor that cannot be used). Everything that
@@ -77,6 +78,8 @@ static void usage(FILE *pOut)
     fprintf(pOut,
 "Usage: paritydiff [OPTIONS] EAGER.h5 COMPILED.h5\n"
 "       paritydiff gate [OPTIONS] SUITE   (see paritydiff gate --help)\n"
+"       paritydiff investigate --history DB   (see paritydiff investigate --help)\n"
+"       paritydiff bisect --policy FILE --versions FILE   (see paritydiff bisect --help)\n"
 "Compare the tensors of an eager capture and a compiled capture (HDF5), tensor by\n"
 "tensor, and say where the runs diverge.\n"
 "\n"
