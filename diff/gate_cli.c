@@ -9,6 +9,8 @@
  * fired, 2 trouble; exit 2 is one line on stderr.
  */
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +83,10 @@ static void usage(void)
 "\n"
 "Judging (per pair, as paritydiff):\n"
 "      --tolerance FILE    op model overrides (tolerance/TOLERANCE.md)\n"
+"      --rtol X, --atol X, --max-ulp N, --signed-zeros, --strict\n"
+"                          as paritydiff's, for every pair\n"
+"      --map-prefix OLD=NEW  rename tensors under OLD in both captures of every pair\n"
+"                          (repeatable; /_orig_mod=/ for torch.compile)\n"
 "      --jobs N            pairs judged at once (default: cores)\n"
 "      --timeout SEC       per pair (default 3600, 0: none)\n"
 "      --stall-timeout SEC per pair, no progress reading (default 60)\n"
@@ -484,7 +490,8 @@ int parity_gate_main(int argc, char **argv)
 {
     enum { O_POLICY = 256, O_TRAFFIC, O_HISTORY, O_TIMESTAMP, O_RUN_ID, O_SLICE_KEYS, O_JSON,
            O_JUNIT, O_METRICS, O_HTML, O_MITIGATIONS, O_TOLERANCE, O_JOBS, O_TIMEOUT, O_STALL,
-           O_MEMORY, O_SHARD, O_PROGRESS, O_SCHEMA };
+           O_MEMORY, O_SHARD, O_PROGRESS, O_SCHEMA, O_RTOL, O_ATOL, O_MAX_ULP, O_SIGNED_ZEROS,
+           O_STRICT, O_MAP_PREFIX };
     static const struct option aLong[] = {
         { "policy", required_argument, NULL, O_POLICY },
         { "traffic", required_argument, NULL, O_TRAFFIC },
@@ -505,6 +512,12 @@ int parity_gate_main(int argc, char **argv)
         { "shard", required_argument, NULL, O_SHARD },
         { "progress", no_argument, NULL, O_PROGRESS },
         { "history-schema", no_argument, NULL, O_SCHEMA },
+        { "rtol", required_argument, NULL, O_RTOL },
+        { "atol", required_argument, NULL, O_ATOL },
+        { "max-ulp", required_argument, NULL, O_MAX_ULP },
+        { "signed-zeros", no_argument, NULL, O_SIGNED_ZEROS },
+        { "strict", no_argument, NULL, O_STRICT },
+        { "map-prefix", required_argument, NULL, O_MAP_PREFIX },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
@@ -574,6 +587,36 @@ int parity_gate_main(int argc, char **argv)
             }
             args.shardIndex = (int)index;
             args.shardCount = (int)count;
+            break;
+        }
+        case O_RTOL:
+        case O_ATOL: {
+            char *zEnd;
+            double x;
+            errno = 0;
+            x = strtod(optarg, &zEnd);
+            if (errno || zEnd == optarg || *zEnd || !(x >= 0.0) || x == HUGE_VAL)
+                return usage_error(c == O_RTOL ? "invalid --rtol '%s'" : "invalid --atol '%s'", optarg);
+            if (c == O_RTOL) { args.judge.diff.rtol = x; args.judge.diff.hasRtol = 1; }
+            else { args.judge.diff.atol = x; args.judge.diff.hasAtol = 1; }
+            break;
+        }
+        case O_MAX_ULP:
+            if (!parse_count(optarg, 0, LONG_MAX, &n)) return usage_error("invalid --max-ulp '%s'", optarg);
+            args.judge.diff.hasMaxUlp = 1;
+            args.judge.diff.maxUlp = (uint64_t)n;
+            break;
+        case O_SIGNED_ZEROS: args.judge.diff.signedZeros = 1; break;
+        case O_STRICT: args.judge.diff.strict = 1; break;
+        case O_MAP_PREFIX: {
+            char *zEq = strchr(optarg, '=');
+            if (!zEq || zEq == optarg)
+                return usage_error("invalid --map-prefix '%s' (OLD=NEW, OLD not empty)", optarg);
+            if (args.judge.diff.nMap == PARITY_DIFF_MAX_MAPS)
+                return usage_error("%s", "too many --map-prefix (16 at most)");
+            *zEq = 0;
+            args.judge.diff.azMapOld[args.judge.diff.nMap] = optarg;
+            args.judge.diff.azMapNew[args.judge.diff.nMap++] = zEq + 1;
             break;
         }
         case 'h': usage(); return 0;

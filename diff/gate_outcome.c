@@ -103,10 +103,26 @@ static void row_topk(const double *a, uint64_t n, long k, uint64_t *aOut)
     }
 }
 
+/* Opens a capture with the diff's --map-prefix renames applied, so outcome tensors are
+ * found under the names the diff matched them by. 0, or -1 with zErr. */
+static int open_mapped(const parity_diff_options *pOpt, const char *zFile, parity_capture **ppCap,
+                       char *zErr, size_t nErr)
+{
+    size_t k;
+    if (parity_capture_open(zFile, ppCap, zErr, nErr) != 0) return -1;
+    for (k = 0; k < pOpt->nMap; k++)
+        if (parity_capture_map_prefix(*ppCap, pOpt->azMapOld[k], pOpt->azMapNew[k], zErr, nErr) < 0) {
+            parity_capture_close(*ppCap);
+            *ppCap = NULL;
+            return -1;
+        }
+    return 0;
+}
+
 /* Reads tensor zName of zFile whole as doubles (NULL, with zErr, on failure). */
-static double *read_whole(const char *zFile, const char *zName, uint64_t *pnElem,
-                          const parity_tensor_info **ppInfo, parity_capture **ppCap,
-                          char *zErr, size_t nErr)
+static double *read_whole(const parity_diff_options *pOpt, const char *zFile, const char *zName,
+                          uint64_t *pnElem, const parity_tensor_info **ppInfo,
+                          parity_capture **ppCap, char *zErr, size_t nErr)
 {
     parity_capture *pCap = NULL;
     parity_tensor_reader *pRd = NULL;
@@ -117,7 +133,7 @@ static double *read_whole(const char *zFile, const char *zName, uint64_t *pnElem
     void *pRaw = NULL;
     size_t i, n;
 
-    if (parity_capture_open(zFile, &pCap, zErr, nErr) != 0) return NULL;
+    if (open_mapped(pOpt, zFile, &pCap, zErr, nErr) != 0) return NULL;
     n = parity_capture_count(pCap);
     for (i = 0; i < n; i++)
         if (strcmp(parity_capture_tensor(pCap, i)->zPath, zName) == 0) break;
@@ -350,8 +366,8 @@ static json_t *outcome_record(const char *zTensor, const char *zRule, const outc
     return parity_report_finish(p, rc);
 }
 
-static json_t *one_outcome(const char *zEager, const char *zCompiled, const char *zTensor,
-                           const char *zRule)
+static json_t *one_outcome(const parity_diff_options *pOpt, const char *zEager,
+                           const char *zCompiled, const char *zTensor, const char *zRule)
 {
     outcome_rule rule;
     outcome_counts count;
@@ -369,9 +385,9 @@ static json_t *one_outcome(const char *zEager, const char *zCompiled, const char
                  "tokens", zRule);
         goto done;
     }
-    aE = read_whole(zEager, zTensor, &nE, &pInfoE, &pCapE, zErr, sizeof zErr);
+    aE = read_whole(pOpt, zEager, zTensor, &nE, &pInfoE, &pCapE, zErr, sizeof zErr);
     if (aE == NULL) goto done;
-    aC = read_whole(zCompiled, zTensor, &nC, &pInfoC, &pCapC, zErr, sizeof zErr);
+    aC = read_whole(pOpt, zCompiled, zTensor, &nC, &pInfoC, &pCapC, zErr, sizeof zErr);
     if (aC == NULL) goto done;
     if (!parity_tensor_same_shape(pInfoE, pInfoC)) {
         snprintf(zErr, sizeof zErr, "the two sides' shapes differ");
@@ -402,10 +418,9 @@ json_t *parity_gate_outcomes(const parity_diff_options *pOpt, const char *zEager
     size_t i, n;
     int rc = 0;
 
-    (void)pOpt;
     (void)pRes;
     if (pOut == NULL) return NULL;
-    if (parity_capture_open(zEager, &pCap, zErr, sizeof zErr) != 0) return pOut;
+    if (open_mapped(pOpt, zEager, &pCap, zErr, sizeof zErr) != 0) return pOut;
     n = parity_capture_count(pCap);
     for (i = 0; i < n && rc == 0; i++) {
         const parity_tensor_info *pInfo = parity_capture_tensor(pCap, i);
@@ -418,7 +433,7 @@ json_t *parity_gate_outcomes(const parity_diff_options *pOpt, const char *zEager
                                                             "outcome is not a string", NULL));
             continue;
         }
-        rc |= parity_report_append(pOut, one_outcome(zEager, zCompiled, pInfo->zPath,
+        rc |= parity_report_append(pOut, one_outcome(pOpt, zEager, zCompiled, pInfo->zPath,
                                                      pA->azStr[0]));
     }
     parity_capture_close(pCap);

@@ -46,11 +46,11 @@ class Suite(unittest.TestCase):
         write(os.path.join(d, "eager.h5"), eager, "eager")
         write(os.path.join(d, "compiled.h5"), compiled, "compiled", compiled_root)
 
-    def gate(self):
+    def gate(self, *args, codes=(0, 1)):
         out = os.path.join(self.tmp.name, "g.json")
-        p = subprocess.run([PARITYDIFF, "gate", "-q", "--json", out, self.suite],
+        p = subprocess.run([PARITYDIFF, "gate", "-q", "--json", out, *args, self.suite],
                            capture_output=True, text=True, timeout=120)
-        self.assertIn(p.returncode, (0, 1), p.stderr)
+        self.assertIn(p.returncode, codes, p.stderr)
         with open(out) as f:
             doc = json.load(f)
         return {p["id"]: p for p in doc["pairs"]}, doc
@@ -119,6 +119,30 @@ class Builds(Suite):
         s = doc["slices"][0]
         self.assertEqual(s["builds_differ"], {"config_hash": ["aaaa", "bbbb"]})
         self.assertTrue(any("differ in config_hash" in w for w in doc["warnings"]), doc["warnings"])
+
+
+class JudgingOptions(Suite):
+    def test_map_prefix_and_tolerances_reach_every_pair(self):
+        rng = np.random.default_rng(7)
+        x = rng.standard_normal((4, 6)).astype(np.float32)
+        p = softmax(x.astype(np.float64)).astype(np.float32)
+        attrs = {"op": "softmax", "inputs": ["/x"], "outcome": "argmax"}
+        wrapped = {"op": "softmax", "inputs": ["/_orig_mod/x"], "outcome": "argmax"}
+        # torch.compile's whole-model wrapper: the compiled names sit under /_orig_mod
+        self.pair("wrapped", {"/x": (x, {}), "/p": (p, attrs)},
+                  {"/_orig_mod/x": (x, {}), "/_orig_mod/p": (p, wrapped)})
+        pairs, _ = self.gate(codes=(2,))
+        self.assertEqual(pairs["wrapped"]["status"], "error")      # nothing in common
+        pairs, doc = self.gate("--map-prefix", "/_orig_mod=/")
+        self.assertEqual(pairs["wrapped"]["status"], "pass")
+        self.assertEqual(pairs["wrapped"]["outcomes"][0]["decisions"], 4)
+        # a plain tensor 1e-3 off fails the default tolerance; --atol lets it pass
+        a = np.ones((3, 3), np.float32)
+        self.pair("plain", {"/a": (a, {})}, {"/a": (a + np.float32(1e-3), {})})
+        pairs, _ = self.gate("--map-prefix", "/_orig_mod=/")
+        self.assertEqual(pairs["plain"]["status"], "fail")
+        pairs, _ = self.gate("--map-prefix", "/_orig_mod=/", "--atol", "0.01")
+        self.assertEqual(pairs["plain"]["status"], "pass")
 
 
 if __name__ == "__main__":
