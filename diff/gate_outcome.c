@@ -119,68 +119,39 @@ static int open_mapped(const parity_diff_options *pOpt, const char *zFile, parit
     return 0;
 }
 
-/* Reads tensor zName of zFile whole as doubles (NULL, with zErr, on failure). */
-static double *read_whole(const parity_diff_options *pOpt, const char *zFile, const char *zName,
-                          uint64_t *pnElem, const parity_tensor_info **ppInfo,
-                          parity_capture **ppCap, char *zErr, size_t nErr)
+/* Tensor zName of pCap whole, decoded to binary64 by the registry's operand loader (the
+ * one whole-tensor reader); its info in *ppInfo. 0, or -1 with zErr. */
+static int load_outcome(parity_capture *pCap, const char *zSide, const char *zName,
+                        parity_operand *pOp, const parity_tensor_info **ppInfo, char *zErr,
+                        size_t nErr)
 {
-    parity_capture *pCap = NULL;
-    parity_tensor_reader *pRd = NULL;
-    const parity_tensor_info *pInfo = NULL;
-    parity_slab_plan plan;
-    parity_slab slab;
-    double *a = NULL;
-    void *pRaw = NULL;
-    size_t i, n;
-
-    if (open_mapped(pOpt, zFile, &pCap, zErr, nErr) != 0) return NULL;
-    n = parity_capture_count(pCap);
-    for (i = 0; i < n; i++)
-        if (strcmp(parity_capture_tensor(pCap, i)->zPath, zName) == 0) break;
-    if (i == n) {
-        snprintf(zErr, nErr, "not in %s", zFile);
-        goto fail;
+    long i = parity_capture_find(pCap, zName);
+    const parity_tensor_info *pInfo = i >= 0 ? parity_capture_tensor(pCap, (size_t)i) : NULL;
+    if (pInfo == NULL) {
+        snprintf(zErr, nErr, "not in the %s capture", zSide);
+        return -1;
     }
-    pInfo = parity_capture_tensor(pCap, i);
     if (pInfo->zError) {
-        snprintf(zErr, nErr, "%s", pInfo->zError);
-        goto fail;
+        snprintf(zErr, nErr, "%s: %s", zSide, pInfo->zError);
+        return -1;
     }
     if (pInfo->nElem > OUTCOME_MAX_ELEMS) {
         snprintf(zErr, nErr, "%llu elements, more than an outcome tensor may hold (%u)",
                  (unsigned long long)pInfo->nElem, OUTCOME_MAX_ELEMS);
-        goto fail;
+        return -1;
     }
-    if (parity_tensor_reader_open(pCap, i, &pRd, zErr, nErr) != 0) goto fail;
-    a = malloc((pInfo->nElem ? pInfo->nElem : 1) * sizeof *a);
-    pRaw = malloc((pInfo->nElem ? pInfo->nElem : 1) * parity_dtype_size(pInfo->dtype));
-    if (!a || !pRaw) {
-        snprintf(zErr, nErr, "out of memory reading it");
-        goto fail;
-    }
-    parity_slab_plan_init(&plan, pInfo->rank, pInfo->aDim, pInfo->nElem ? pInfo->nElem : 1, 1);
-    while (pInfo->nElem && parity_slab_next(&plan, &slab)) {
-        if (parity_tensor_read(pRd, &slab, pRaw, zErr, nErr) != 0) goto fail;
-        parity_decode(pInfo->dtype, pRaw, a + slab.first, slab.n);
-    }
-    free(pRaw);
-    parity_tensor_reader_close(pRd);
-    *pnElem = pInfo->nElem;
     *ppInfo = pInfo;
-    *ppCap = pCap;
-    return a;
-fail:
-    free(a);
-    free(pRaw);
-    if (pRd) parity_tensor_reader_close(pRd);
-    if (pCap) parity_capture_close(pCap);
-    return NULL;
+    return parity_operand_load(pCap, (size_t)i, pOp, zErr, nErr);
 }
 
 #define REF_MAX_INPUTS 8
 
 /* The referee of one outcome tensor: its op over the eager capture's inputs. */
 typedef struct {
+    parity_capture *pCap;      /* the eager capture, and the outcome tensor in it */
+    const parity_tensor_info *pInfo;
+    int tried;                 /* set up on the first disagreement only: a pair whose sides
+                                * agree everywhere loads no operand for it */
     int ready;                 /* 0: no reference (zWhy says why) */
     parity_op_call call;
     parity_operand aIn[REF_MAX_INPUTS];
@@ -201,10 +172,11 @@ static void referee_close(referee *pRef)
     pRef->nIn = 0;
 }
 
-/* Sets the referee up for pInfo of pCap (the eager capture); 0 on success, else -1 with
- * pRef->zWhy. */
-static int referee_open(referee *pRef, parity_capture *pCap, const parity_tensor_info *pInfo)
+/* Sets the referee up for its tensor; 0 on success, else -1 with pRef->zWhy. */
+static int referee_open(referee *pRef)
 {
+    parity_capture *pCap = pRef->pCap;
+    const parity_tensor_info *pInfo = pRef->pInfo;
     const parity_op_def *pDef = pInfo->zOp ? parity_op_find(pInfo->zOp) : NULL;
     const parity_attr *pAcc = parity_attr_find(pInfo->aAttr, pInfo->nAttr, "acc_dtype");
     parity_dtype accDtype = PARITY_DT_INVALID;
@@ -212,7 +184,7 @@ static int referee_open(referee *pRef, parity_capture *pCap, const parity_tensor
     size_t k;
     char zErr[PARITY_ERR_LEN];
 
-    memset(pRef, 0, sizeof *pRef);
+    pRef->tried = 1;
     if (pDef == NULL) {
         snprintf(pRef->zWhy, sizeof pRef->zWhy, pInfo->zOp ? "op %s has no model" : "no op",
                  pInfo->zOp);
@@ -261,6 +233,8 @@ static int referee_values(referee *pRef, uint64_t first, uint64_t n, double *a)
 {
     uint64_t i;
     double bound;
+    if (!pRef->tried) referee_open(pRef);
+    if (!pRef->ready) return -1;
     for (i = 0; i < n; i++) {
         pRef->call.probBound = NAN;
         pRef->call.overflowPossible = 0;
@@ -291,7 +265,7 @@ static int decide(const outcome_rule *pRule, const double *aE, const double *aC,
                   char *zErr, size_t nErr)
 {
     uint64_t nLast = pInfo->rank ? pInfo->aDim[pInfo->rank - 1] : 1, nRow, r, i;
-    int canRefer = pRef && pRef->ready && pRule->kind != RULE_TOKENS;
+    int canRefer = pRef && pRule->kind != RULE_TOKENS;
     double *aRef = NULL;
 
     if (pRule->kind == RULE_THRESHOLD || pRule->kind == RULE_TOKENS) {
@@ -366,46 +340,46 @@ static json_t *outcome_record(const char *zTensor, const char *zRule, const outc
     return parity_report_finish(p, rc);
 }
 
-static json_t *one_outcome(const parity_diff_options *pOpt, const char *zEager,
-                           const char *zCompiled, const char *zTensor, const char *zRule)
+static json_t *one_outcome(parity_capture *pCapE, parity_capture *pCapC, const char *zTensor,
+                           const char *zRule)
 {
     outcome_rule rule;
     outcome_counts count;
-    parity_capture *pCapE = NULL, *pCapC = NULL;
     const parity_tensor_info *pInfoE = NULL, *pInfoC = NULL;
-    double *aE = NULL, *aC = NULL;
-    uint64_t nE = 0, nC = 0;
+    parity_operand opE, opC;
     char zErr[PARITY_ERR_LEN] = "", zWhy[PARITY_ERR_LEN + 64], zNote[300] = "";
     referee ref;
     json_t *pRec;
 
     memset(&count, 0, sizeof count);
+    memset(&opE, 0, sizeof opE);
+    memset(&opC, 0, sizeof opC);
     if (parse_rule(zRule, &rule) != 0) {
         snprintf(zErr, sizeof zErr, "outcome '%s' is none of argmax, topk:K, threshold:T, "
                  "tokens", zRule);
         goto done;
     }
-    aE = read_whole(pOpt, zEager, zTensor, &nE, &pInfoE, &pCapE, zErr, sizeof zErr);
-    if (aE == NULL) goto done;
-    aC = read_whole(pOpt, zCompiled, zTensor, &nC, &pInfoC, &pCapC, zErr, sizeof zErr);
-    if (aC == NULL) goto done;
+    if (load_outcome(pCapE, "eager", zTensor, &opE, &pInfoE, zErr, sizeof zErr) != 0 ||
+        load_outcome(pCapC, "compiled", zTensor, &opC, &pInfoC, zErr, sizeof zErr) != 0)
+        goto done;
     if (!parity_tensor_same_shape(pInfoE, pInfoC)) {
         snprintf(zErr, sizeof zErr, "the two sides' shapes differ");
         goto done;
     }
-    referee_open(&ref, pCapE, pInfoE);   /* not ready: disagreements count unknown */
-    if (decide(&rule, aE, aC, pInfoE, &ref, &count, zErr, sizeof zErr) == 0) zErr[0] = 0;
-    if (!ref.ready && count.refUnknown > 0)
+    memset(&ref, 0, sizeof ref);
+    ref.pCap = pCapE;
+    ref.pInfo = pInfoE;
+    if (decide(&rule, opE.aValue, opC.aValue, pInfoE, &ref, &count, zErr, sizeof zErr) == 0)
+        zErr[0] = 0;
+    if (!ref.ready && count.refUnknown > 0 && rule.kind != RULE_TOKENS)
         snprintf(zNote, sizeof zNote, "no reference: %s", ref.zWhy);
     referee_close(&ref);
 done:
     snprintf(zWhy, sizeof zWhy, "%s", zErr);
     pRec = outcome_record(zTensor, zRule, &count, zErr[0] ? zWhy : NULL,
                           zNote[0] ? zNote : NULL);
-    free(aE);
-    free(aC);
-    if (pCapE) parity_capture_close(pCapE);
-    if (pCapC) parity_capture_close(pCapC);
+    parity_operand_free(&opE);
+    parity_operand_free(&opC);
     return pRec;
 }
 
@@ -413,7 +387,7 @@ json_t *parity_gate_outcomes(const parity_diff_options *pOpt, const char *zEager
                              const char *zCompiled, const parity_diff_result *pRes)
 {
     json_t *pOut = json_array();
-    parity_capture *pCap = NULL;
+    parity_capture *pCap = NULL, *pCapC = NULL;
     char zErr[PARITY_ERR_LEN];
     size_t i, n;
     int rc = 0;
@@ -433,9 +407,17 @@ json_t *parity_gate_outcomes(const parity_diff_options *pOpt, const char *zEager
                                                             "outcome is not a string", NULL));
             continue;
         }
-        rc |= parity_report_append(pOut, one_outcome(pOpt, zEager, zCompiled, pInfo->zPath,
-                                                     pA->azStr[0]));
+        /* the compiled capture is opened once, at the first outcome tensor */
+        if (pCapC == NULL && open_mapped(pOpt, zCompiled, &pCapC, zErr, sizeof zErr) != 0) {
+            outcome_counts none;
+            memset(&none, 0, sizeof none);
+            rc |= parity_report_append(pOut, outcome_record(pInfo->zPath, pA->azStr[0], &none,
+                                                            zErr, NULL));
+            continue;
+        }
+        rc |= parity_report_append(pOut, one_outcome(pCap, pCapC, pInfo->zPath, pA->azStr[0]));
     }
+    if (pCapC) parity_capture_close(pCapC);
     parity_capture_close(pCap);
     return parity_report_finish(pOut, rc);
 }
