@@ -154,7 +154,10 @@ int parity_gate_evaluate(json_t *pDoc, const parity_gate_policy *pPolicy,
 
 /* ---- history (gate_history.c) --------------------------------------------------------- */
 
-int parity_gate_history_open(const char *zPath, parity_gate_history **ppH, char *zErr,
+/* Opens the history at zWhere (an SQLite file, or a postgresql:// URI; GATE.md "Back
+ * ends"). A writer (readOnly 0) creates the file and the schema when missing; a reader
+ * (readOnly 1) needs an existing history and changes nothing. */
+int parity_gate_history_open(const char *zWhere, int readOnly, parity_gate_history **ppH, char *zErr,
                              size_t nErr);
 void parity_gate_history_close(parity_gate_history *pH);
 /* Out-of-range runs of (rule, slice) before zTimestamp, counted back from the latest until

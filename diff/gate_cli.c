@@ -288,7 +288,7 @@ static int finish(const gate_args *pArgs, json_t *pDoc)
         hasTraffic = 1;
     }
     if (pArgs->zHistory && !sharded &&
-        parity_gate_history_open(pArgs->zHistory, &pHistory, zErr, sizeof zErr) != 0) {
+        parity_gate_history_open(pArgs->zHistory, 0, &pHistory, zErr, sizeof zErr) != 0) {
         code = gate_error(zErr);
         goto done;
     }

@@ -57,8 +57,11 @@ static int run(parity_gate_history *pH, const char *zSql, const char *const *azP
     return pH->pB->xRun(pH->pDb, zSql, azParam, n, pRows, zErr, nErr);
 }
 
-/* Creates the schema when it is missing and checks its version, in one transaction. */
-static int ensure_schema(parity_gate_history *pH, const char *zWhere, char *zErr, size_t nErr)
+/* Creates the schema when it is missing (not when reading) and checks its version, in one
+ * transaction. A reader takes no write lock and creates nothing: pointed at a database
+ * that is no history, it says so instead of adding tables to it. */
+static int ensure_schema(parity_gate_history *pH, const char *zWhere, int readOnly, char *zErr,
+                         size_t nErr)
 {
     json_t *pRows = json_array();
     char zVersion[32], zWhy[PARITY_GATE_ERR_LEN] = "";
@@ -67,12 +70,15 @@ static int ensure_schema(parity_gate_history *pH, const char *zWhere, char *zErr
     int rc = pRows ? 0 : -1, wrongVersion = 0;
 
     snprintf(zVersion, sizeof zVersion, "%d", PARITY_GATE_HISTORY_VERSION);
-    if (rc == 0) rc = pH->pB->xExec(pH->pDb, pH->pB->zBeginWrite, zWhy, sizeof zWhy);
-    if (rc == 0 && pH->pB->zSchemaLock)
+    if (rc == 0) rc = pH->pB->xExec(pH->pDb, readOnly ? "BEGIN" : pH->pB->zBeginWrite, zWhy, sizeof zWhy);
+    if (rc == 0 && pH->pB->zSchemaLock && !readOnly)
         rc = pH->pB->xExec(pH->pDb, pH->pB->zSchemaLock, zWhy, sizeof zWhy);
-    if (rc == 0) rc = pH->pB->xExec(pH->pDb, parity_gate_history_schema, zWhy, sizeof zWhy);
+    if (rc == 0 && !readOnly) rc = pH->pB->xExec(pH->pDb, parity_gate_history_schema, zWhy, sizeof zWhy);
     if (rc == 0) rc = run(pH, "SELECT version FROM schema_version", NULL, 0, pRows, zWhy, sizeof zWhy);
-    if (rc == 0 && json_array_size(pRows) == 0) {
+    if (rc == 0 && json_array_size(pRows) == 0 && readOnly) {
+        snprintf(zWhy, sizeof zWhy, "it records no schema version");
+        rc = -1;
+    } else if (rc == 0 && json_array_size(pRows) == 0) {
         rc = run(pH, "INSERT INTO schema_version (version) VALUES (?)", azV, 1, NULL, zWhy, sizeof zWhy);
     } else if (rc == 0 && strcmp(json_string_value(json_array_get(json_array_get(pRows, 0), 0)),
                                  zVersion) != 0) {
@@ -86,14 +92,15 @@ static int ensure_schema(parity_gate_history *pH, const char *zWhere, char *zErr
         char zIgnored[64];   /* the first error is the one to say */
         pH->pB->xExec(pH->pDb, "ROLLBACK", zIgnored, sizeof zIgnored);
         if (!wrongVersion)
-            snprintf(zErr, nErr, "%s: not a gate history (or not writable): %s", zName,
+            snprintf(zErr, nErr, "%s: not a gate history%s: %s", zName, readOnly ? "" : " (or not writable)",
                      strncmp(zWhy, "history: ", 9) == 0 ? zWhy + 9 : zWhy[0] ? zWhy : "out of memory");
     }
     json_decref(pRows);
     return rc;
 }
 
-int parity_gate_history_open(const char *zWhere, parity_gate_history **ppH, char *zErr, size_t nErr)
+int parity_gate_history_open(const char *zWhere, int readOnly, parity_gate_history **ppH,
+                             char *zErr, size_t nErr)
 {
     parity_gate_history *pH = calloc(1, sizeof *pH);
     int rc;
@@ -102,9 +109,9 @@ int parity_gate_history_open(const char *zWhere, parity_gate_history **ppH, char
         snprintf(zErr, nErr, "history: out of memory");
         return -1;
     }
-    rc = history_is_pg(zWhere) ? history_pg_open(zWhere, &pH->pDb, &pH->pB, zErr, nErr)
-                               : history_sqlite_open(zWhere, &pH->pDb, &pH->pB, zErr, nErr);
-    if (rc == 0 && ensure_schema(pH, zWhere, zErr, nErr) != 0) {
+    rc = history_is_pg(zWhere) ? history_pg_open(zWhere, readOnly, &pH->pDb, &pH->pB, zErr, nErr)
+                               : history_sqlite_open(zWhere, readOnly, &pH->pDb, &pH->pB, zErr, nErr);
+    if (rc == 0 && ensure_schema(pH, zWhere, readOnly, zErr, nErr) != 0) {
         pH->pB->xClose(pH->pDb);
         rc = -1;
     }

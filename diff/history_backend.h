@@ -31,11 +31,12 @@ typedef struct {
 } history_backend;
 
 /* Each opens zWhere (a file path; a libpq connection URI) and returns its connection and
- * its back end. 0, or -1 with one line in zErr naming zWhere. */
-int history_sqlite_open(const char *zPath, void **ppDb, const history_backend **ppBackend,
-                        char *zErr, size_t nErr);
-int history_pg_open(const char *zUri, void **ppDb, const history_backend **ppBackend,
-                    char *zErr, size_t nErr);
+ * its back end; readOnly: the file must exist and is opened read-only (SQLite), the
+ * session's transactions are read-only (PostgreSQL). 0, or -1 with one line in zErr. */
+int history_sqlite_open(const char *zPath, int readOnly, void **ppDb,
+                        const history_backend **ppBackend, char *zErr, size_t nErr);
+int history_pg_open(const char *zUri, int readOnly, void **ppDb,
+                    const history_backend **ppBackend, char *zErr, size_t nErr);
 /* 1 when zWhere names a PostgreSQL server (postgresql:// or postgres://). */
 int history_is_pg(const char *zWhere);
 

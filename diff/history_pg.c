@@ -104,8 +104,8 @@ static const history_backend g_pg = {
     "postgresql", "BEGIN", "SELECT pg_advisory_xact_lock(717501)", pg_exec, pg_run, pg_close
 };
 
-int history_pg_open(const char *zUri, void **ppDb, const history_backend **ppBackend,
-                    char *zErr, size_t nErr)
+int history_pg_open(const char *zUri, int readOnly, void **ppDb,
+                    const history_backend **ppBackend, char *zErr, size_t nErr)
 {
     PGconn *pConn = PQconnectdb(zUri);
     if (pConn == NULL || PQstatus(pConn) != CONNECTION_OK) {
@@ -117,6 +117,10 @@ int history_pg_open(const char *zUri, void **ppDb, const history_backend **ppBac
         return -1;
     }
     PQsetNoticeProcessor(pConn, quiet_notice, NULL);
+    if (readOnly && pg_exec(pConn, "SET default_transaction_read_only = on", zErr, nErr) != 0) {
+        PQfinish(pConn);
+        return -1;
+    }
     *ppDb = pConn;
     *ppBackend = &g_pg;
     return 0;

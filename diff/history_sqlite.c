@@ -60,11 +60,12 @@ static const history_backend g_sqlite = {
     "sqlite", "BEGIN IMMEDIATE", NULL, sqlite_exec, sqlite_run, sqlite_close
 };
 
-int history_sqlite_open(const char *zPath, void **ppDb, const history_backend **ppBackend,
-                        char *zErr, size_t nErr)
+int history_sqlite_open(const char *zPath, int readOnly, void **ppDb,
+                        const history_backend **ppBackend, char *zErr, size_t nErr)
 {
     sqlite3 *pDb = NULL;
-    if (sqlite3_open_v2(zPath, &pDb, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+    int flags = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    if (sqlite3_open_v2(zPath, &pDb, flags, NULL) != SQLITE_OK) {
         snprintf(zErr, nErr, "%s: cannot open the history: %s", zPath,
                  pDb ? sqlite3_errmsg(pDb) : "out of memory");
         sqlite3_close(pDb);

@@ -13,14 +13,11 @@
  * answers those queries serves it. Exit 0 (the investigations are written, none when no
  * alert fired), 2 trouble.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "diff/gate.h"
-#include "diff/history_backend.h"
 #include "formats/escape.h"
 #include "reports/report.h"
 #include "reports/report_gate.h"
@@ -603,7 +600,6 @@ int parity_investigate_main(int argc, char **argv)
     int c, quiet = 0, code = 0;
     inv_ctx ctx;
     json_t *pRuns = NULL, *pAlerts = NULL, *pDoc = NULL, *pList, *pAlert;
-    struct stat st;
     size_t i;
     char zAsOf[256];
 
@@ -628,12 +624,7 @@ int parity_investigate_main(int argc, char **argv)
     }
     if (zHistory == NULL) return inv_error("missing --history DB");
     if (optind != argc) return inv_error("too many operands");
-    /* a file must exist (opening would create an empty one); a server is asked */
-    if (!history_is_pg(zHistory) && stat(zHistory, &st) != 0) {
-        snprintf(ctx.zErr, sizeof ctx.zErr, "%s: cannot open the history: %s", zHistory, strerror(errno));
-        return inv_error(ctx.zErr);
-    }
-    if (parity_gate_history_open(zHistory, &ctx.pH, ctx.zErr, sizeof ctx.zErr) != 0)
+    if (parity_gate_history_open(zHistory, 1, &ctx.pH, ctx.zErr, sizeof ctx.zErr) != 0)
         return inv_error(ctx.zErr);
     pRuns = zRun ? query(&ctx, "SELECT run_id, timestamp FROM runs WHERE run_id = ?", zRun, NULL, NULL)
                  : query(&ctx, "SELECT run_id, timestamp FROM runs ORDER BY timestamp DESC", NULL, NULL, NULL);

@@ -144,6 +144,16 @@ class BadInput(unittest.TestCase):
                 subprocess.run([PARITYDIFF, "gate", "--history-schema"], capture_output=True,
                                text=True).stdout + "INSERT INTO schema_version VALUES (1);")
             self.one_line_exit_2("--history", empty, expect="holds no runs")
+            # another program's database: refused, and left as it was (no tables added)
+            other = os.path.join(tmp, "other.db")
+            con = sqlite3.connect(other)
+            con.execute("CREATE TABLE t (x)")
+            con.commit()
+            con.close()
+            self.one_line_exit_2("--history", other, expect="not a gate history")
+            tables = sqlite3.connect(other).execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+            self.assertEqual(tables, [("t",)])
             junk = os.path.join(tmp, "junk.db")
             with open(junk, "w") as f:
                 f.write("not a database\n" * 100)
