@@ -24,6 +24,9 @@
 #include "reports/report_internal.h"
 
 #define ERR_LEN 1024
+/* Good runs before the boundary whose identity changes count as cleared: enough for two
+ * months of nightly runs, and a bounded number of queries however long the history. */
+#define CLEARED_LOOKBACK 60
 
 /* Identity keys that name when, not what: they change on every run and explain nothing. */
 static const char *const azWhenKeys[] = { "timestamp", NULL };
@@ -268,23 +271,31 @@ static int identity_section(inv_ctx *pCtx, const char *zSlice, const boundary *p
             return -1;
         }
         pChanges = identity_diff(pIdGood, pIdBad);
-        /* cleared: changed between consecutive good runs, and still the boundary was good */
-        for (i = 0; i + 1 < json_array_size(pB->pGoodRuns); i++) {
-            json_t *pA = run_identity(pCtx, json_string_value(json_array_get(pB->pGoodRuns, i)), zSlice);
-            json_t *pZ = run_identity(pCtx, json_string_value(json_array_get(pB->pGoodRuns, i + 1)), zSlice);
-            json_t *pD = pA && pZ ? identity_diff(pA, pZ) : NULL;
-            size_t j;
-            json_array_foreach(pD, j, p) {
-                if (names_key(pCleared, json_string_value(json_object_get(p, "side")),
-                              json_string_value(json_object_get(p, "key"))))
-                    continue;
-                json_object_set_new(p, "between", json_pack("[O,O]", json_array_get(pB->pGoodRuns, i),
-                                                       json_array_get(pB->pGoodRuns, i + 1)));
-                json_array_append(pCleared, p);
+        /* cleared: changed between consecutive good runs, and still the boundary was good.
+         * The last CLEARED_LOOKBACK good runs, each run's identity read once. */
+        {
+            size_t nGood = json_array_size(pB->pGoodRuns);
+            size_t first = nGood > CLEARED_LOOKBACK ? nGood - CLEARED_LOOKBACK : 0;
+            json_t *pPrev = NULL;
+            for (i = first; i < nGood; i++) {
+                json_t *pCur = i + 1 == nGood ? json_incref(pIdGood)
+                    : run_identity(pCtx, json_string_value(json_array_get(pB->pGoodRuns, i)), zSlice);
+                json_t *pD = pPrev && pCur ? identity_diff(pPrev, pCur) : NULL;
+                size_t j;
+                json_array_foreach(pD, j, p) {
+                    if (names_key(pCleared, json_string_value(json_object_get(p, "side")),
+                                  json_string_value(json_object_get(p, "key"))))
+                        continue;
+                    json_object_set_new(p, "between", json_pack("[O,O]",
+                                        json_array_get(pB->pGoodRuns, i - 1),
+                                        json_array_get(pB->pGoodRuns, i)));
+                    json_array_append(pCleared, p);
+                }
+                json_decref(pD);
+                json_decref(pPrev);
+                pPrev = pCur;
             }
-            json_decref(pA);
-            json_decref(pZ);
-            json_decref(pD);
+            json_decref(pPrev);
         }
         json_array_foreach(pChanges, i, p) {
             int cleared = names_key(pCleared, json_string_value(json_object_get(p, "side")),
