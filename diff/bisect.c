@@ -21,7 +21,9 @@
  * hide the boundary, every candidate is named. Bisect never appends to a history: its
  * runs are experiments, not releases. Exit 0 (found), 2 trouble.
  */
+#define _GNU_SOURCE 1   /* nftw */
 #include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -52,6 +54,16 @@ typedef struct {
     json_t *pSteps;          /* [{version, state, alerts}] in the order tested */
     char zErr[1024];
 } bisect_ctx;
+
+/* nftw's callback removing what the build commands wrote (links not followed). */
+static int remove_entry(const char *zPath, const struct stat *pSt, int type, struct FTW *pFtw)
+{
+    (void)pSt;
+    (void)pFtw;
+    if (type == FTW_DP) rmdir(zPath);
+    else unlink(zPath);
+    return 0;
+}
 
 static int bisect_error(const char *zMsg)
 {
@@ -405,12 +417,7 @@ int parity_bisect_main(int argc, char **argv)
         }
     }
 done:
-    if (ctx.zTmp[0]) {
-        char zRm[PATH_MAX + 16];
-        const char *azArgv[] = { "/bin/rm", "-rf", zRm, NULL };
-        snprintf(zRm, sizeof zRm, "%s", ctx.zTmp);
-        run_program(azArgv, NULL, NULL, ctx.zErr, sizeof ctx.zErr);
-    }
+    if (ctx.zTmp[0]) nftw(ctx.zTmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     for (i = 0; i < n; i++) {
         free(aV[i].zVersion);
         free(aV[i].zSuite);
