@@ -59,9 +59,6 @@ typedef struct {
 int parity_gate_judge(const parity_gate_judge_options *pOpt, const parity_gate_pair_spec *aSpec,
                       size_t nSpec, json_t *pPairs, char *zErr, size_t nErr);
 
-/* Builds the pair record of one diff (in the pair's child; exposed for tests). */
-json_t *parity_gate_pair_record(const parity_gate_pair_spec *pSpec, const parity_diff_result *pRes,
-                                json_t *pOutcomes);
 
 /* ---- outcomes (gate_outcome.c) -------------------------------------------------------- */
 
@@ -137,8 +134,6 @@ int parity_gate_labels_match(const char *zWant, const json_t *pLabels);
 /* The canonical name of a slice: "key=value,key=value" in slice-key order. */
 char *parity_gate_slice_name(const json_t *pLabels, const json_t *pKeys);
 
-/* The latency (ms) at quantile q of 256 merged latency_hist_ms counts (NAN when empty). */
-double parity_gate_hist_quantile(const double *aCount, double q);
 
 /* Fills pDoc's "slice_keys", "slices", "coverage", "p99_explanation" and "warnings" from
  * its "pairs". pTraffic may be NULL. 0, or -1 when memory ran out. */

@@ -74,8 +74,10 @@ static int record_head(json_t *pRec, const parity_gate_pair_spec *pSpec, const c
     return rc;
 }
 
-json_t *parity_gate_pair_record(const parity_gate_pair_spec *pSpec, const parity_diff_result *pRes,
-                                json_t *pOutcomes)
+/* The pair record of one diff (GATE.md's PAIR), in the pair's child: the fields of
+ * paritydiff's own JSON report it needs, so the two cannot disagree. */
+static json_t *pair_record(const parity_gate_pair_spec *pSpec, const parity_diff_result *pRes,
+                           json_t *pOutcomes)
 {
     json_t *pRec = json_object(), *pReport = parity_report_json_build(pRes);
     json_t *pTensors, *pT, *pCauses = json_array(), *pIdentity, *pTel, *pWarn = json_array();
@@ -201,7 +203,7 @@ static int pair_child(void *pArg, const parity_process_child *pSelf)
             }
         } else {
             pOutcomes = parity_gate_outcomes(&opt, pA->pSpec->zEager, pA->pSpec->zCompiled, &res);
-            pRec = parity_gate_pair_record(pA->pSpec, &res, pOutcomes);
+            pRec = pair_record(pA->pSpec, &res, pOutcomes);
             json_decref(pOutcomes);
             parity_diff_result_free(&res);
         }

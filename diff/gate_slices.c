@@ -167,15 +167,15 @@ static void acc_add(side_acc *pA, const json_t *pTel)
     }
 }
 
-/* The latency (ms) at quantile q of histogram counts, interpolated linearly within the
- * bucket as Prometheus's histogram_quantile does (GATE.md, "Latency buckets"); NAN when
- * the histogram is empty. */
+/* The lower edge (ms) of latency bucket i (GATE.md, "Latency buckets"). */
 static double bucket_lo(int i)
 {
     return i == 0 ? 0.0 : 0.001 * exp2((i - 1) / 8.0);
 }
 
-double parity_gate_hist_quantile(const double *aCount, double q)
+/* The latency (ms) at quantile q of histogram counts, interpolated linearly within the
+ * bucket as Prometheus's histogram_quantile does; NAN when the histogram is empty. */
+static double hist_quantile(const double *aCount, double q)
 {
     double total = 0.0, cum = 0.0, rank;
     int i;
@@ -196,8 +196,8 @@ static void acc_percentiles(const side_acc *pA, double *pP50, double *pP99, int 
 {
     *pEstimated = 0;
     if (pA->nHist > 0) {
-        *pP50 = parity_gate_hist_quantile(pA->aHist, 0.50);
-        *pP99 = parity_gate_hist_quantile(pA->aHist, 0.99);
+        *pP50 = hist_quantile(pA->aHist, 0.50);
+        *pP99 = hist_quantile(pA->aHist, 0.99);
         return;
     }
     *pP50 = pA->nP50 ? pA->p50Sum / pA->nP50 : NAN;
@@ -491,7 +491,7 @@ static json_t *p99_explanation(const slice_acc *aS, size_t nS, const json_t *pSl
     }
     if (aR) qsort(aR, nR, sizeof *aR, by_score);
     tputRatio = timeE > 0 && timeC > 0 && callsE > 0 ? (callsC / timeC) / (callsE / timeE) : NAN;
-    p99Ratio = parity_gate_hist_quantile(aC, 0.99) / parity_gate_hist_quantile(aE, 0.99);
+    p99Ratio = hist_quantile(aC, 0.99) / hist_quantile(aE, 0.99);
     rc |= parity_report_set(p, "throughput_ratio", num_or_null(tputRatio));
     rc |= parity_report_set(p, "p99_ratio", num_or_null(p99Ratio));
     rc |= parity_report_set(p, "contradiction",
