@@ -114,6 +114,8 @@ int parity_report_investigation_text(const json_t *pDoc, FILE *pOut)
             fprintf(pOut, "  not measured in %zu run%s of the streak (unknown, not good)\n",
                     json_array_size(json_object_get(pInv, "unknown_runs")),
                     json_array_size(json_object_get(pInv, "unknown_runs")) == 1 ? "" : "s");
+        if (json_is_string(json_object_get(pInv, "identity_note")))
+            fprintf(pOut, "  identity: %s\n", str(pInv, "identity_note"));
         put_changes(pOut, json_object_get(pInv, "identity_changes"),
                     "identity changed across the boundary", 0);
         put_changes(pOut, json_object_get(pInv, "identity_cleared"),

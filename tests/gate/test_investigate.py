@@ -129,6 +129,26 @@ class UnknownRuns(unittest.TestCase):
             self.assertEqual([r["run"] for r in inv["unknown_runs"]], ["nightly-5"])
 
 
+class NoPairAtTheBoundary(unittest.TestCase):
+    def test_a_slice_with_no_pair_in_the_bad_run_lists_no_identity_change(self):
+        # found on real runs: a coverage alert's slice has no pair in its first bad run;
+        # its absent identity must not read as every key removed, all of them suspects
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, "h.db")
+            shutil.copy(HISTORY, db)
+            con = sqlite3.connect(db)
+            con.execute("DELETE FROM pairs WHERE run_id = 'nightly-6' AND "
+                        "slice = 'workload=rank,shape_bucket=513-2048'")
+            con.commit()
+            con.close()
+            code, out, err = investigate("--history", db, "--json", "-", "--metric", "numerical_parity")
+            self.assertEqual(code, 0, err)
+            inv = json.loads(out)["investigations"][0]
+            self.assertEqual(inv["identity_changes"], [])
+            self.assertEqual(inv["root_cause"]["suspects"], [])
+            self.assertIn("no pair in this slice", inv["identity_note"])
+
+
 class BadInput(unittest.TestCase):
     def one_line_exit_2(self, *args, expect):
         code, out, err = investigate(*args)
