@@ -110,43 +110,38 @@ class ExampleHistory(unittest.TestCase):
         self.assertIn("tensor /scores (softmax), elements [3:4, 0:16]", out)
 
 
-class UnknownRuns(unittest.TestCase):
+def investigate_edited(statement):
+    """The numerical_parity investigation of a copy of the example history that one SQL
+    statement changed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = os.path.join(tmp, "h.db")
+        shutil.copy(HISTORY, db)
+        con = sqlite3.connect(db)
+        con.execute(statement)
+        con.commit()
+        con.close()
+        code, out, err = investigate("--history", db, "--json", "-", "--metric", "numerical_parity")
+        assert code == 0, err
+        return json.loads(out)["investigations"][0]
+
+
+class EditedHistories(unittest.TestCase):
     def test_a_run_that_did_not_measure_the_slice_is_skipped_not_good(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            db = os.path.join(tmp, "h.db")
-            shutil.copy(HISTORY, db)
-            con = sqlite3.connect(db)
-            # night 5 did not measure the broken slice: the last good run is then night 4
-            con.execute("DELETE FROM rule_states WHERE run_id = 'nightly-5' AND "
-                        "slice = 'workload=rank,shape_bucket=513-2048'")
-            con.commit()
-            con.close()
-            code, out, err = investigate("--history", db, "--json", "-", "--metric", "numerical_parity")
-            self.assertEqual(code, 0, err)
-            inv = json.loads(out)["investigations"][0]
-            self.assertEqual(inv["earliest_known_bad"]["run"], "nightly-6")
-            self.assertEqual(inv["last_known_good"]["run"], "nightly-4")
-            self.assertEqual([r["run"] for r in inv["unknown_runs"]], ["nightly-5"])
+        # night 5 did not measure the broken slice: the last good run is then night 4
+        inv = investigate_edited("DELETE FROM rule_states WHERE run_id = 'nightly-5' AND "
+                                 "slice = 'workload=rank,shape_bucket=513-2048'")
+        self.assertEqual(inv["earliest_known_bad"]["run"], "nightly-6")
+        self.assertEqual(inv["last_known_good"]["run"], "nightly-4")
+        self.assertEqual([r["run"] for r in inv["unknown_runs"]], ["nightly-5"])
 
-
-class NoPairAtTheBoundary(unittest.TestCase):
     def test_a_slice_with_no_pair_in_the_bad_run_lists_no_identity_change(self):
         # found on real runs: a coverage alert's slice has no pair in its first bad run;
         # its absent identity must not read as every key removed, all of them suspects
-        with tempfile.TemporaryDirectory() as tmp:
-            db = os.path.join(tmp, "h.db")
-            shutil.copy(HISTORY, db)
-            con = sqlite3.connect(db)
-            con.execute("DELETE FROM pairs WHERE run_id = 'nightly-6' AND "
-                        "slice = 'workload=rank,shape_bucket=513-2048'")
-            con.commit()
-            con.close()
-            code, out, err = investigate("--history", db, "--json", "-", "--metric", "numerical_parity")
-            self.assertEqual(code, 0, err)
-            inv = json.loads(out)["investigations"][0]
-            self.assertEqual(inv["identity_changes"], [])
-            self.assertEqual(inv["root_cause"]["suspects"], [])
-            self.assertIn("no pair in this slice", inv["identity_note"])
+        inv = investigate_edited("DELETE FROM pairs WHERE run_id = 'nightly-6' AND "
+                                 "slice = 'workload=rank,shape_bucket=513-2048'")
+        self.assertEqual(inv["identity_changes"], [])
+        self.assertEqual(inv["root_cause"]["suspects"], [])
+        self.assertIn("no pair in this slice", inv["identity_note"])
 
 
 class BadInput(unittest.TestCase):
