@@ -143,38 +143,6 @@ static char *expand(const char *zCmd, const char *zVersion, const char *zSuite)
     return zOut;
 }
 
-/* Runs a program; returns its exit status, or -1 (zErr) when it could not run or died. */
-static int run_program(const char *const *azArgv, char *const *azEnv, char **pzOut,
-                       char *zErr, size_t nErr)
-{
-    parity_process proc;
-    parity_process_options opt;
-    int code;
-    memset(&opt, 0, sizeof opt);
-    opt.azArgv = azArgv;
-    opt.azEnv = azEnv;
-    opt.in = PARITY_PROCESS_NULL;
-    opt.out = pzOut ? PARITY_PROCESS_CAPTURE : PARITY_PROCESS_NULL;
-    opt.err = PARITY_PROCESS_CAPTURE;
-    opt.nCaptureMax = 64u << 20;
-    opt.ownGroup = 1;
-    if (parity_process_start(&proc, &opt, zErr, nErr) != 0) return -1;
-    parity_process_wait(&proc, 0, 0);
-    if (proc.end != PARITY_PROCESS_EXITED) {
-        snprintf(zErr, nErr, "%s died (signal %d)", azArgv[0], proc.sig);
-        parity_process_close(&proc);
-        return -1;
-    }
-    code = proc.code;
-    if (code != 0 && code != 1 && code != 125 && proc.capture[2].z)
-        snprintf(zErr, nErr, "%.*s", (int)strcspn(proc.capture[2].z, "\n"), proc.capture[2].z);
-    if (pzOut) {
-        *pzOut = proc.capture[1].z ? strdup(proc.capture[1].z) : strdup("");
-    }
-    parity_process_close(&proc);
-    return code;
-}
-
 /* Evaluates one version: builds its suite when needed, gates it, and sets its state.
  * 0, or -1 with pCtx->zErr (the bisection stops). */
 static int evaluate(bisect_ctx *pCtx, version *pV)
@@ -212,7 +180,7 @@ static int evaluate(bisect_ctx *pCtx, version *pV)
         azEnv[nEnv + 1] = zEnvS;
         {
             const char *azArgv[] = { "/bin/sh", "-c", zCmd, NULL };
-            code = run_program(azArgv, azEnv, NULL, pCtx->zErr, sizeof pCtx->zErr);
+            code = parity_process_run(azArgv, azEnv, NULL, pCtx->zErr, sizeof pCtx->zErr);
         }
         free(zCmd);
         free(azEnv);
@@ -232,7 +200,7 @@ static int evaluate(bisect_ctx *pCtx, version *pV)
     {
         const char *azArgv[] = { pCtx->zSelf, "gate", "-q", "--policy", pCtx->zPolicy,
                                  "--json", "-", zDir, NULL };
-        code = run_program(azArgv, NULL, &zOut, pCtx->zErr, sizeof pCtx->zErr);
+        code = parity_process_run(azArgv, NULL, &zOut, pCtx->zErr, sizeof pCtx->zErr);
     }
     if (code != 0 && code != 1) {
         char zWhy[sizeof pCtx->zErr];

@@ -7,18 +7,21 @@
  * kept apart from what would confirm the root cause.
  *
  *   paritydiff investigate --history DB [--run ID] [--slice K=V,...] [--metric M]
- *                          [--json FILE] [-q]
+ *                          [--repro DIR] [--json FILE] [-q]
  *
  * It reads the history through parity_gate_history_query only, so any back end that
  * answers those queries serves it. Exit 0 (the investigations are written, none when no
  * alert fired), 2 trouble.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "diff/gate.h"
 #include "formats/escape.h"
+#include "formats/process.h"
 #include "reports/report.h"
 #include "reports/report_gate.h"
 #include "reports/report_internal.h"
@@ -34,6 +37,7 @@ static const char *const azWhenKeys[] = { "timestamp", "side", "parity_format", 
 
 typedef struct {
     parity_gate_history *pH;
+    const char *zReproDir;    /* --repro: where minimized repros go; NULL: none made */
     char zErr[ERR_LEN];
 } inv_ctx;
 
@@ -554,6 +558,93 @@ static void root_cause(json_t *pInv, const char *zMetric)
     }
 }
 
+/* parityfuzz: the one beside this paritydiff (a build or an install puts both in one
+ * folder), else the one on PATH. */
+static void parityfuzz_path(char *zPath, size_t n)
+{
+    char zSelf[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", zSelf, sizeof zSelf - 1);
+    char *zSlash;
+    if (len > 0) {
+        zSelf[len] = '\0';
+        if ((zSlash = strrchr(zSelf, '/')) != NULL) {
+            snprintf(zPath, n, "%.*s/parityfuzz", (int)(zSlash - zSelf), zSelf);
+            if (access(zPath, X_OK) == 0) return;
+        }
+    }
+    snprintf(zPath, n, "parityfuzz");
+}
+
+/* z with every character outside [A-Za-z0-9._=,-] as '_' (a folder name from labels). */
+static void slug(const char *z, char *zOut, size_t n)
+{
+    size_t i;
+    for (i = 0; *z && i + 1 < n; z++)
+        zOut[i++] = (strchr("._=,-", *z) || (*z >= '0' && *z <= '9') || (*z >= 'a' && *z <= 'z') ||
+                     (*z >= 'A' && *z <= 'Z')) ? *z : '_';
+    zOut[i] = '\0';
+}
+
+/* The minimized repro of a local cause (root_cause.repro): `parityfuzz shrink` on the
+ * boundary pair's local-cause tensor, into <--repro>/<run>_<slice>_<tensor>. A shrink
+ * that fails or finds nothing to shrink leaves repro.path null and says why; the rest of
+ * the investigation stands either way. */
+static void attach_repro(inv_ctx *pCtx, json_t *pInv)
+{
+    json_t *pRoot = json_object_get(pInv, "root_cause"), *pPair, *pDoc, *pRepro;
+    const char *zTensor = json_string_value(json_object_get(pRoot, "tensor"));
+    const char *zRun = json_string_value(json_object_get(json_object_get(pInv, "earliest_known_bad"), "run"));
+    char zTool[PATH_MAX], zDir[PATH_MAX], zRunSlug[128], zSliceSlug[256], zTensorSlug[256];
+    char zErr[ERR_LEN], *zOut = NULL;
+    const char *azArgv[12];
+    int code;
+    pPair = json_array_get(json_object_get(json_object_get(pInv, "smallest_affected_slice"),
+                                           "failing_pairs"), 0);
+    if (!zTensor || !pPair || !zRun) return;
+    slug(zRun, zRunSlug, sizeof zRunSlug);
+    slug(json_string_value(json_object_get(pInv, "slice")), zSliceSlug, sizeof zSliceSlug);
+    slug(zTensor[0] == '/' ? zTensor + 1 : zTensor, zTensorSlug, sizeof zTensorSlug);
+    snprintf(zDir, sizeof zDir, "%s/%s_%s_%s", pCtx->zReproDir, zRunSlug, zSliceSlug, zTensorSlug);
+    parityfuzz_path(zTool, sizeof zTool);
+    azArgv[0] = zTool;
+    azArgv[1] = "shrink";
+    azArgv[2] = json_string_value(json_object_get(pPair, "eager"));
+    azArgv[3] = json_string_value(json_object_get(pPair, "compiled"));
+    azArgv[4] = "--tensor";
+    azArgv[5] = zTensor;
+    azArgv[6] = "--out";
+    azArgv[7] = zDir;
+    azArgv[8] = "--json";
+    azArgv[9] = "-";
+    azArgv[10] = NULL;
+    zErr[0] = '\0';
+    code = azArgv[2] && azArgv[3] ? parity_process_run(azArgv, NULL, &zOut, zErr, sizeof zErr) : -1;
+    pDoc = (code == 0 || code == 1) && zOut ? json_loads(zOut, 0, NULL) : NULL;
+    free(zOut);
+    if (code == 1 && pDoc) {
+        char zCmd[2 * PATH_MAX + 64];
+        snprintf(zCmd, sizeof zCmd, "paritydiff %s/eager.h5 %s/compiled.h5", zDir, zDir);
+        pRepro = json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:s}", "path", zDir,
+                           "shape", json_object_get(pDoc, "shape"),
+                           "source_shape", json_object_get(pDoc, "source_shape"),
+                           "offset", json_object_get(pDoc, "offset"),
+                           "execs", json_object_get(pDoc, "execs"),
+                           "minimal", json_object_get(pDoc, "minimal"),
+                           "detail", json_object_get(pDoc, "detail"), "confirm", zCmd);
+    } else {
+        char zWhy[ERR_LEN + 64];
+        if (code == 0 && pDoc)
+            snprintf(zWhy, sizeof zWhy, "the op does not diverge when its stored tensors are "
+                     "replayed (%s): nothing to shrink", json_string_value(json_object_get(pDoc, "whole")));
+        else
+            snprintf(zWhy, sizeof zWhy, "parityfuzz shrink failed: %s",
+                     zErr[0] ? zErr : "no report");
+        pRepro = json_pack("{s:n,s:s}", "path", "why", zWhy);
+    }
+    json_decref(pDoc);
+    if (pRepro) json_object_set_new(pRoot, "repro", pRepro);
+}
+
 /* One investigation: an alert's slice and rule, as of run zAsOf. NULL on a database error. */
 static json_t *investigate_one(inv_ctx *pCtx, const json_t *pAlert, const char *zAsOf)
 {
@@ -579,6 +670,9 @@ static json_t *investigate_one(inv_ctx *pCtx, const json_t *pAlert, const char *
         return NULL;
     }
     root_cause(pInv, zMetric);
+    if (pCtx->zReproDir && strcmp(json_string_value(json_object_get(json_object_get(pInv, "root_cause"),
+                                                                    "kind")), "local_cause") == 0)
+        attach_repro(pCtx, pInv);
     boundary_free(&b);
     return pInv;
 }
@@ -602,6 +696,8 @@ static void inv_usage(void)
 "      --run ID            investigate as of this run (default: the latest)\n"
 "      --slice K=V,...     only slices with these labels\n"
 "      --metric M          only alerts on this metric\n"
+"      --repro DIR         minimize each local cause with parityfuzz shrink into a repro\n"
+"                          folder under DIR that paritydiff fails (root_cause.repro)\n"
 "      --json FILE         the investigations as JSON (diff/INVESTIGATE.md)\n"
 "  -q, --quiet             no text report\n"
 "\n"
@@ -614,6 +710,7 @@ int parity_investigate_main(int argc, char **argv)
         { "history", required_argument, NULL, 'H' }, { "run", required_argument, NULL, 'r' },
         { "slice", required_argument, NULL, 's' }, { "metric", required_argument, NULL, 'm' },
         { "json", required_argument, NULL, 'j' }, { "quiet", no_argument, NULL, 'q' },
+        { "repro", required_argument, NULL, 'R' },
         { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
     };
     const char *zHistory = NULL, *zRun = NULL, *zSlice = NULL, *zMetric = NULL, *zJson = NULL;
@@ -633,6 +730,7 @@ int parity_investigate_main(int argc, char **argv)
         case 's': zSlice = optarg; break;
         case 'm': zMetric = optarg; break;
         case 'j': zJson = optarg; break;
+        case 'R': ctx.zReproDir = optarg; break;
         case 'q': quiet = 1; break;
         case 'h': inv_usage(); return 0;
         default: {

@@ -589,3 +589,34 @@ void parity_process_close(parity_process *p)
     if (p->pPage) munmap(p->pPage, p->nPage);
     reset(p);
 }
+
+int parity_process_run(const char *const *azArgv, char *const *azEnv, char **pzOut,
+                       char *zErr, size_t nErr)
+{
+    parity_process proc;
+    parity_process_options opt;
+    int code;
+    memset(&opt, 0, sizeof opt);
+    opt.azArgv = azArgv;
+    opt.azEnv = azEnv;
+    opt.in = PARITY_PROCESS_NULL;
+    opt.out = pzOut ? PARITY_PROCESS_CAPTURE : PARITY_PROCESS_NULL;
+    opt.err = PARITY_PROCESS_CAPTURE;
+    opt.nCaptureMax = 64u << 20;
+    opt.ownGroup = 1;
+    if (parity_process_start(&proc, &opt, zErr, nErr) != 0) return -1;
+    parity_process_wait(&proc, 0, 0);
+    if (proc.end != PARITY_PROCESS_EXITED) {
+        snprintf(zErr, nErr, "%s died (signal %d)", azArgv[0], proc.sig);
+        parity_process_close(&proc);
+        return -1;
+    }
+    code = proc.code;
+    if (code != 0 && code != 1 && code != 125 && proc.capture[2].z)
+        snprintf(zErr, nErr, "%.*s", (int)strcspn(proc.capture[2].z, "\n"), proc.capture[2].z);
+    if (pzOut) {
+        *pzOut = proc.capture[1].z ? strdup(proc.capture[1].z) : strdup("");
+    }
+    parity_process_close(&proc);
+    return code;
+}

@@ -163,6 +163,14 @@ void parity_process_kill(parity_process *p);
  * frees the captures; *p is zeroed (pid 0) and may be started again. */
 void parity_process_close(parity_process *p);
 
+/* Runs program azArgv to its end, stdin /dev/null, in a process group of its own, stderr
+ * captured; *pzOut (NULL: stdout to /dev/null) receives its stdout (malloc'd, at most
+ * 64 MiB). Returns its exit status; when that is none of 0, 1 and 125 (the conventions of
+ * diff and of git bisect run), zErr holds the first line of its stderr. -1 (zErr) when it
+ * could not start or died of a signal. */
+int parity_process_run(const char *const *azArgv, char *const *azEnv, char **pzOut,
+                       char *zErr, size_t nErr);
+
 /* In a child the supervisor started (by xMain), one beat of its heartbeat; a no-op in any
  * other process. For hooks that get no context (formats/capture.h's heartbeat). */
 void parity_process_beat(void);

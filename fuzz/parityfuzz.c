@@ -1,5 +1,6 @@
 /*
- * parityfuzz.c - the command line: campaigns, replay of stored repros, the defect list.
+ * parityfuzz.c - the command line: campaigns, replay of stored repros, the defect list;
+ * `shrink` is parityfuzz_shrink.c.
  *
  * Exit status (diff-style): 0 no finding (replay: nothing diverges, or with
  * --expect-divergent every known divergence still there with its signature), 1 findings
@@ -20,6 +21,7 @@
 #include "fuzz/search/search.h"
 #include "formats/escape.h"
 #include "fuzz/findings/findings.h"
+#include "fuzz/parityfuzz_shrink.h"
 #include "reports/report_fuzz.h"
 
 #ifndef PARITY_VERSION
@@ -33,6 +35,9 @@ static void usage(FILE *f)
     fprintf(f,
 "Usage: parityfuzz [OPTION]...                      run a campaign\n"
 "       parityfuzz replay DIR [OPTION]...           re-run stored repros\n"
+"       parityfuzz shrink EAGER COMPILED --tensor T --out DIR\n"
+"                                                   minimize a captured op's failure\n"
+"                                                   (parityfuzz shrink --help)\n"
 "       parityfuzz --list-defects\n"
 "       parityfuzz --list-ops [--target T]\n"
 "Searches shape and value space for cases where a compiled target runs but diverges\n"
@@ -466,6 +471,7 @@ int main(int argc, char **argv)
     cli_options cli;
     int rc;
     parity_hdf5_no_exit_handler();   /* first: a full --out must not crash at exit */
+    if (argc > 1 && strcmp(argv[1], "shrink") == 0) return parity_shrink_main(argc - 1, argv + 1);
     memset(&cli, 0, sizeof cli);
     parity_campaign_options_init(&cli.campaign);
     cli.campaign.seed = 1;

@@ -75,3 +75,51 @@ int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPat
     json_decref(pDoc);
     return rc;
 }
+
+static json_t *dims_json(int rank, const uint64_t *aDim)
+{
+    json_t *p = json_array();
+    int d;
+    for (d = 0; d < rank && p; d++)
+        if (parity_report_append(p, json_integer((json_int_t)aDim[d])) != 0) {
+            json_decref(p);
+            return NULL;
+        }
+    return p;
+}
+
+int parity_report_shrink_json(const parity_stored_op *pS, const parity_stored_minimized *pMin,
+                              int diverges, const char *zRepro, const char *zPath, char *zErr,
+                              size_t nErr)
+{
+    uint64_t aOffset[PARITY_MAX_RANK] = { 0 }, aCropDims[PARITY_MAX_RANK];
+    const parity_tensor_info *pT = parity_capture_tensor(pS->pCompiledCap, (size_t)pS->iCompiled);
+    json_t *pDoc;
+    int k, rc;
+
+    parity_report_use_allocator();
+    for (k = 0; k < pS->nAxis; k++) {
+        aCropDims[k] = (uint64_t)pS->aAxis[k].outAxis;
+        if (diverges) aOffset[pS->aAxis[k].outAxis] = pMin->crop.aLo[k];
+    }
+    pDoc = json_pack("{s:s, s:i, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:s, s:o, s:I, s:b, s:o}",
+                     "tool", "parityfuzz shrink", "schema_version", 1, "tensor", pT->zPath,
+                     "op", pS->whole.spec.zOp,
+                     "family", parity_op_family_name(pS->whole.pDef->family),
+                     "source_shape", dims_json(pS->whole.outRank, pS->whole.aOutDim),
+                     "crop_dims", dims_json(pS->nAxis, aCropDims),
+                     "shape", diverges ? dims_json(pMin->crop.c.outRank, pMin->crop.c.aOutDim)
+                                       : json_null(),
+                     "offset", diverges ? dims_json(pS->whole.outRank, aOffset) : json_null(),
+                     "whole", pMin->first.zDetail,
+                     "detail", diverges ? json_string(pMin->result.zDetail) : json_null(),
+                     "execs", (json_int_t)pMin->nExecs, "minimal", diverges && pMin->minimal,
+                     "repro", zRepro ? json_string(zRepro) : json_null());
+    if (!pDoc) {
+        snprintf(zErr, nErr, "out of memory building the JSON summary");
+        return -1;
+    }
+    rc = parity_report_json_write(pDoc, zPath, zErr, nErr);
+    json_decref(pDoc);
+    return rc;
+}

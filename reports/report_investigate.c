@@ -60,6 +60,29 @@ static void put_changes(FILE *pOut, const json_t *pList, const char *zTitle, int
     }
 }
 
+/* root_cause.repro: made (its shape, the command that shows it), not made (why), or not
+ * asked for (--repro). */
+static void put_repro(FILE *pOut, const json_t *pR)
+{
+    char zEsc[4096];
+    if (!json_is_object(pR)) {
+        fprintf(pOut, "    minimized repro: not made (paritydiff investigate --repro DIR makes it)\n");
+        return;
+    }
+    if (!json_is_string(json_object_get(pR, "path"))) {
+        fprintf(pOut, "    minimized repro: none: %s\n",
+                parity_escape(str(pR, "why"), zEsc, sizeof zEsc));
+        return;
+    }
+    fprintf(pOut, "    minimized repro: %s, ", parity_escape(str(pR, "path"), zEsc, sizeof zEsc));
+    put_value(pOut, json_object_get(pR, "shape"));
+    fprintf(pOut, " of ");
+    put_value(pOut, json_object_get(pR, "source_shape"));
+    fprintf(pOut, " at ");
+    put_value(pOut, json_object_get(pR, "offset"));
+    fprintf(pOut, "\n      %s\n", parity_escape(str(pR, "confirm"), zEsc, sizeof zEsc));
+}
+
 static void put_smallest(FILE *pOut, const json_t *pS)
 {
     const json_t *pT, *pD;
@@ -138,6 +161,8 @@ int parity_report_investigation_text(const json_t *pDoc, FILE *pOut)
         fprintf(pOut, "\n    suspects ");
         put_value(pOut, json_object_get(pRoot, "suspects"));
         fprintf(pOut, "\n    %s\n", parity_escape(str(pRoot, "confirm"), zEsc, sizeof zEsc));
+        if (strcmp(str(pRoot, "kind"), "local_cause") == 0)
+            put_repro(pOut, json_object_get(pRoot, "repro"));
     }
     return ferror(pOut) ? -1 : 0;
 }

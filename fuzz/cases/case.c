@@ -151,17 +151,24 @@ int parity_case_expand(const parity_case_spec *pSpec, parity_case *pCase, char *
 int parity_case_op_begin(const parity_case *pCase, parity_op_call *pCall, char *zErr,
                          size_t nErr)
 {
-    return parity_op_begin(pCall, pCase->pDef, pCase->aIn, pCase->nIn, pCase->outDtype,
-                           pCase->outRank, pCase->aOutDim, PARITY_DT_INVALID, pCase->aParam,
-                           pCase->nParam, zErr, nErr);
+    const parity_attr *aAttr = pCase->aStoredAttr ? pCase->aStoredAttr : pCase->aParam;
+    size_t nAttr = pCase->aStoredAttr ? pCase->nStoredAttr : pCase->nParam;
+    if (parity_op_begin(pCall, pCase->pDef, pCase->aIn, pCase->nIn, pCase->outDtype,
+                        pCase->outRank, pCase->aOutDim, pCase->accDtype, aAttr, nAttr, zErr,
+                        nErr) != 0)
+        return -1;
+    pCall->uOperand = pCase->uOperand;
+    return 0;
 }
 
 int parity_case_op_shape(const parity_case *pCase, parity_op_call *pCall, char *zErr,
                          size_t nErr)
 {
+    const parity_attr *aAttr = pCase->aStoredAttr ? pCase->aStoredAttr : pCase->aParam;
+    size_t nAttr = pCase->aStoredAttr ? pCase->nStoredAttr : pCase->nParam;
     return parity_op_begin_shape(pCall, pCase->pDef, pCase->aIn, pCase->nIn, pCase->outDtype,
-                                 pCase->outRank, pCase->aOutDim, PARITY_DT_INVALID,
-                                 pCase->aParam, pCase->nParam, zErr, nErr);
+                                 pCase->outRank, pCase->aOutDim, pCase->accDtype, aAttr, nAttr,
+                                 zErr, nErr);
 }
 
 const char *parity_case_describe(const parity_case *pCase, char *zBuf, size_t nBuf)

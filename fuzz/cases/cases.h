@@ -33,7 +33,10 @@
 #include "tolerance/ops.h"
 
 #define PARITY_CASE_VERSION 1
-#define PARITY_CASE_MAX_IN 4        /* sdpa: q, k, v, attn_mask */
+#define PARITY_CASE_MAX_IN 4        /* inputs a spec makes (sdpa: q, k, v, attn_mask) */
+#define PARITY_CASE_MAX_OPERANDS 6  /* inputs a case holds: a stored op may have more than a
+                                     * spec makes (batch_norm's x, weight, bias, running
+                                     * mean and variance) */
 #define PARITY_CASE_MAX_DIMS 8
 #define PARITY_CASE_MAX_PARAMS 8
 #define PARITY_CASE_OP_LEN 40
@@ -77,8 +80,9 @@ struct parity_case {
     parity_case_spec spec;
     const parity_op_def *pDef;
     size_t nIn;
-    parity_operand aIn[PARITY_CASE_MAX_IN];   /* zName points into azInName */
-    char azInName[PARITY_CASE_MAX_IN][16];
+    parity_operand aIn[PARITY_CASE_MAX_OPERANDS];   /* zName points into azInName (a
+                               * stored case's: into its capture) */
+    char azInName[PARITY_CASE_MAX_OPERANDS][16];
     parity_attr aParam[PARITY_CASE_MAX_PARAMS];  /* as the registry reads them */
     size_t nParam;
     parity_dtype outDtype;
@@ -90,6 +94,13 @@ struct parity_case {
     double opCost;            /* the registry's reference terms per output element */
     int nomem;                /* laying it out ran out of memory (layout.c) */
     int fromStore;            /* values were read from a capture, not made by the recipe */
+    /* A case cropped from a captured op (stored.c) takes that op's own attributes and
+     * contract instead of aParam: aStoredAttr (not owned: the capture's) and accDtype,
+     * uOperand as the differ reads them. Generated cases leave them NULL, INVALID and 0. */
+    const parity_attr *aStoredAttr;
+    size_t nStoredAttr;
+    parity_dtype accDtype;
+    double uOperand;
 };
 
 /* Most elements any input or the output may have, and most multiply-adds a case may cost:
@@ -188,6 +199,15 @@ typedef struct {
 int parity_case_write(const parity_case *pCase, const double *aOut, const char *zSide,
                       const char *zTarget, const parity_case_identity *pId,
                       const char *zRunFailure, const char *zFile, char *zErr, size_t nErr);
+/* Writes values (decoded binary64) as dataset zPath in dt's storage form. 0, or -1 (*pOom
+ * set when the buffer could not be had; else the writer's error says why). */
+int parity_case_write_values(parity_writer *pW, const char *zPath, parity_dtype dt, int rank,
+                             const uint64_t *aDim, const double *aValue, uint64_t n, int *pOom);
+/* Writes attribute pA as zName on zPath (root: "/"): strings, string arrays, integers,
+ * integer arrays and float scalars; -1 for anything else (a float array, an uninterpreted
+ * type) or a writer error. */
+int parity_case_write_attr(parity_writer *pW, const char *zPath, const char *zName,
+                           const parity_attr *pA);
 /* Reads a case file (or a repro's eager.h5/compiled.h5) back: the spec from the root
  * attributes and the stored input values. Checks the version and that the layout of the
  * stored spec reproduces the stored shapes. */
@@ -196,6 +216,61 @@ int parity_case_read(const char *zFile, parity_case *pCase, char *zErr, size_t n
  * checking its dtype and shape against the case. */
 int parity_case_read_output(const parity_case *pCase, const char *zFile, double *aOut,
                             char *zErr, size_t nErr);
+
+/* ---- an op read back from a capture pair (stored.c) ---------------------------------
+ *
+ * The local cause an investigation names is an op application in a capture pair: its
+ * inputs as the compiled kernel got them, its attributes and both outputs. It is replayed
+ * as stored, never recomputed, and shrunk by cropping windows of the output dims along
+ * which each output element reads one index of its inputs (stored.c says which those are
+ * per family). */
+
+/* An output dim that may be cropped, and the dim of each input that follows it (-1: the
+ * input is read whole along it: broadcast, or not indexed by it). */
+typedef struct {
+    int outAxis;
+    int aInAxis[PARITY_CASE_MAX_OPERANDS];
+} parity_crop_axis;
+
+typedef struct {
+    parity_capture *pEagerCap, *pCompiledCap;
+    long iEager, iCompiled;         /* the op's output tensor in each */
+    parity_case whole;              /* compiled inputs, eager's attributes (the parameters,
+                                     * as the differ reads them) and the contract the differ
+                                     * reads (aStoredAttr, accDtype, uOperand) */
+    parity_operand aEagerIn[PARITY_CASE_MAX_OPERANDS];  /* eager's own inputs (aValue NULL where
+                                     * eager lacks one or its shape differs) */
+    double *aEagerOut, *aCompiledOut;
+    int nAxis;
+    parity_crop_axis aAxis[PARITY_MAX_RANK];
+} parity_stored_op;
+
+/* Reads op output zTensor and its inputs from both captures. 0, or -1 with zErr (not an
+ * op's output, an op without a model, inputs missing from the compiled capture, sides that
+ * disagree on op or shape, more than PARITY_CASE_MAX_OPERANDS inputs, too large to hold). */
+int parity_stored_open(const char *zEager, const char *zCompiled, const char *zTensor,
+                       parity_stored_op *pS, char *zErr, size_t nErr);
+void parity_stored_close(parity_stored_op *pS);
+
+/* A crop: window [aLo[k], aLo[k] + aLen[k]) of crop axis k (pS->aAxis), the case the oracle
+ * runs (c: the compiled inputs' windows, stored values), both outputs' windows and eager's
+ * own inputs' windows (aValue NULL where pS has none). */
+typedef struct {
+    parity_case c;
+    parity_operand aEagerIn[PARITY_CASE_MAX_OPERANDS];
+    double *aEager, *aCompiled;
+    uint64_t aLo[PARITY_MAX_RANK], aLen[PARITY_MAX_RANK];
+} parity_stored_crop;
+
+int parity_stored_crop_make(const parity_stored_op *pS, const uint64_t *aLo,
+                            const uint64_t *aLen, parity_stored_crop *pCrop, char *zErr,
+                            size_t nErr);
+void parity_stored_crop_free(parity_stored_crop *pCrop);
+/* Counts in *pnDiffer the crop's elements whose MPFR reference differs from the whole
+ * op's at the same element: 0 for a faithful crop (the proof that the crop rule holds for
+ * this op). 0, or -1 with zErr when the reference failed. */
+int parity_stored_check_crop(const parity_stored_op *pS, const parity_stored_crop *pCrop,
+                             uint64_t *pnDiffer, char *zErr, size_t nErr);
 
 /* ---- binary encoding for libFuzzer (codec.c) -------------------------------- */
 

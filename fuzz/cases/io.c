@@ -13,8 +13,8 @@
 
 /* Writes values (decoded binary64) as a dataset in dt's storage form; *pOom set when its
  * buffer could not be had (the writer's own error is then empty). */
-static int write_values(parity_writer *pW, const char *zPath, parity_dtype dt, int rank,
-                        const uint64_t *aDim, const double *aValue, uint64_t n, int *pOom)
+int parity_case_write_values(parity_writer *pW, const char *zPath, parity_dtype dt, int rank,
+                             const uint64_t *aDim, const double *aValue, uint64_t n, int *pOom)
 {
     size_t nSize = parity_dtype_size(dt);
     unsigned char *pBuf = parity_malloc((n ? n : 1) * nSize);
@@ -30,18 +30,19 @@ static int write_values(parity_writer *pW, const char *zPath, parity_dtype dt, i
     return rc;
 }
 
-/* Copies one parameter onto zPath (root "param.<name>" or the output's "<name>"). */
-static int write_param(parity_writer *pW, const char *zPath, const char *zName,
-                       const parity_attr *pA)
+int parity_case_write_attr(parity_writer *pW, const char *zPath, const char *zName,
+                           const parity_attr *pA)
 {
     switch (pA->kind) {
     case PARITY_ATTR_STRING:
-        return parity_writer_attr_string(pW, zPath, zName, pA->azStr[0]);
+        return pA->isArray ? parity_writer_attr_strings(pW, zPath, zName,
+                                                        (const char *const *)pA->azStr, pA->n)
+                           : parity_writer_attr_string(pW, zPath, zName, pA->azStr[0]);
     case PARITY_ATTR_INT:
         return pA->isArray ? parity_writer_attr_ints(pW, zPath, zName, pA->aInt, pA->n)
                            : parity_writer_attr_int(pW, zPath, zName, pA->aInt[0]);
     case PARITY_ATTR_FLOAT:
-        return parity_writer_attr_float(pW, zPath, zName, pA->aFloat[0]);
+        return pA->isArray ? -1 : parity_writer_attr_float(pW, zPath, zName, pA->aFloat[0]);
     default:
         return -1;
     }
@@ -53,13 +54,17 @@ int parity_case_write(const parity_case *pCase, const double *aOut, const char *
 {
     const parity_case_spec *pS = &pCase->spec;
     parity_writer *pW = NULL;
-    const char *azInput[PARITY_CASE_MAX_IN], *azRecipe[PARITY_CASE_MAX_IN];
+    const char *azInput[PARITY_CASE_MAX_OPERANDS], *azRecipe[PARITY_CASE_MAX_OPERANDS];
     const char *zOutName = "out", *zOutDtype = parity_dtype_name(pCase->outDtype);
-    int64_t aDim[PARITY_CASE_MAX_DIMS], aScale[PARITY_CASE_MAX_IN], aOutShape[PARITY_MAX_RANK];
+    int64_t aDim[PARITY_CASE_MAX_DIMS], aScale[PARITY_CASE_MAX_OPERANDS], aOutShape[PARITY_MAX_RANK];
     char zName[80];
     size_t i;
     int d, oom = 0;
 
+    if (pCase->nIn > PARITY_CASE_MAX_IN) {    /* a stored op's case: it has no spec to write */
+        snprintf(zErr, nErr, "a case of %zu inputs has no spec to store", pCase->nIn);
+        return -1;
+    }
     if (parity_writer_open(zFile, &pW, zErr, nErr) != 0) return -1;
     for (i = 0; i < pCase->nIn; i++) {
         azInput[i] = pCase->aIn[i].zName;
@@ -82,7 +87,7 @@ int parity_case_write(const parity_case *pCase, const double *aOut, const char *
     W_CHECK(parity_writer_attr_ints(pW, "/", "output_shape", aOutShape, (size_t)pCase->outRank));
     for (i = 0; i < pCase->nParam; i++) {
         snprintf(zName, sizeof zName, "param.%s", pCase->aParam[i].zName);
-        W_CHECK(write_param(pW, "/", zName, &pCase->aParam[i]));
+        W_CHECK(parity_case_write_attr(pW, "/", zName, &pCase->aParam[i]));
     }
     if (zSide) W_CHECK(parity_writer_attr_string(pW, "/", "side", zSide));
     if (zTarget) W_CHECK(parity_writer_attr_string(pW, "/", "target", zTarget));
@@ -96,18 +101,18 @@ int parity_case_write(const parity_case *pCase, const double *aOut, const char *
     for (i = 0; i < pCase->nIn; i++) {
         const parity_operand *pIn = &pCase->aIn[i];
         snprintf(zName, sizeof zName, "/%s", pIn->zName);
-        W_CHECK(write_values(pW, zName, pIn->dtype, pIn->rank, pIn->aDim, pIn->aValue,
+        W_CHECK(parity_case_write_values(pW, zName, pIn->dtype, pIn->rank, pIn->aDim, pIn->aValue,
                              pIn->nElem, &oom));
         W_CHECK(parity_writer_attr_int(pW, zName, "order", 0));
     }
     if (aOut) {
-        W_CHECK(write_values(pW, "/out", pCase->outDtype, pCase->outRank, pCase->aOutDim, aOut,
+        W_CHECK(parity_case_write_values(pW, "/out", pCase->outDtype, pCase->outRank, pCase->aOutDim, aOut,
                              pCase->nOut, &oom));
         W_CHECK(parity_writer_attr_string(pW, "/out", "op", pS->zOp));
         W_CHECK(parity_writer_attr_strings(pW, "/out", "inputs", azInput, pCase->nIn));
         W_CHECK(parity_writer_attr_int(pW, "/out", "order", 1));
         for (i = 0; i < pCase->nParam; i++)
-            W_CHECK(write_param(pW, "/out", pCase->aParam[i].zName, &pCase->aParam[i]));
+            W_CHECK(parity_case_write_attr(pW, "/out", pCase->aParam[i].zName, &pCase->aParam[i]));
     }
     return parity_writer_close(pW, zErr, nErr);
 write_fail:

@@ -73,6 +73,21 @@ int parity_repro_write(const char *zOutDir, const parity_case *pCase, const doub
                        const parity_case_identity *pId, char *zPath, size_t nPath, char *zErr,
                        size_t nErr);
 
+/* mkdir -p: 0, or -1 with zErr. */
+int parity_make_dirs(const char *zDir, char *zErr, size_t nErr);
+/* Removes a repro folder's files (those the writers make) and the folder. */
+void parity_repro_remove(const char *zDir);
+
+/* Writes the minimized crop of a captured op (parity_minimize_stored) as the repro folder
+ * zDir itself: eager.h5 and compiled.h5, each side's inputs and output with the source
+ * tensors' names and attributes and the side's identity, so paritydiff fails the pair for
+ * the same local cause; and "origin" (where the crop comes from and how to look at it).
+ * Built under a temporary name beside zDir and renamed; an earlier repro at zDir is
+ * replaced (anything else there is refused). 0, or -1 with zErr. */
+int parity_repro_write_stored(const char *zDir, const parity_stored_op *pS,
+                              const parity_stored_minimized *pMin, const char *zEagerSrc,
+                              const char *zCompiledSrc, char *zErr, size_t nErr);
+
 /* Reads the first line of a repro's signature file. A signature is a line or a few (the
  * identity below it); a repro folder is a file from anywhere, so anything but a regular
  * file of at most PARITY_SIGNATURE_MAX_BYTES is refused, never read (formats/regular_file.h).

@@ -10,8 +10,7 @@
 #include "formats/regular_file.h"
 #include "fuzz/findings/findings.h"
 
-/* mkdir -p for one or more missing levels. */
-static int make_dirs(const char *zDir, char *zErr, size_t nErr)
+int parity_make_dirs(const char *zDir, char *zErr, size_t nErr)
 {
     char zPath[4096];
     size_t i, len = strlen(zDir);
@@ -34,9 +33,9 @@ static int make_dirs(const char *zDir, char *zErr, size_t nErr)
     return 0;
 }
 
-static void remove_tree(const char *zDir)
+void parity_repro_remove(const char *zDir)
 {
-    static const char *const azFile[] = { "eager.h5", "compiled.h5", "signature" };
+    static const char *const azFile[] = { "eager.h5", "compiled.h5", "signature", "origin" };
     char zPath[4400];
     size_t i;
     for (i = 0; i < sizeof azFile / sizeof azFile[0]; i++) {
@@ -118,7 +117,7 @@ int parity_repro_write(const char *zOutDir, const parity_case *pCase, const doub
         snprintf(zFailure, sizeof zFailure, "%s: %s", parity_finding_class_name(pR->cls),
                  pR->zDetail);
 
-    if (make_dirs(zOutDir, zErr, nErr) != 0) return -1;
+    if (parity_make_dirs(zOutDir, zErr, nErr) != 0) return -1;
     parity_signature_hash(zSignature, zHash);
     snprintf(zFinal, sizeof zFinal, "%s/%s-%s", zOutDir, pCase->spec.zOp, zHash);
     if (access(zFinal, F_OK) == 0) return 1;
@@ -141,7 +140,7 @@ int parity_repro_write(const char *zOutDir, const parity_case *pCase, const doub
     }
     if (rename(zTmp, zFinal) != 0) {
         int e = errno;
-        remove_tree(zTmp);
+        parity_repro_remove(zTmp);
         if (e == EEXIST || e == ENOTEMPTY) return 1;
         snprintf(zErr, nErr, "cannot rename %s to %s: %s", zTmp, zFinal, strerror(e));
         return -1;
@@ -149,7 +148,7 @@ int parity_repro_write(const char *zOutDir, const parity_case *pCase, const doub
     snprintf(zPath, nPath, "%s", zFinal);
     return 0;
 fail:
-    remove_tree(zTmp);
+    parity_repro_remove(zTmp);
     return -1;
 }
 

@@ -79,6 +79,36 @@ int parity_minimize(parity_target *pT, const parity_case_spec *pSpec,
                     parity_minimized *pMin, char *zErr, size_t nErr);
 void parity_minimized_free(parity_minimized *pMin);
 
+/* ---- minimizing a captured op (minimize_stored.c) ---------------------------------
+ *
+ * An investigation's local cause is no generated case: its inputs and both outputs are
+ * stored tensors (fuzz/cases/stored.c), replayed by the stored target, and the compiled
+ * side cannot be run again on other values. So only what replay can keep exact is shrunk:
+ * windows of the output dims whose elements read one index of their inputs. In order:
+ *   1. the whole op through the oracle: the finding to keep (not a divergence: nothing to
+ *      shrink);
+ *   2. the worst element alone (one index of every crop axis), kept when it reproduces;
+ *   3. each crop axis's window by halving steps, cut from the end or from the start, until
+ *      a whole pass changes nothing: every window is then 1-minimal at both ends unless
+ *      the budget ran out (minimal says which);
+ *   4. the result judged again, and its reference compared with the whole op's at the
+ *      same elements: a crop that changed the computation is an error, never a repro.
+ * Values are never changed: the stored compiled output belongs to the stored inputs. */
+typedef struct {
+    parity_stored_crop crop;      /* the smallest crop that reproduces (owned) */
+    parity_oracle_result first;   /* the whole op's verdict */
+    parity_oracle_result result;  /* the crop's */
+    uint64_t nExecs;              /* crops judged, the whole op included */
+    uint64_t nRefDiffer;          /* step 4: 0 on success */
+    int minimal;
+} parity_stored_minimized;
+
+/* 0 with *pMin filled; 1 when the whole op is no divergence on replay (pMin->first says
+ * what it is; nothing to free); -1 with zErr. */
+int parity_minimize_stored(const parity_stored_op *pS, uint64_t budget,
+                           parity_stored_minimized *pMin, char *zErr, size_t nErr);
+void parity_stored_minimized_free(parity_stored_minimized *pMin);
+
 /* 1 when pCase reproduces the finding pWant (class and kind); fills pR and the outputs
  * (nOut each, caller-allocated). The replay and the 1-minimality tests use it too. */
 int parity_reproduces(parity_target *pT, const parity_case *pCase,

@@ -9,6 +9,8 @@
  *   cmd:COMMAND      a persistent external worker (cmd.c, protocol in FORMAT.md)
  *   onednn[:ISA]     oneDNN's JIT primitives as the compiled side, the builtin eager
  *                    kernels as eager (onednn.c; built when libdnnl-dev is found)
+ *   stored           a captured op's stored outputs, cropped (stored.c): what minimizes
+ *                    an investigation's local cause
  *
  * Run statuses are the oracle's raw material: a compiled side that errors, crashes or
  * hangs is a finding of its own class; a case the target does not support is skipped.
@@ -73,6 +75,12 @@ int parity_target_spec_in_process(const char *zSpec);
  * process. With ownInner, closing it closes pInner. NULL with zErr on failure. */
 parity_target *parity_target_isolate(parity_target *pInner, int ownInner, double timeout,
                                      char *zErr, size_t nErr);
+/* The replay target (stored.c): returns the stored outputs of the crop it serves, for
+ * shrinking a captured op's failure (parity_minimize_stored). Not a target a campaign or
+ * parity_target_open can name: there is nothing to draw cases for. */
+parity_target *parity_target_stored_open(char *zErr, size_t nErr);
+/* The crop the next runs return (pCrop must outlive them). */
+void parity_target_stored_serve(parity_target *pT, const parity_stored_crop *pCrop);
 /* 1 when the target accepts case dtype dt. */
 int parity_target_runs_dtype(const parity_target *pT, parity_dtype dt);
 

@@ -7,7 +7,8 @@ What must come out: night 6 as earliest known-bad and night 5 as last known-good
 alerts (the blip ignored), the compiler's version and config as the changed keys (commit
 and data_version shown as changing without effect), the failing tensor and its element
 range, a passing neighbouring bucket of the same workload, the mitigation apart from the
-root cause; and bad histories refused with one line, exit 2.
+root cause, the local cause minimized (--repro) to one row in a folder paritydiff fails;
+and bad histories refused with one line, exit 2.
 argv: PARITYDIFF HISTORY (the build's investigation-example/history.db)."""
 import json, os, shutil, sqlite3, subprocess, sys, tempfile, unittest
 
@@ -74,6 +75,60 @@ class ExampleHistory(unittest.TestCase):
         # the command it names shows the failure
         cmd = root["confirm"].split()
         self.assertEqual(subprocess.run([PARITYDIFF, "-q", *cmd[1:]]).returncode, 1)
+
+    def test_local_cause_minimized_to_a_repro_paritydiff_fails(self):
+        # without --repro none is made, and the report says how to make one
+        root = self.inv("numerical_parity", "workload=rank,shape_bucket=513-2048")["root_cause"]
+        self.assertIsNone(root["repro"])
+        with tempfile.TemporaryDirectory() as tmp:
+            code, out, err = investigate("--history", HISTORY, "--repro", tmp, "--json", "-")
+            self.assertEqual((code, err), (0, ""))
+            doc = json.loads(out)
+            by = {(i["metric"], i["slice"]): i for i in doc["investigations"]}
+            repro = by[("numerical_parity", "workload=rank,shape_bucket=513-2048")]["root_cause"]["repro"]
+            path = os.path.join(tmp, "nightly-6_workload=rank,shape_bucket=513-2048_scores")
+            # the corrupt row 3 of the boundary pair's [8, 16] softmax, alone and 1-minimal
+            self.assertEqual((repro["path"], repro["shape"], repro["source_shape"], repro["offset"]),
+                             (path, [1, 16], [8, 16], [3, 0]))
+            self.assertTrue(repro["minimal"])
+            self.assertEqual(repro["confirm"], "paritydiff %s/eager.h5 %s/compiled.h5" % (path, path))
+            p = subprocess.run([PARITYDIFF, "--json", "-", *repro["confirm"].split()[1:]],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            rd = json.loads(p.stdout)
+            self.assertEqual(rd["first_divergence"], "/scores")
+            t = [t for t in rd["tensors"] if t["name"] == "/scores"][0]
+            self.assertEqual((t["status"], t["cause"], t["shape"]), ("fail", "local", [1, 16]))
+            # the same local cause of the outcome alert shares the folder; telemetry alerts
+            # have no local cause to minimize
+            self.assertEqual(by[("outcome_parity", "workload=rank,shape_bucket=513-2048")]
+                             ["root_cause"]["repro"]["path"], path)
+            self.assertNotIn("repro", by[("recompiles", "workload=chat,shape_bucket=2049-8192")]["root_cause"])
+            self.assertEqual(sorted(os.listdir(tmp)), [os.path.basename(path)])
+            code, text, _ = investigate("--history", HISTORY, "--repro", tmp, "--metric",
+                                        "numerical_parity")
+            self.assertIn("minimized repro: %s, [1,16] of [8,16] at [3,0]" % path, text)
+        # a repro folder that cannot be made: the investigation stands, the repro says why
+        with tempfile.TemporaryDirectory() as tmp:
+            blocker = os.path.join(tmp, "file")
+            open(blocker, "w").close()
+            code, out, err = investigate("--history", HISTORY, "--repro", blocker, "--json", "-",
+                                         "--metric", "numerical_parity")
+            self.assertEqual(code, 0, err)
+            repro = json.loads(out)["investigations"][0]["root_cause"]["repro"]
+            self.assertIsNone(repro["path"])
+            self.assertIn("parityfuzz shrink failed: ", repro["why"])
+
+    def test_readme_shows_what_the_example_investigation_prints(self):
+        checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(HISTORY))))
+        with tempfile.TemporaryDirectory() as tmp:
+            code, out, err = investigate("--history", HISTORY, "--metric", "numerical_parity",
+                                         "--repro", tmp)
+            self.assertEqual((code, err), (0, ""))
+        out = out.replace(tmp, "/tmp/repros").replace(checkout + "/", "")
+        with open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")) as f:
+            readme = f.read()
+        self.assertIn("```\n" + out.rstrip("\n") + "\n```", readme)
 
     def test_counterexample_is_a_passing_neighbouring_bucket_of_the_same_workload(self):
         cx = self.inv("numerical_parity", "workload=rank,shape_bucket=513-2048")["known_good_counterexample"]

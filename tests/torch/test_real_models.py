@@ -117,6 +117,25 @@ class RMSNormHead(torch.nn.Module):
 KINDS = ("mlp", "cnn", "encoder", "encoder_bf")
 
 
+class ZeroTail(torch.nn.Module):
+    """A leaf whose output has its last k features zeroed (a kernel that drops a tail)."""
+
+    def __init__(self, inner, k):
+        super().__init__()
+        self.inner, self.k = inner, k
+
+    def __getattr__(self, name):   # the encoder layer reads norm1.eps
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.inner, name)
+
+    def forward(self, x):
+        y = self.inner(x).clone()
+        y[..., -self.k:] = 0
+        return y
+
+
 def make(kind):
     torch.manual_seed(0)
     if kind == "mlp":
@@ -471,21 +490,6 @@ class RealModels(CaptureCase):
 
     def test_injected_zeroed_tail_is_first_divergence_local(self):
         """One leaf's output with its last features zeroed in the compiled model."""
-        class ZeroTail(torch.nn.Module):
-            def __init__(self, inner, k):
-                super().__init__()
-                self.inner, self.k = inner, k
-
-            def __getattr__(self, name):   # the encoder layer reads norm1.eps
-                try:
-                    return super().__getattr__(name)
-                except AttributeError:
-                    return getattr(self.inner, name)
-
-            def forward(self, x):
-                y = self.inner(x).clone()
-                y[..., -self.k:] = 0
-                return y
         sites = {"mlp": ("act", 8, "/act/out", [120, 128]),
                  "cnn": ("bn1", 4, "/bn1/out", [12, 16]),
                  "encoder": ("enc.norm1", 8, "/enc/norm1/out", [24, 32]),
