@@ -38,6 +38,7 @@ static void usage(FILE *f)
 "       parityfuzz shrink EAGER COMPILED --tensor T --out DIR\n"
 "                                                   minimize a captured op's failure\n"
 "                                                   (parityfuzz shrink --help)\n"
+"       parityfuzz triage DIR... [--json FILE]      stored repros by root cause\n"
 "       parityfuzz --list-defects\n"
 "       parityfuzz --list-ops [--target T]\n"
 "Searches shape and value space for cases where a compiled target runs but diverges\n"
@@ -437,6 +438,8 @@ static int run_campaign(cli_options *pCli)
         parity_campaign_result_free(&res);
         return 2;
     }
+    /* what a compiler engineer fixes first; the signatures after */
+    parity_report_root_causes_text(stdout, res.aFinding, res.aCause, res.nCause);
     for (i = 0; i < res.nFinding; i++) {
         const parity_finding *pF = &res.aFinding[i];
         printf("finding %zu: ", i + 1);
@@ -450,8 +453,12 @@ static int run_campaign(cli_options *pCli)
             fputc('\n', stdout);
         }
     }
-    printf("parityfuzz: %llu execs in %.1f s, %zu finding%s\n", (unsigned long long)res.nExecs,
-           res.elapsed, res.nFinding, res.nFinding == 1 ? "" : "s");
+    /* a campaign that judged nothing found nothing by construction: the counts say so */
+    printf("parityfuzz: %llu execs in %.1f s (%llu judged, %llu skipped, %llu bit-identical), "
+           "%zu finding%s, %zu root cause%s\n", (unsigned long long)res.nExecs, res.elapsed,
+           (unsigned long long)res.nJudged, (unsigned long long)res.nSkipped,
+           (unsigned long long)res.nBitIdentical, res.nFinding, res.nFinding == 1 ? "" : "s",
+           res.nCause, res.nCause == 1 ? "" : "s");
     rc = res.nFinding ? 1 : 0;
     if (res.trouble) {
         parity_escape_line(stderr, "parityfuzz", res.zTrouble, NULL);
@@ -472,6 +479,7 @@ int main(int argc, char **argv)
     int rc;
     parity_hdf5_no_exit_handler();   /* first: a full --out must not crash at exit */
     if (argc > 1 && strcmp(argv[1], "shrink") == 0) return parity_shrink_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "triage") == 0) return parity_triage_main(argc - 1, argv + 1);
     memset(&cli, 0, sizeof cli);
     parity_campaign_options_init(&cli.campaign);
     cli.campaign.seed = 1;

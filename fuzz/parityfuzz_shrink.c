@@ -125,6 +125,7 @@ int parity_shrink_main(int argc, char **argv)
     int c, rc;
 
     optind = 1;
+    opterr = 0;   /* our one line, not getopt's */
     while ((c = getopt_long(argc, argv, "h", aOpt, NULL)) != -1) {
         switch (c) {
         case 't': zTensor = optarg; break;

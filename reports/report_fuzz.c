@@ -3,6 +3,8 @@
  * documented in fuzz/FUZZ.md; the writer only reads the campaign's result.
  */
 #include <stdio.h>
+#include <string.h>
+#include "formats/escape.h"
 #include "reports/report.h"
 #include "reports/report_fuzz.h"
 #include "reports/report_internal.h"
@@ -14,6 +16,49 @@ static json_t *finding_json(const parity_finding *pF)
                      parity_finding_class_name(pF->cls),
                      "repro", pF->zRepro ? json_string(pF->zRepro) : json_null(),
                      "detail", pF->zDetail, "found_at_s", pF->tFound, "minimal", pF->minimal);
+}
+
+/* A comma-separated list as a JSON array of strings. */
+static json_t *list_json(const char *z)
+{
+    json_t *p = json_array();
+    while (p && z && *z) {
+        size_t n = strcspn(z, ",");
+        if (parity_report_append(p, json_stringn(z, n)) != 0) {
+            json_decref(p);
+            return NULL;
+        }
+        z += n + (z[n] == ',');
+    }
+    return p;
+}
+
+json_t *parity_report_root_causes_json(const parity_finding *aFinding,
+                                       const parity_root_cause *aCause, size_t nCause)
+{
+    json_t *pList = json_array();
+    size_t i, k;
+    for (i = 0; i < nCause && pList; i++) {
+        const parity_root_cause *pC = &aCause[i];
+        json_t *pSigs = json_array();
+        for (k = 0; k < pC->nFinding && pSigs; k++)
+            if (parity_report_append(pSigs, json_string(aFinding[pC->aiFinding[k]].zSignature)) != 0) {
+                json_decref(pSigs);
+                pSigs = NULL;
+            }
+        if (parity_report_append(pList, json_pack("{s:s, s:o, s:s, s:o, s:s, s:o, s:s, s:I, s:o, s:o}",
+                "op", pC->cause.zKernel, "ops", list_json(pC->zOps), "dtype", pC->zDtypes,
+                "dtypes", list_json(pC->zDtypes),
+                "symptom", pC->cause.shape ? pC->zSymptoms : pC->cause.zSymptom,
+                "symptoms", list_json(pC->zSymptoms),
+                "trigger", pC->cause.zTrigger, "count", (json_int_t)pC->nFinding,
+                "signatures", pSigs ? pSigs : json_null(),
+                "repro", pC->hasRepro ? json_string(aFinding[pC->iRepro].zRepro) : json_null())) != 0) {
+            json_decref(pList);
+            pList = NULL;
+        }
+    }
+    return pList;
 }
 
 int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPath, char *zErr,
@@ -51,7 +96,7 @@ int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPat
         return -1;
     }
     pDoc = json_pack("{s:s, s:i, s:s, s:o, s:s, s:I, s:I, s:I, s:f, s:f, s:o, s:I, s:I, s:I, "
-                     "s:o, s:o, s:o, s:i}",
+                     "s:I, s:o, s:o, s:o, s:o, s:i}",
                      "tool", "parityfuzz", "schema_version", 1, "target", pRes->zTarget,
                      "defects", pDefects,
                      "strategy", pRes->zStrategy, "seed", (json_int_t)pRes->seed,
@@ -63,7 +108,10 @@ int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPat
                      pRes->firstFinding >= 0 ? json_real(pRes->firstFinding) : json_null(),
                      "skipped", (json_int_t)pRes->nSkipped,
                      "bit_identical", (json_int_t)pRes->nBitIdentical,
+                     "judged", (json_int_t)pRes->nJudged,
                      "raw_findings", (json_int_t)pRes->nRawFindings,
+                     "root_causes", parity_report_root_causes_json(pRes->aFinding, pRes->aCause,
+                                                                   pRes->nCause),
                      "findings", pFindings, "cases_per_op", pOps,
                      "trouble", pRes->trouble ? json_string(pRes->zTrouble) : json_null(),
                      "jobs", pRes->jobs);
@@ -122,4 +170,35 @@ int parity_report_shrink_json(const parity_stored_op *pS, const parity_stored_mi
     rc = parity_report_json_write(pDoc, zPath, zErr, nErr);
     json_decref(pDoc);
     return rc;
+}
+
+/* "max/min (relu, maximum) float32,bfloat16: nan lost, trigger nan input" */
+static void put_cause(FILE *pOut, const parity_root_cause *pC)
+{
+    fprintf(pOut, "%s", pC->cause.zKernel);
+    if (strcmp(pC->cause.zKernel, pC->zOps) != 0) {
+        fputs(" (", pOut);
+        parity_escape_fputs(pC->zOps, pOut);
+        fputc(')', pOut);
+    }
+    fprintf(pOut, " %s: %s", pC->zDtypes, pC->cause.shape ? pC->zSymptoms : pC->cause.zSymptom);
+    if (strcmp(pC->cause.zTrigger, "-") != 0) fprintf(pOut, ", trigger %s", pC->cause.zTrigger);
+}
+
+int parity_report_root_causes_text(FILE *pOut, const parity_finding *aFinding,
+                                   const parity_root_cause *aCause, size_t nCause)
+{
+    size_t i;
+    for (i = 0; i < nCause; i++) {
+        const parity_root_cause *pC = &aCause[i];
+        fprintf(pOut, "root cause %zu: ", i + 1);
+        put_cause(pOut, pC);
+        fprintf(pOut, "; %zu signature%s\n", pC->nFinding, pC->nFinding == 1 ? "" : "s");
+        if (pC->hasRepro) {
+            fputs("  repro: ", pOut);
+            parity_escape_fputs(aFinding[pC->iRepro].zRepro, pOut);
+            fputc('\n', pOut);
+        }
+    }
+    return ferror(pOut) ? -1 : 0;
 }

@@ -10,6 +10,20 @@
 #include "fuzz/search/result.h"
 #include "fuzz/search/search.h"
 
+#include <stdio.h>
+#include <jansson.h>
+
+/* The root causes as the summary's "root_causes" array (FUZZ.md); NULL when out of memory.
+ * `parityfuzz triage` writes the same array. */
+json_t *parity_report_root_causes_json(const parity_finding *aFinding,
+                                       const parity_root_cause *aCause, size_t nCause);
+
+/* The root causes as text, one line each ("root cause 1: max/min (relu, maximum) float32:
+ * nan lost, trigger nan input; 3 signatures") with the smallest repro under it. 0, or -1
+ * on a write error. */
+int parity_report_root_causes_text(FILE *pOut, const parity_finding *aFinding,
+                                   const parity_root_cause *aCause, size_t nCause);
+
 /* Writes the summary to zPath ("-": stdout) atomically. Returns 0, or -1 with zErr. */
 int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPath, char *zErr,
                             size_t nErr);

@@ -317,8 +317,9 @@ static const parity_op_case_attr aAlphaCase[] = {
     { "alpha", PARITY_ATTR_FLOAT, { NAN, 0.5 }, { NULL, NULL } },
 };
 
-#define BINARY_OP(sym, name, model, attr, nAttr, scalar) \
+#define BINARY_OP(sym, name, model, attr, nAttr, scalar, kernel) \
     const parity_op_def sym = { .zName = name, .zModel = model, .nInMin = 2, .nInMax = 2, \
+                                .zKernel = kernel, \
                                 .zScalarInput = scalar, .family = PARITY_FAMILY_BINARY, \
                                 .aCaseAttr = attr, .nCaseAttr = nAttr, \
                                 .xPrepare = binary_prepare, .xElement = binary_element, \
@@ -326,12 +327,16 @@ static const parity_op_case_attr aAlphaCase[] = {
 
 /* add, sub, mul, div: torch's .Scalar overloads record the number as attribute `other`. */
 BINARY_OP(parity_op_add, "add", BINARY_MODEL " (+ alpha product); IEEE 754 correct rounding",
-          aAlphaCase, 1, "other")
+          aAlphaCase, 1, "other", NULL)
 BINARY_OP(parity_op_sub, "sub", BINARY_MODEL " (+ alpha product); IEEE 754 correct rounding",
-          aAlphaCase, 1, "other")
-BINARY_OP(parity_op_mul, "mul", BINARY_MODEL "; IEEE 754 correct rounding", NULL, 0, "other")
-BINARY_OP(parity_op_div, "div", BINARY_MODEL "; IEEE 754 correct rounding", NULL, 0, "other")
+          aAlphaCase, 1, "other", NULL)
+BINARY_OP(parity_op_mul, "mul", BINARY_MODEL "; IEEE 754 correct rounding", NULL, 0, "other",
+          NULL)
+BINARY_OP(parity_op_div, "div", BINARY_MODEL "; IEEE 754 correct rounding", NULL, 0, "other",
+          NULL)
 BINARY_OP(parity_op_maximum, "maximum",
-          "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)", NULL, 0, NULL)
+          "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)", NULL, 0, NULL,
+          "max/min")
 BINARY_OP(parity_op_minimum, "minimum",
-          "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)", NULL, 0, NULL)
+          "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)", NULL, 0, NULL,
+          "max/min")

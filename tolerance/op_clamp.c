@@ -106,6 +106,7 @@ static const parity_op_case_attr aHardtanhCase[] = {
 
 const parity_op_def parity_op_clamp = {
     .zName = "clamp",
+    .zKernel = "max/min",            /* min(max(x, lo), hi) */
     .zModel = "exact: min(max(x, min), max), the bounds rounded to x's dtype as torch casts "
     "them, NaN propagates; only the rounding to the output dtype (0.5 ulp)",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_UNARY,
@@ -115,6 +116,7 @@ const parity_op_def parity_op_clamp = {
 
 const parity_op_def parity_op_hardtanh = {
     .zName = "hardtanh",
+    .zKernel = "max/min",
     .zModel = "exact: clamp(x, min_val = -1, max_val = 1) (torch), NaN propagates; only the "
     "rounding to the output dtype (0.5 ulp)",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_UNARY,

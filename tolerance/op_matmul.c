@@ -468,7 +468,7 @@ static int baddbmm_prepare(parity_op_call *pCall, const parity_attr *aAttr, size
 }
 
 const parity_op_def parity_op_matmul = {
-    .zName = "matmul", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
+    .zName = "matmul", .zKernel = "dot", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
     .zModel = "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)",
     .nInMin = 2, .nInMax = 2, .family = PARITY_FAMILY_MATMUL,
     .xPrepare = matmul_prepare, .xLoad = matmul_load, .xElement = dot_element,
@@ -476,7 +476,7 @@ const parity_op_def parity_op_matmul = {
 };
 
 const parity_op_def parity_op_bmm = {
-    .zName = "bmm", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
+    .zName = "bmm", .zKernel = "dot", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
     .zModel = "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)",
     .nInMin = 2, .nInMax = 2, .family = PARITY_FAMILY_BMM,
     .xPrepare = bmm_prepare, .xLoad = matmul_load, .xElement = dot_element,
@@ -484,7 +484,7 @@ const parity_op_def parity_op_bmm = {
 };
 
 const parity_op_def parity_op_linear = {
-    .zName = "linear", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
+    .zName = "linear", .zKernel = "dot", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
     .zModel = "dot products plus bias: gamma_{K+1}(u_acc) sum|terms| + 0.5 ulp (Higham 2002)",
     .nInMin = 2, .nInMax = 3, .family = PARITY_FAMILY_LINEAR,
     .xPrepare = linear_prepare, .xElement = dot_element,
@@ -492,7 +492,7 @@ const parity_op_def parity_op_linear = {
 };
 
 const parity_op_def parity_op_addmm = {
-    .zName = "addmm", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
+    .zName = "addmm", .zKernel = "dot", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
     .zModel = "beta c + alpha (a b): gamma_{K+3}(u_acc) sum|scaled terms| + 0.5 ulp (Higham 2002)",
     .nInMin = 3, .nInMax = 3, .family = PARITY_FAMILY_ADDMM,
     .xPrepare = addmm_prepare, .xLoad = matmul_load, .xElement = dot_element,
@@ -500,7 +500,7 @@ const parity_op_def parity_op_addmm = {
 };
 
 const parity_op_def parity_op_baddbmm = {
-    .zName = "baddbmm", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
+    .zName = "baddbmm", .zKernel = "dot", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
     .zModel = "beta c + alpha (a b), batched: gamma_{K+3}(u_acc) sum|scaled terms| + 0.5 ulp",
     .nInMin = 3, .nInMax = 3, .family = PARITY_FAMILY_ADDMM,
     .xPrepare = baddbmm_prepare, .xLoad = matmul_load, .xElement = dot_element,

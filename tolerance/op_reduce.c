@@ -164,17 +164,20 @@ static int reduce_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
     return 0;
 }
 
-#define REDUCE_OP(sym, name, model) \
+#define REDUCE_OP(sym, name, model, kernel) \
     const parity_op_def sym = { .zName = name, .zModel = model, .nInMin = 1, .nInMax = 1, \
+                                .zKernel = kernel, \
                                 .family = PARITY_FAMILY_REDUCE, .xPrepare = reduce_prepare, \
                                 .xLoad = reduce_load, .xElement = reduce_element, \
                                 .xFreeParams = reduce_free };
 
 REDUCE_OP(parity_op_sum, "sum",
-          "any summation order: gamma_{n-1}(u_acc) sum|x| + 0.5 ulp (Higham 2002, eq. 4.3)")
+          "any summation order: gamma_{n-1}(u_acc) sum|x| + 0.5 ulp (Higham 2002, eq. 4.3)",
+          "sum/mean")
 REDUCE_OP(parity_op_mean, "mean",
-          "sum then divide: gamma_{n+1}(u_acc) sum|x|/n + 0.5 ulp (Higham 2002, eq. 4.3, Lemma 3.3)")
+          "sum then divide: gamma_{n+1}(u_acc) sum|x|/n + 0.5 ulp (Higham 2002, eq. 4.3, Lemma 3.3)",
+          "sum/mean")
 REDUCE_OP(parity_op_amax, "amax",
-          "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)")
+          "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)", "max/min")
 REDUCE_OP(parity_op_amin, "amin",
-          "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)")
+          "exact, NaN propagates; only the rounding to the output dtype (0.5 ulp)", "max/min")

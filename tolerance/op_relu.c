@@ -55,6 +55,7 @@ static int relu_fast(const parity_op_call *pCall, uint64_t linear, double *pRef,
 
 const parity_op_def parity_op_relu = {
     .zName = "relu",
+    .zKernel = "max/min",            /* max(x, 0) */
     .zModel = "exact; only the rounding to the output dtype (0.5 ulp)",
     .nInMin = 1, .nInMax = 1,
     .family = PARITY_FAMILY_UNARY,

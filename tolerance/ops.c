@@ -16,6 +16,11 @@ const parity_op_def *const parity_op_registry[PARITY_OP_COUNT + 1] = {
     NULL
 };
 
+const char *parity_op_kernel(const parity_op_def *pDef)
+{
+    return pDef->zKernel ? pDef->zKernel : pDef->zName;
+}
+
 const char *parity_op_family_name(parity_op_family family)
 {
     static const char *const azName[PARITY_FAMILY_COUNT] = {

@@ -154,6 +154,13 @@ struct parity_op_def {
      * number as a 0-d float64 operand of that name (ops.c); the op's bound must then allow
      * the scalar to be rounded to the output dtype first (op_binary.c says why). */
     const char *zScalarInput;
+    /* Optional: the kernel that serves this op together with others, as compilers and
+     * libraries build them: "dot" (matmul, bmm, linear, addmm, baddbmm: one GEMM), "max/min"
+     * (maximum, minimum, amax, amin, relu = max(x, 0), clamp, hardtanh: the max and min
+     * instructions, whose NaN rule is the usual defect), "sum/mean" (one reduction).
+     * Triage (fuzz/findings/triage.c) takes findings in one kernel for one root cause.
+     * NULL: the op's own (parity_op_kernel). */
+    const char *zKernel;
     parity_op_family family;
     unsigned flags;           /* PARITY_OPF_* */
     const parity_op_case_attr *aCaseAttr;   /* what generated cases set; nCaseAttr of them */
@@ -220,6 +227,8 @@ double parity_operand_gamma(const parity_op_call *pCall, double gamma);
 const parity_op_def *parity_op_find(const char *zName);
 /* Every registered op, NULL-terminated, in op_list.h's order. */
 extern const parity_op_def *const parity_op_registry[PARITY_OP_COUNT + 1];
+/* The kernel an op shares with others (zKernel), else its own name. */
+const char *parity_op_kernel(const parity_op_def *pDef);
 /* The name of a family ("unary", "matmul", ...). */
 const char *parity_op_family_name(parity_op_family family);
 

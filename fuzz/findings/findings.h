@@ -59,6 +59,26 @@ const char *parity_signature(const parity_case *pCase, const parity_oracle_resul
 /* A short stable hash of a signature (16 hex digits), used to name repro folders. */
 void parity_signature_hash(const char *zSignature, char *zHex17);
 
+/* ---- triage (triage.c) ------------------------------------------------------------
+ *
+ * Findings grouped into root causes: triage.c's first comment gives the rules. */
+
+/* The cause of one finding: its minimized case (values loaded), its oracle result and its
+ * compiled output (NULL when the compiled side gave none). */
+void parity_triage_cause(const parity_case *pCase, const parity_oracle_result *pR,
+                         const double *aCompiled, parity_root_key *pCause);
+/* Groups the findings that have a cause into root causes, most findings first. 0, or -1
+ * when out of memory (nothing to free). */
+int parity_triage_group(const parity_finding *aFinding, size_t nFinding,
+                        parity_root_cause **paCause, size_t *pnCause);
+void parity_triage_free(parity_root_cause *aCause, size_t nCause);
+/* A stored repro as a finding with its cause (triage_repro.c), from its tensors and its
+ * signature file alone, read in a supervised child. 0 with *pF filled (free it with
+ * parity_triage_finding_free); 1 when its stored outputs no longer diverge (zErr says so:
+ * a registry that changed since it was stored); -1 with zErr (not a fuzz repro, damaged). */
+int parity_triage_repro(const char *zRepro, parity_finding *pF, char *zErr, size_t nErr);
+void parity_triage_finding_free(parity_finding *pF);
+
 /* ---- repros (repro.c) ------------------------------------------------------------- */
 
 /* Writes a repro folder atomically under zOutDir (created if absent): eager.h5 and

@@ -48,7 +48,7 @@ enum { SLOT_IDLE, SLOT_RUNNING, SLOT_MINIMIZING };
 typedef struct {
     volatile int state;
     parity_case_spec spec;            /* the case in flight while SLOT_RUNNING */
-    uint64_t nExecs, nMinimizeExecs, nSkipped, nBitIdentical, nRawFindings;
+    uint64_t nExecs, nMinimizeExecs, nSkipped, nBitIdentical, nRawFindings, nJudged;
     size_t nOp;
     char azOp[SLOT_MAX_OPS][PARITY_CASE_OP_LEN];
     uint64_t anOpExecs[SLOT_MAX_OPS];
@@ -70,10 +70,12 @@ typedef struct {
     int32_t minimal;                  /* FINDING */
     int32_t trouble;                  /* END */
     double tFound;                    /* FINDING: seconds since the job's own start */
-    uint64_t nExecs, nMinimizeExecs, nSkipped, nBitIdentical, nRawFindings;
+    uint64_t nExecs, nMinimizeExecs, nSkipped, nBitIdentical, nRawFindings, nJudged;
     char zOp[PARITY_CASE_OP_LEN];     /* FINDING, OP */
     char zSignature[SIG_LEN];         /* FINDING */
     char zRepro[REPRO_PATH_LEN];      /* FINDING ("" when not stored) */
+    parity_root_key cause;               /* FINDING */
+    uint64_t nElems;                  /* FINDING: the stored case's input elements */
     char zText[MESSAGE_LEN];          /* FINDING: detail; MESSAGE; END: trouble; FAILED */
 } job_record;
 
@@ -154,7 +156,7 @@ static void finding_free(parity_finding *pF)
 /* Appends a finding; 0, or -1 when out of memory (then the result's trouble says so). */
 static int add_finding(parity_campaign_result *pRes, const char *zSig, const char *zOp,
                        parity_finding_class cls, const char *zRepro, const char *zDetail,
-                       double tFound, int minimal)
+                       double tFound, int minimal, const parity_root_key *pCause, uint64_t nElems)
 {
     parity_finding *aNew = parity_realloc(pRes->aFinding, (pRes->nFinding + 1) * sizeof *aNew);
     parity_finding f;
@@ -168,6 +170,11 @@ static int add_finding(parity_campaign_result *pRes, const char *zSig, const cha
     f.zDetail = parity_strdup(zDetail ? zDetail : "");
     f.tFound = tFound;
     f.minimal = minimal;
+    if (pCause) {
+        f.hasCause = 1;
+        f.cause = *pCause;
+    }
+    f.nElems = nElems;
     if (!f.zSignature || !f.zOp || !f.zDetail || (zRepro && zRepro[0] && !f.zRepro)) {
         finding_free(&f);
         goto nomem;
@@ -209,6 +216,7 @@ void parity_campaign_result_free(parity_campaign_result *pRes)
     size_t i;
     for (i = 0; i < pRes->nFinding; i++) finding_free(&pRes->aFinding[i]);
     free(pRes->aFinding);
+    parity_triage_free(pRes->aCause, pRes->nCause);
     for (i = 0; i < pRes->nOp; i++) free(pRes->azOp[i]);
     free(pRes->azOp);
     free(pRes->anOpExecs);
@@ -338,12 +346,17 @@ static int minimize_finding(search_state *pS, parity_target *pT, const parity_ca
 
 /* Stores a finding in the result (and sends it to the parent in a job). */
 static void keep_finding(search_state *pS, const char *zSig, const parity_case *pCase,
-                         const parity_oracle_result *pR, const char *zRepro, double tFound,
-                         int minimal)
+                         const parity_oracle_result *pR, const double *aCompiled,
+                         const char *zRepro, double tFound, int minimal)
 {
     job_record rec;
+    parity_root_key cause;
+    uint64_t nElems = 0;
+    size_t i;
+    for (i = 0; i < pCase->nIn; i++) nElems += pCase->aIn[i].nElem;
+    parity_triage_cause(pCase, pR, pR->compiledStatus == PARITY_RUN_OK ? aCompiled : NULL, &cause);
     if (add_finding(pS->pRes, zSig, pCase->spec.zOp, pR->cls, zRepro, pR->zDetail, tFound,
-                    minimal) != 0 || !pS->pJob)
+                    minimal, &cause, nElems) != 0 || !pS->pJob)
         return;
     memset(&rec, 0, sizeof rec);
     rec.kind = REC_FINDING;
@@ -354,6 +367,8 @@ static void keep_finding(search_state *pS, const char *zSig, const parity_case *
     snprintf(rec.zSignature, sizeof rec.zSignature, "%s", zSig);
     snprintf(rec.zRepro, sizeof rec.zRepro, "%s", zRepro);
     snprintf(rec.zText, sizeof rec.zText, "%s", pR->zDetail);
+    rec.cause = cause;
+    rec.nElems = nElems;
     send_record(pS, &rec);
 }
 
@@ -401,7 +416,7 @@ static void handle_finding(search_state *pS, parity_target *pT, const parity_cas
         }
         if (rc == 1) goto done;     /* another job stored this signature first */
     }
-    keep_finding(pS, zSig, pStore, pStoreR, zRepro, tFound, minimal);
+    keep_finding(pS, zSig, pStore, pStoreR, aC, zRepro, tFound, minimal);
 done:
     if (haveMin) parity_minimized_free(&min);
 }
@@ -416,6 +431,7 @@ static void slot_mirror(job_slot *pSlot, const parity_campaign_result *pRes)
     pSlot->nSkipped = pRes->nSkipped;
     pSlot->nBitIdentical = pRes->nBitIdentical;
     pSlot->nRawFindings = pRes->nRawFindings;
+    pSlot->nJudged = pRes->nJudged;
     for (i = 0; i < pRes->nOp && i < SLOT_MAX_OPS; i++) {
         if (i >= pSlot->nOp) snprintf(pSlot->azOp[i], sizeof pSlot->azOp[i], "%s", pRes->azOp[i]);
         pSlot->anOpExecs[i] = pRes->anOpExecs[i];
@@ -576,6 +592,7 @@ static void run_case(search_state *pS, parity_case *pC)
     count_op(pRes, pC->spec.zOp, 1);
     if (r.cls == PARITY_FINDING_SKIPPED) pRes->nSkipped++;
     else if (r.bitIdentical) pRes->nBitIdentical++;
+    if (r.judged) pRes->nJudged++;
     if (pS->pSlot) pS->pSlot->state = SLOT_MINIMIZING;
     if (r.cls != PARITY_FINDING_NONE && r.cls != PARITY_FINDING_SKIPPED)
         handle_finding(pS, pS->pT, pC, pS->aEager, pS->aCompiled, &r);
@@ -683,6 +700,7 @@ static int job_main(void *pArg, const parity_process_child *pSelf)
     rec.nSkipped = res.nSkipped;
     rec.nBitIdentical = res.nBitIdentical;
     rec.nRawFindings = res.nRawFindings;
+    rec.nJudged = res.nJudged;
     rec.trouble = res.trouble;
     snprintf(rec.zText, sizeof rec.zText, "%s", res.zTrouble);
     if (!lost) lost = parity_process_send(pSelf, &rec, sizeof rec) != 0;
@@ -775,7 +793,8 @@ static void take_record(job_pool *pP, job_state *pJob, const job_record *pRec)
         if (set_add(&pP->seen, pRec->zSignature) != 0) { set_nomem(pRes); break; }
         /* the job's times count from its own (re)start */
         add_finding(pRes, pRec->zSignature, pRec->zOp, (parity_finding_class)pRec->cls,
-                    pRec->zRepro, pRec->zText, pRec->tFound + pJob->tOffset, pRec->minimal);
+                    pRec->zRepro, pRec->zText, pRec->tFound + pJob->tOffset, pRec->minimal,
+                    &pRec->cause, pRec->nElems);
         break;
     case REC_OP:
         count_op(pRes, pRec->zOp, pRec->nExecs);
@@ -790,6 +809,7 @@ static void take_record(job_pool *pP, job_state *pJob, const job_record *pRec)
         pRes->nSkipped += pRec->nSkipped;
         pRes->nBitIdentical += pRec->nBitIdentical;
         pRes->nRawFindings += pRec->nRawFindings;
+        pRes->nJudged += pRec->nJudged;
         if (pRec->trouble) set_trouble(pRes, "%s", pRec->zText[0] ? pRec->zText : "a job failed");
         pJob->done = 1;
         break;
@@ -844,6 +864,7 @@ static void job_died(job_pool *pP, int j)
     pRes->nMinimizeExecs += slot.nMinimizeExecs;
     pRes->nSkipped += slot.nSkipped;
     pRes->nBitIdentical += slot.nBitIdentical;
+    pRes->nJudged += slot.nJudged;
     pRes->nRawFindings += slot.nRawFindings + (haveFatal ? 0 : 1);
     for (i = 0; i < slot.nOp; i++) count_op(pRes, slot.azOp[i], slot.anOpExecs[i]);
     pJob->nExecs = pJob->nRaw = pJob->nSkipped = 0;
@@ -1003,6 +1024,9 @@ int parity_campaign_run(const parity_campaign_options *pOpt, parity_campaign_res
         rc = run_jobs(pOpt, pRes, zErr, nErr);
     else
         rc = run_loop(pOpt, pOpt->seed, pOpt->maxExecs, NULL, NULL, NULL, pRes, zErr, nErr);
+    if (rc == 0 && parity_triage_group(pRes->aFinding, pRes->nFinding, &pRes->aCause,
+                                       &pRes->nCause) != 0)
+        set_nomem(pRes);
     if (rc != 0) parity_campaign_result_free(pRes);   /* -1: nothing for the caller to free */
     return rc;
 }

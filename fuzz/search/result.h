@@ -27,6 +27,18 @@ typedef enum {
 /* "none", "diverges", "error", "crash", "hang", "skipped" (oracle.c). */
 const char *parity_finding_class_name(parity_finding_class cls);
 
+/* The root cause a finding is taken for (fuzz/findings/triage.c says how each part is
+ * read off the minimized case). */
+typedef struct {
+    char zKernel[40];             /* the op's kernel (matmul, linear, bmm: "dot"), or "*" */
+    char zSymptom[24];            /* "nan lost", "accuracy", "crash", ... */
+    char zTrigger[96];            /* "large K dim (65..4096, unaligned)", "nan input", "-" */
+    int shape;                    /* the trigger is a dim the minimizer could not shrink: the
+                                   * symptom is then not part of the cause */
+    char zDtype[16];              /* the case's dtype */
+    int keyDtype;                 /* the dtype is part of the cause (a flushed subnormal) */
+} parity_root_key;
+
 typedef struct {
     char *zSignature;
     char *zOp;
@@ -35,7 +47,23 @@ typedef struct {
     char *zDetail;
     double tFound;                /* seconds into the campaign */
     int minimal;                  /* minimization finished: every dim 1-minimal */
+    int hasCause;                 /* cause is filled */
+    parity_root_key cause;
+    uint64_t nElems;              /* input elements of the stored case (repros' size) */
 } parity_finding;
+
+/* Findings of one cause (parity_triage_group). */
+typedef struct {
+    parity_root_key cause;           /* its zDtype: the first finding's */
+    char *zOps;                   /* the ops, comma-separated, in order of finding */
+    char *zDtypes;                /* the dtypes, likewise */
+    char *zSymptoms;              /* the symptoms, likewise (several only for a shape cause) */
+    size_t nFinding;
+    size_t *aiFinding;            /* indices into the findings */
+    int hasRepro;
+    long iRepro;                  /* the finding whose repro is the smallest (hasRepro) */
+    uint64_t nReproElems;
+} parity_root_cause;
 
 #define PARITY_CAMPAIGN_MAX_DEFECTS 32    /* defects are bits of a uint32_t */
 
@@ -57,6 +85,9 @@ typedef struct {
     double firstFinding;          /* seconds to the first finding; -1: none */
     parity_finding *aFinding;     /* unique signatures, in order of discovery */
     size_t nFinding;
+    uint64_t nJudged;             /* cases whose outputs the judge compared */
+    parity_root_cause *aCause;    /* the findings' root causes, most findings first */
+    size_t nCause;
     char **azOp;                  /* ops fuzzed, and cases run per op */
     uint64_t *anOpExecs;
     size_t nOp;

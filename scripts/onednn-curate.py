@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+"""onednn-curate.py - copies chosen repros of the oneDNN campaigns into the corpus.
+
+    scripts/onednn-curate.py --curate NAME=REPRO ... \
+        [--state corpus/onednn/campaigns] [--into corpus/onednn/repros]
+
+Each repro goes into the corpus under a name that says what it shows, with its signature
+file's paths rewritten and a "found by:" line naming the campaign slice (from the state
+folder) whose summary lists it. Which repros to curate: `parityfuzz triage DIR` groups a
+campaign's repros by root cause and names the smallest of each (fuzz/FUZZ.md, "Root
+causes"); it replaced this script's former listing mode. Tooling only: no tool of parity
+needs Python.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+
+
+def found_by(state, repro):
+    """The command of the campaign slice whose summary lists repro, or None."""
+    real = os.path.realpath(repro)
+    for dirpath, _, filenames in os.walk(state):
+        for name in sorted(filenames):
+            if not (name.startswith("slice-") and name.endswith(".json")):
+                continue
+            with open(os.path.join(dirpath, name)) as f:
+                summary = json.load(f)
+            for finding in summary.get("findings", []):
+                if finding.get("repro") and os.path.realpath(finding["repro"]) == real:
+                    return summary.get("command")
+    return None
+
+
+def curate(args):
+    os.makedirs(args.into, exist_ok=True)
+    for item in args.curate:
+        name, repro = item.split("=", 1)
+        repro = repro.rstrip("/")
+        dest = os.path.join(args.into, name)
+        command = found_by(args.state, repro)
+        if command is None:
+            sys.stderr.write(f"{repro}: no campaign slice under {args.state} lists it\n")
+            return 1
+        tmp = dest + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        for f in ("eager.h5", "compiled.h5"):
+            shutil.copyfile(os.path.join(repro, f), os.path.join(tmp, f))
+        lines = []
+        with open(os.path.join(repro, "signature")) as f:
+            for line in f:
+                line = line.replace(repro, dest)
+                if line.startswith("replay:"):
+                    line = f"replay: parityfuzz replay {dest} --target onednn --expect-divergent\n"
+                lines.append(line)
+        lines.append(f"found by: {command}\n")
+        with open(os.path.join(tmp, "signature"), "w") as f:
+            f.writelines(lines)
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(tmp, dest)
+        print(f"{dest}  <- {repro}")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--curate", nargs="+", metavar="NAME=REPRO", required=True)
+    ap.add_argument("--state", default="corpus/onednn/campaigns")
+    ap.add_argument("--into", default="corpus/onednn/repros")
+    return curate(ap.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
