@@ -15,6 +15,9 @@ bash scripts/setup-deps.sh
 # current torch from PyPI beside Debian's 1.13 (cached outside the clone; prints its python)
 PARITY_VENV_PYTHON=$(bash scripts/setup-venv.sh)
 export PARITY_VENV_PYTHON
+# the compilers the fuzz workers drive (ONNX Runtime), in an environment of their own
+PARITY_COMPILERS_PYTHON=$(bash scripts/setup-venv.sh scripts/requirements-compilers.txt)
+export PARITY_COMPILERS_PYTHON
 
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWERROR=ON >/dev/null

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Creates, or reuses, the virtual environment with the PyPI packages Debian lacks (pinned in
-# scripts/requirements-torch.txt) and prints its python's path on stdout.
+# Creates, or reuses, a virtual environment with PyPI packages Debian lacks, pinned in a
+# requirements file (the argument; default scripts/requirements-torch.txt, current torch;
+# scripts/requirements-compilers.txt holds ONNX Runtime for fuzz/workers/ort_worker.py),
+# and prints its python's path on stdout.
 #
 # The environment lives outside the clone, in $PARITY_VENV_CACHE (default ~/.cache/parity),
 # in a folder named after the pin file's hash: a fresh clone on the same machine reuses it,
@@ -11,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pins=scripts/requirements-torch.txt
+pins=${1:-scripts/requirements-torch.txt}
 key=$(sha256sum "$pins" | cut -c1-16)
 cache=${PARITY_VENV_CACHE:-$HOME/.cache/parity}
 venv="$cache/venv-$key"

@@ -46,7 +46,6 @@ parityfuzz starts the worker under /bin/sh -c and reports a crash as "killed by 
 whether the shell exec'd the worker or reported its death as status 128 + 11.
 """
 import argparse
-import faulthandler
 import os
 import signal
 import sys
@@ -54,28 +53,15 @@ import tempfile
 import time
 import traceback
 
-PROTOCOL_VERSION = 2
-
-# The protocol owns the real stdout; anything else written to fd 1 (a library banner, a
-# stray print in C++ code) goes to stderr instead, so it cannot break the protocol.
-_PROTO = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8", newline="\n")
-os.dup2(2, 1)
-sys.stdout = sys.stderr
-
-
-# A crash inside torch prints the Python stack on stderr (the process still dies by the
-# signal, which parityfuzz records as a crash).
-faulthandler.enable()
-
-
-def say(line):
-    _PROTO.write(line + "\n")
-    _PROTO.flush()
+# first: worker_base moves everything but the protocol off the real stdout, and holds what
+# every worker here shares (the protocol's lines, attribute reading, one-line errors)
+import worker_base as wb  # noqa: E402
+from worker_base import (PROTOCOL_VERSION, CaseSkip, as_list, as_py, as_str,  # noqa: E402
+                         capabilities, one_line, say)
 
 
 def log(msg):
-    sys.stderr.write("torch_worker: %s\n" % msg)
-    sys.stderr.flush()
+    wb.log("torch_worker", msg)
 
 
 import h5py  # noqa: E402  (after the stdout redirection: imports may print)
@@ -94,10 +80,6 @@ try:
 except RuntimeError:
     pass  # already set by something that ran first: one thread is all we use anyway
 torch.set_grad_enabled(False)
-
-
-class CaseSkip(Exception):
-    """The case cannot be run here (a dtype torch lacks, a parameter this torch lacks)."""
 
 
 # ---- dtypes ----------------------------------------------------------------------------
@@ -127,38 +109,10 @@ def torch_dtype(name):
     return DTYPES[name]
 
 
-def as_str(v):
-    if isinstance(v, bytes):
-        return v.decode("utf-8")
-    if isinstance(v, np.ndarray) and v.shape == ():
-        return as_str(v.item())
-    return str(v)
-
-
-def as_py(v):
-    """An HDF5 attribute value as plain Python: str, int, float, or a list of those."""
-    if isinstance(v, h5py.Empty):
-        return []
-    if isinstance(v, (bytes, str)):
-        return as_str(v)
-    if isinstance(v, np.ndarray):
-        if v.shape == ():
-            return as_py(v.item())
-        return [as_py(x) for x in v.reshape(-1)]
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
-
-
 def native(arr, dtype=None):
     """A C-ordered, native-byte-order copy (rank 0 stays rank 0, unlike ascontiguousarray)."""
     dt = np.dtype(dtype) if dtype is not None else arr.dtype.newbyteorder("=")
     return np.array(arr, dtype=dt, order="C", copy=True)
-
-
-def as_list(v):
-    v = as_py(v)
-    return v if isinstance(v, list) else [v]
 
 
 def read_tensor(ds):
@@ -739,18 +693,6 @@ class Worker:
             raise ValueError("the op returned %s %s, the case expects %s %s" %
                              (got, list(y.shape), case.out_dtype, case.out_shape))
         write_output(out_path, case, y)
-
-
-def one_line(e):
-    msg = "%s: %s" % (type(e).__name__, e) if not isinstance(e, CaseSkip) else str(e)
-    msg = " ".join(msg.split())
-    return msg[:1000] if msg else type(e).__name__
-
-
-def capabilities(line):
-    """The key=value fields of a protocol line, as a dict (keys it does not know stay
-    unused: that is how a later parityfuzz can offer more)."""
-    return dict(w.split("=", 1) for w in line.split()[1:] if "=" in w)
 
 
 def handshake(w, mode, stdin):

@@ -1,0 +1,189 @@
+"""worker_base.py - what every parityfuzz worker in this folder shares: the protocol (version
+2, formats/FORMAT.md "Fuzz worker protocol"), the case file read as numpy arrays, and the
+output file written atomically. A worker supplies its op map and a run function; see
+ort_worker.py.
+
+Import it first: it moves everything but the protocol off the real stdout (a library banner
+or a stray print in C++ code must not break the protocol), so imports after it may print.
+"""
+import os
+import sys
+import tempfile
+import traceback
+
+PROTOCOL_VERSION = 2
+
+_PROTO = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8", newline="\n")
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+import faulthandler  # noqa: E402
+
+faulthandler.enable()   # a crash in a library prints the Python stack; the signal still ends it
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+class CaseSkip(Exception):
+    """The case cannot be run here (a dtype or a parameter the framework lacks)."""
+
+
+def say(line):
+    _PROTO.write(line + "\n")
+    _PROTO.flush()
+
+
+def log(name, msg):
+    sys.stderr.write("%s: %s\n" % (name, msg))
+    sys.stderr.flush()
+
+
+def as_str(v):
+    if isinstance(v, bytes):
+        return v.decode("utf-8")
+    if isinstance(v, np.ndarray) and v.shape == ():
+        return as_str(v.item())
+    return str(v)
+
+
+def as_py(v):
+    """An HDF5 attribute value as plain Python: str, int, float, or a list of those."""
+    if isinstance(v, h5py.Empty):
+        return []
+    if isinstance(v, (bytes, str)):
+        return as_str(v)
+    if isinstance(v, np.ndarray):
+        if v.shape == ():
+            return as_py(v.item())
+        return [as_py(x) for x in v.reshape(-1)]
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def as_list(v):
+    v = as_py(v)
+    return v if isinstance(v, list) else [v]
+
+
+NUMPY_DTYPES = {"float64": np.float64, "float32": np.float32, "float16": np.float16,
+                "int64": np.int64, "int32": np.int32, "bool": np.bool_}
+
+
+class Case:
+    """A case file (FORMAT.md, "Fuzz cases") with its inputs as numpy arrays. bfloat16 and
+    float8 inputs (stored as bit patterns) are refused with CaseSkip: numpy has no type."""
+
+    def __init__(self, path):
+        with h5py.File(path, "r") as f:
+            a = f.attrs
+            version = int(as_py(a["parity_case_version"]))
+            if version != 1:
+                raise ValueError("case version %d (this worker reads version 1)" % version)
+            self.op = as_str(a["op"])
+            self.case_dtype = as_str(a["case_dtype"])
+            self.input_names = [str(x) for x in as_list(a["inputs"])]
+            self.out_dtype = str(as_list(a["output_dtypes"])[0])
+            self.out_shape = [int(x) for x in as_list(a.get("output_shape", []))]
+            self.params, self.raw_params = {}, {}
+            for key in a.keys():
+                if key.startswith("param."):
+                    self.raw_params[key[6:]] = a[key]
+                    self.params[key[6:]] = as_py(a[key])
+            if self.out_dtype not in NUMPY_DTYPES:
+                raise CaseSkip("dtype %s has no numpy type" % self.out_dtype)
+            self.inputs = []
+            for name in self.input_names:
+                ds = f[name]
+                if ds.attrs.get("dtype") is not None:
+                    raise CaseSkip("dtype %s has no numpy type" % as_str(ds.attrs["dtype"]))
+                arr = np.asarray(ds[()])
+                if h5py.check_enum_dtype(ds.dtype) is not None:
+                    arr = arr.astype(np.bool_)
+                self.inputs.append(np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C"))
+
+
+def write_output(path, case, arr):
+    """Writes /out atomically (a temporary file in the same folder, then a rename), with
+    the attributes FORMAT.md asks of a worker's output."""
+    want = NUMPY_DTYPES[case.out_dtype]
+    arr = np.asarray(arr)
+    if arr.dtype != want or list(arr.shape) != case.out_shape:
+        raise ValueError("the op returned %s %s, the case expects %s %s" %
+                         (arr.dtype, list(arr.shape), case.out_dtype, case.out_shape))
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp", dir=folder)
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w") as f:
+            d = f.create_dataset("out", data=arr)
+            d.attrs["op"] = case.op
+            d.attrs["inputs"] = case.input_names
+            d.attrs["order"] = 1
+            for name, value in case.raw_params.items():
+                d.attrs[name] = value
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def one_line(e):
+    msg = "%s: %s" % (type(e).__name__, e) if not isinstance(e, CaseSkip) else str(e)
+    msg = " ".join(msg.split())
+    return msg[:1000] if msg else type(e).__name__
+
+
+def capabilities(line):
+    """The key=value fields of a protocol line (unknown keys stay unused)."""
+    return dict(w.split("=", 1) for w in line.split()[1:] if "=" in w)
+
+
+def serve(name, ops, dtypes, run, skip=None):
+    """The protocol: HELLO 2, the answer to the offer from `ops` (op -> anything; the ops
+    this worker maps) and `dtypes` (those it runs), then RUN requests answered by
+    run(side, case_path, out_path) until QUIT or EOF. skip: op -> reason, for mapped ops this
+    installation cannot run. Returns the exit status."""
+    skip = skip or {}
+    stdin = sys.stdin.buffer
+    say("HELLO %d" % PROTOCOL_VERSION)
+    line = stdin.readline().decode("utf-8", "replace")
+    if not line.startswith("OFFER "):
+        log(name, "expected OFFER, got %r" % line.rstrip("\n"))
+        return 2
+    offer = capabilities(line)
+    runs = []
+    for op in filter(None, offer.get("ops", "").split(",")):
+        if op in skip:
+            say("SKIP %s %s" % (op, skip[op]))
+        elif op not in ops:
+            say("SKIP %s %s has no mapping for it" % (op, name))
+        else:
+            runs.append(op)
+    answer = [d for d in filter(None, offer.get("dtypes", "").split(",")) if d in dtypes]
+    say("READY %d %s ops=%s dtypes=%s" % (PROTOCOL_VERSION, name, ",".join(runs),
+                                         ",".join(answer)))
+    while True:
+        raw = stdin.readline()
+        if not raw:
+            return 0
+        words = raw.decode("utf-8", "replace").split()
+        if not words:
+            continue
+        if words[0] == "QUIT":
+            return 0
+        if words[0] != "RUN" or len(words) != 4:
+            say("ERROR malformed request (expected RUN <side> <case.h5> <out.h5>)")
+            continue
+        try:
+            run(words[1], words[2], words[3])
+            say("OK")
+        except CaseSkip as e:
+            say("SKIP " + one_line(e))
+        except Exception as e:  # the side raised: a one-line ERROR, the details on stderr
+            log(name, "%s %s: %s" % (words[1], words[2], traceback.format_exc().rstrip()))
+            say("ERROR " + one_line(e))
