@@ -237,7 +237,8 @@ def main():
                             "off (eager) against all on (compiled)").parse_args()
     w = Worker()
     try:
-        return wb.serve("onnxruntime-%s-enable-all" % ort.__version__, OPS, ("float32",), w.run)
+        return wb.serve(NAME, "onnxruntime-%s-enable-all" % ort.__version__, OPS, ("float32",),
+                        w.run)
     finally:
         w.report()
 

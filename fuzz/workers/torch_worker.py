@@ -51,13 +51,11 @@ import signal
 import sys
 import tempfile
 import time
-import traceback
 
 # first: worker_base moves everything but the protocol off the real stdout, and holds what
 # every worker here shares (the protocol's lines, attribute reading, one-line errors)
 import worker_base as wb  # noqa: E402
-from worker_base import (PROTOCOL_VERSION, CaseSkip, as_list, as_py, as_str,  # noqa: E402
-                         capabilities, one_line, say)
+from worker_base import CaseSkip, as_list, as_py, as_str  # noqa: E402
 
 
 def log(msg):
@@ -695,29 +693,6 @@ class Worker:
         write_output(out_path, case, y)
 
 
-def handshake(w, mode, stdin):
-    """HELLO 2, the offer, the answer from IMPLEMENTATIONS. False when no offer came."""
-    say("HELLO %d" % PROTOCOL_VERSION)
-    raw = stdin.readline()
-    line = raw.decode("utf-8", "replace")
-    if not line.startswith("OFFER "):
-        log("expected OFFER, got %r" % line.rstrip("\n"))
-        return False
-    offer = capabilities(line)
-    runs = []
-    for op in filter(None, offer.get("ops", "").split(",")):
-        if op in w.skip:
-            say("SKIP %s %s" % (op, w.skip[op]))
-        elif op not in IMPLEMENTATIONS:
-            say("SKIP %s torch_worker has no mapping for it" % op)
-        else:
-            runs.append(op)
-    dtypes = [d for d in filter(None, offer.get("dtypes", "").split(",")) if d in DTYPES]
-    say("READY %d torch-%s-%s ops=%s dtypes=%s" %
-        (PROTOCOL_VERSION, torch.__version__, mode, ",".join(runs), ",".join(dtypes)))
-    return True
-
-
 def main():
     default_mode = "compile" if TORCH_MAJOR >= 2 else "freeze"
     ap = argparse.ArgumentParser(description="parityfuzz worker: eager PyTorch vs compiled")
@@ -728,29 +703,8 @@ def main():
         log("--mode compile needs torch >= 2 (this is %s)" % torch.__version__)
         return 2
     w = Worker(args.mode)
-    stdin = sys.stdin.buffer
-    if not handshake(w, args.mode, stdin):
-        return 2
-    while True:
-        raw = stdin.readline()
-        if not raw:
-            return 0
-        words = raw.decode("utf-8", "replace").split()
-        if not words:
-            continue
-        if words[0] == "QUIT":
-            return 0
-        if words[0] != "RUN" or len(words) != 4:
-            say("ERROR malformed request (expected RUN <side> <case.h5> <out.h5>)")
-            continue
-        try:
-            w.run(words[1], words[2], words[3])
-            say("OK")
-        except CaseSkip as e:
-            say("SKIP " + one_line(e))
-        except Exception as e:  # the side raised: a one-line ERROR, the details on stderr
-            log("%s %s: %s" % (words[1], words[2], traceback.format_exc().rstrip()))
-            say("ERROR " + one_line(e))
+    return wb.serve("torch_worker", "torch-%s-%s" % (torch.__version__, args.mode),
+                    IMPLEMENTATIONS, DTYPES, w.run, w.skip)
 
 
 if __name__ == "__main__":

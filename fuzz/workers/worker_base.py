@@ -143,17 +143,19 @@ def capabilities(line):
     return dict(w.split("=", 1) for w in line.split()[1:] if "=" in w)
 
 
-def serve(name, ops, dtypes, run, skip=None):
-    """The protocol: HELLO 2, the answer to the offer from `ops` (op -> anything; the ops
-    this worker maps) and `dtypes` (those it runs), then RUN requests answered by
-    run(side, case_path, out_path) until QUIT or EOF. skip: op -> reason, for mapped ops this
+def serve(who, name, ops, dtypes, run, skip=None):
+    """The protocol: HELLO 2, READY 2 <name> with the answer to the offer from `ops` (op ->
+    anything; the ops this worker maps) and `dtypes` (those it runs), then RUN requests
+    answered by run(side, case_path, out_path) until QUIT or EOF. who: the worker's file
+    name, for its logs and skip reasons; skip: op -> reason, for mapped ops this
     installation cannot run. Returns the exit status."""
     skip = skip or {}
+    name = name.replace(" ", "-")
     stdin = sys.stdin.buffer
     say("HELLO %d" % PROTOCOL_VERSION)
     line = stdin.readline().decode("utf-8", "replace")
     if not line.startswith("OFFER "):
-        log(name, "expected OFFER, got %r" % line.rstrip("\n"))
+        log(who, "expected OFFER, got %r" % line.rstrip("\n"))
         return 2
     offer = capabilities(line)
     runs = []
@@ -161,7 +163,7 @@ def serve(name, ops, dtypes, run, skip=None):
         if op in skip:
             say("SKIP %s %s" % (op, skip[op]))
         elif op not in ops:
-            say("SKIP %s %s has no mapping for it" % (op, name))
+            say("SKIP %s %s has no mapping for it" % (op, who))
         else:
             runs.append(op)
     answer = [d for d in filter(None, offer.get("dtypes", "").split(",")) if d in dtypes]
@@ -185,5 +187,5 @@ def serve(name, ops, dtypes, run, skip=None):
         except CaseSkip as e:
             say("SKIP " + one_line(e))
         except Exception as e:  # the side raised: a one-line ERROR, the details on stderr
-            log(name, "%s %s: %s" % (words[1], words[2], traceback.format_exc().rstrip()))
+            log(who, "%s %s: %s" % (words[1], words[2], traceback.format_exc().rstrip()))
             say("ERROR " + one_line(e))
