@@ -65,6 +65,9 @@ static void usage(FILE *f)
 "  --strategy S        guided (default) or baseline (dims uniform in [1, 4096], values\n"
 "                      N(0, 1): the benchmark's yardstick)\n"
 "  --stop-after-first  stop at the first stored finding\n"
+"  --values-per-shape N  draw N cases per shape, the later N - 1 with new values only:\n"
+"                      a target that compiles per shape (jax, torch.compile) reuses\n"
+"                      what it compiled (default 1)\n"
 "  --no-minimize       store findings as found\n"
 "  --case-timeout S    a cmd: worker request, or an isolated run of an in-process\n"
 "                      target's compiled side, longer than S seconds is a hang (default 30)\n"
@@ -117,7 +120,7 @@ static int list_defects(void)
 
 enum {
     OPT_TARGET = 256, OPT_DEFECT, OPT_LIST_DEFECTS, OPT_LIST_OPS, OPT_OPS, OPT_DTYPES, OPT_TIME, OPT_MAX_EXECS,
-    OPT_SEED, OPT_OUT, OPT_JSON, OPT_JOBS, OPT_PROGRESS, OPT_STRATEGY, OPT_STOP_FIRST,
+    OPT_SEED, OPT_OUT, OPT_JSON, OPT_JOBS, OPT_PROGRESS, OPT_STRATEGY, OPT_STOP_FIRST, OPT_VALUES_PER_SHAPE,
     OPT_NO_MINIMIZE, OPT_CASE_TIMEOUT, OPT_EXPECT_DIVERGENT, OPT_VERSION
 };
 
@@ -137,6 +140,7 @@ static const struct option aLongOpt[] = {
     { "progress", no_argument, NULL, OPT_PROGRESS },
     { "strategy", required_argument, NULL, OPT_STRATEGY },
     { "stop-after-first", no_argument, NULL, OPT_STOP_FIRST },
+    { "values-per-shape", required_argument, NULL, OPT_VALUES_PER_SHAPE },
     { "no-minimize", no_argument, NULL, OPT_NO_MINIMIZE },
     { "case-timeout", required_argument, NULL, OPT_CASE_TIMEOUT },
     { "expect-divergent", no_argument, NULL, OPT_EXPECT_DIVERGENT },
@@ -253,6 +257,13 @@ static int parse_option(int c, const char *zArg, cli_options *pCli)
         else return fail_usage("--strategy: guided or baseline");
         break;
     case OPT_STOP_FIRST: pO->stopAfterFirst = 1; break;
+    case OPT_VALUES_PER_SHAPE: {
+        uint64_t n;
+        if (parse_u64(zArg, &n) != 0 || n < 1 || n > 1000000)
+            return fail_usage("--values-per-shape wants an integer from 1 to 1000000");
+        pO->valuesPerShape = (unsigned)n;
+        break;
+    }
     case OPT_NO_MINIMIZE: pO->minimize = 0; break;
     case OPT_CASE_TIMEOUT:
         if (parse_seconds(zArg, HUGE_VAL, &pO->caseTimeout) != 0)

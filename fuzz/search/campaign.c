@@ -237,6 +237,7 @@ typedef struct {
     int lostParent;                   /* a record could not be sent: the job ends */
     double *aEager, *aCompiled;       /* output buffers, nAlloc each */
     size_t nAlloc;
+    unsigned sameShapeLeft;           /* cases still to draw on the last shape (--values-per-shape) */
 } search_state;
 
 /* Sends a record to the parent; losing it ends the job. */
@@ -555,6 +556,18 @@ static int draw_case(search_state *pS, parity_rng *pRng, const parity_case_spec 
                      parity_case_spec *pSpec, parity_case *pC)
 {
     char zCaseErr[PARITY_ERR_LEN];
+    if (pPrev && pS->sameShapeLeft > 0) {
+        /* new values on the last shape, op, variant and dtype: a compiling target reuses
+         * the program it built (the compiled side's cache hit, not a new compilation) */
+        size_t i = (size_t)parity_rng_below(pRng, PARITY_CASE_MAX_IN);
+        pS->sameShapeLeft--;
+        *pSpec = *pPrev;
+        pSpec->seed = parity_rng_next(pRng);
+        if (parity_rng_one_in(pRng, 2))
+            pSpec->aRecipe[i].kind = (uint8_t)parity_rng_below(pRng, PARITY_VAL_COUNT);
+        return parity_case_expand(pSpec, pC, zCaseErr, sizeof zCaseErr) == 0 ? 0 : -1;
+    }
+    if (pS->pOpt->valuesPerShape > 1) pS->sameShapeLeft = pS->pOpt->valuesPerShape - 1;
     if (pPrev && pS->pOpt->strategy == PARITY_STRATEGY_GUIDED && parity_rng_one_in(pRng, 3)) {
         *pSpec = *pPrev;
         if (parity_spec_mutate(pRng, pSpec) != 0) return -1;

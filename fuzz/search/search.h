@@ -142,6 +142,9 @@ typedef struct {
     int jobs;                     /* processes; 1 runs in this one */
     int stopAfterFirst;           /* stop at the first stored finding (the benchmark) */
     int minimize;                 /* 0: store findings as found */
+    unsigned valuesPerShape;      /* cases drawn per shape, the later ones with new values
+                                   * only (0, 1: every case a new draw): a target that
+                                   * compiles per shape (a jit) reuses its program */
     /* What the campaign has to say, for the caller to show (the campaign prints nothing).
      * xMessage (NULL: dropped): one line at a time, without the program's name ("job 0:
      * the target's process died of signal 4 (Illegal instruction); ..."). xStatus (NULL:

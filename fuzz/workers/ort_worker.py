@@ -244,7 +244,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except (BrokenPipeError, KeyboardInterrupt):
-        raise SystemExit(0)
+    wb.run_main(main)

@@ -48,7 +48,6 @@ whether the shell exec'd the worker or reported its death as status 128 + 11.
 import argparse
 import os
 import signal
-import sys
 import tempfile
 import time
 
@@ -708,7 +707,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (BrokenPipeError, KeyboardInterrupt):
-        sys.exit(0)
+    wb.run_main(main)

@@ -69,11 +69,18 @@ def as_list(v):
 
 NUMPY_DTYPES = {"float64": np.float64, "float32": np.float32, "float16": np.float16,
                 "int64": np.int64, "int32": np.int32, "bool": np.bool_}
+try:   # bfloat16 has a numpy type where ml_dtypes is installed (JAX brings it)
+    import ml_dtypes  # noqa: E402
+    NUMPY_DTYPES["bfloat16"] = ml_dtypes.bfloat16
+except ImportError:
+    pass
+BIT_STORED = {"bfloat16": np.uint16}   # stored as bit patterns with a "dtype" mark (FORMAT.md)
 
 
 class Case:
-    """A case file (FORMAT.md, "Fuzz cases") with its inputs as numpy arrays. bfloat16 and
-    float8 inputs (stored as bit patterns) are refused with CaseSkip: numpy has no type."""
+    """A case file (FORMAT.md, "Fuzz cases") with its inputs as numpy arrays. bfloat16 (stored
+    as bit patterns) is read where ml_dtypes gives it a type; float8 and the rest of what
+    numpy has no type for are refused with CaseSkip."""
 
     def __init__(self, path):
         with h5py.File(path, "r") as f:
@@ -96,8 +103,14 @@ class Case:
             self.inputs = []
             for name in self.input_names:
                 ds = f[name]
-                if ds.attrs.get("dtype") is not None:
-                    raise CaseSkip("dtype %s has no numpy type" % as_str(ds.attrs["dtype"]))
+                mark = ds.attrs.get("dtype")
+                if mark is not None:
+                    mark = as_str(mark)
+                    if mark not in BIT_STORED or mark not in NUMPY_DTYPES:
+                        raise CaseSkip("dtype %s has no numpy type" % mark)
+                    bits = np.array(ds[()], dtype=BIT_STORED[mark], order="C")
+                    self.inputs.append(bits.view(NUMPY_DTYPES[mark]))
+                    continue
                 arr = np.asarray(ds[()])
                 if h5py.check_enum_dtype(ds.dtype) is not None:
                     arr = arr.astype(np.bool_)
@@ -117,7 +130,11 @@ def write_output(path, case, arr):
     os.close(fd)
     try:
         with h5py.File(tmp, "w") as f:
-            d = f.create_dataset("out", data=arr)
+            if case.out_dtype in BIT_STORED:
+                d = f.create_dataset("out", data=arr.view(BIT_STORED[case.out_dtype]))
+                d.attrs["dtype"] = case.out_dtype
+            else:
+                d = f.create_dataset("out", data=arr)
             d.attrs["op"] = case.op
             d.attrs["inputs"] = case.input_names
             d.attrs["order"] = 1
@@ -189,3 +206,11 @@ def serve(who, name, ops, dtypes, run, skip=None):
         except Exception as e:  # the side raised: a one-line ERROR, the details on stderr
             log(who, "%s %s: %s" % (words[1], words[2], traceback.format_exc().rstrip()))
             say("ERROR " + one_line(e))
+
+
+def run_main(main):
+    """Exits with main()'s status; a closed pipe or Ctrl-C (parityfuzz went away) is exit 0."""
+    try:
+        raise SystemExit(main())
+    except (BrokenPipeError, KeyboardInterrupt):
+        raise SystemExit(0)

@@ -1,0 +1,70 @@
+"""A compiler worker of fuzz/workers/ (issue 17) in a short campaign on the ops where its
+compiled side does something else than its eager side:
+  ort   ONNX Runtime: the exported graphs it fuses (GELU in both forms, layer_norm,
+        rms_norm, linear), ORT_ENABLE_ALL against ORT_DISABLE_ALL
+  jax   XLA: jax.jit against op by op, on the ops XLA fuses (GELU, the norms, softmax),
+        with --values-per-shape 20 so that a jit compiles once for 20 cases
+It must judge at least 100 cases whose sides are not bit-identical (a worker whose sides
+run one kernel would judge none), its summary line must say what was judged, skipped and
+bit-identical, the worker must account for its compile time, and any finding it stores
+must be a repro paritydiff fails. With a python that lacks the package the worker says it
+is unavailable and parityfuzz stops with exit 2: never a silent skip.
+argv: WORKER PARITYFUZZ PARITYDIFF COMPILERS_PYTHON SOURCE_DIR.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+WHICH, PARITYFUZZ, PARITYDIFF, PYTHON, SOURCE = sys.argv[1:6]
+WORKER = os.path.join(SOURCE, "fuzz", "workers", "%s_worker.py" % WHICH)
+CONFIG = {
+    "ort": {"ops": "gelu,layer_norm,rms_norm,linear", "args": ["--time", "40"],
+            "compile_log": r"ort_worker: compiled: \d+ sessions built in [\d.]+ s"},
+    "jax": {"ops": "gelu,layer_norm,rms_norm,softmax,log_softmax",
+            "args": ["--time", "90", "--jobs", "2", "--values-per-shape", "20"],
+            "compile_log": r"jax_worker: eager runs [\d.]+ s; jit: \d+ compiles in [\d.]+ s"},
+}[WHICH]
+
+
+class Worker(unittest.TestCase):
+    def test_campaign_judges_what_the_compiler_changed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            summary = os.path.join(tmp, "s.json")
+            p = subprocess.run([PARITYFUZZ, "--target", "cmd:%s %s" % (PYTHON, WORKER),
+                                "--ops", CONFIG["ops"], *CONFIG["args"],
+                                "--seed", "1", "--out", os.path.join(tmp, "repros"),
+                                "--json", summary], capture_output=True, text=True, timeout=600)
+            self.assertIn(p.returncode, (0, 1), p.stderr)
+            with open(summary) as f:
+                doc = json.load(f)
+            self.assertGreaterEqual(doc["judged"], 100, doc)
+            self.assertEqual(set(doc["cases_per_op"]), set(CONFIG["ops"].split(",")))
+            last = p.stdout.strip().splitlines()[-1]
+            m = re.match(r"parityfuzz: (\d+) execs in [\d.]+ s \((\d+) judged, (\d+) skipped, "
+                         r"(\d+) bit-identical\)", last)
+            self.assertTrue(m, last)
+            self.assertEqual([int(x) for x in m.groups()],
+                             [doc["execs"], doc["judged"], doc["skipped"], doc["bit_identical"]])
+            # the worker's own account of compile time against run time
+            self.assertRegex(p.stderr, CONFIG["compile_log"])
+            for f in doc["findings"]:
+                if f["repro"] and f["class"] == "diverges":
+                    q = subprocess.run([PARITYDIFF, "-q", os.path.join(f["repro"], "eager.h5"),
+                                        os.path.join(f["repro"], "compiled.h5")])
+                    self.assertEqual(q.returncode, 1, f)
+
+    def test_unavailable_is_said(self):
+        p = subprocess.run([PARITYFUZZ, "--target", "cmd:/usr/bin/python3 %s" % WORKER,
+                            "--ops", "gelu", "--time", "5"], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("%s_worker: unavailable: " % WHICH, p.stderr)
+        self.assertIn("worker exited before READY", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
