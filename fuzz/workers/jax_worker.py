@@ -55,11 +55,15 @@ def _acc(x):
 
 
 def _unary(fn):
-    return lambda p, x: fn(x[0])
+    # computed in float32 for half types and rounded once, as torch's CPU kernels do
+    # (opmath) and the registry's models assume; JAX alone would compute in the half type,
+    # and each side's own chain of half roundings would be judged against a float32 bound
+    return lambda p, x: fn(_acc(x[0])).astype(x[0].dtype)
 
 
 def gelu(p, x):
-    return jax.nn.gelu(x[0], approximate=str(p.get("approximate", "none")) == "tanh")
+    y = jax.nn.gelu(_acc(x[0]), approximate=str(p.get("approximate", "none")) == "tanh")
+    return y.astype(x[0].dtype)
 
 
 def _norm_axes(p, rank):
