@@ -16,7 +16,9 @@ Usage:
 Modes (what the compiled side runs; the default is compile where torch >= 2, else freeze):
     freeze   the op wrapped in an nn.Module with its parameters as constants, then
              torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(m).eval()))
-    compile  torch.compile(m) (torch >= 2)
+    compile  torch.compile(m) (torch >= 2): Inductor compiles per shape, so use
+             parityfuzz --values-per-shape N to let it reuse what it compiled
+    compile-dynamic  torch.compile(m, dynamic=True): symbolic shapes from the start
     eager    plain eager on both sides: a self-test, it should yield no findings
 Compiled modules are cached per (op, parameters, input dtypes, input ranks).
 
@@ -638,7 +640,9 @@ class Worker:
         self.skip = unavailable_ops()
         self.crash_on = set(filter(None, os.environ.get("PARITY_WORKER_CRASH_ON", "").split(",")))
         self.hang_on = set(filter(None, os.environ.get("PARITY_WORKER_HANG_ON", "").split(",")))
-        if mode == "compile":
+        self.side_s = {"eager": 0.0, "compiled": 0.0}   # wall time per side, logged at exit
+        self.cases = 0
+        if mode.startswith("compile"):
             dyn = getattr(torch, "_dynamo", None)
             if dyn is not None:
                 # Every case of an op shares one forward code object: let the guards
@@ -659,6 +663,10 @@ class Worker:
                 m = torch.jit.optimize_for_inference(m)
             elif self.mode == "compile":
                 m = torch.compile(m)
+            elif self.mode == "compile-dynamic":
+                # symbolic shapes from the start: one graph per op, parameters, dtypes
+                # and ranks, instead of one per shape
+                m = torch.compile(m, dynamic=True)
             self.cache[key] = m
         return m
 
@@ -667,6 +675,20 @@ class Worker:
         if case.op in self.skip:
             raise CaseSkip(self.skip[case.op])
         inputs = case.inputs
+        t0 = time.perf_counter()
+        try:
+            self._run_side(side, case, inputs, out_path)
+        finally:
+            if side in self.side_s:
+                self.side_s[side] += time.perf_counter() - t0
+                self.cases += side == "compiled"
+
+    def report(self):
+        # the compiled side's time beyond eager's is, on a compiler, mostly compilation
+        log("%d cases: eager %.2f s, compiled %.2f s (%s)" %
+            (self.cases, self.side_s["eager"], self.side_s["compiled"], self.mode))
+
+    def _run_side(self, side, case, inputs, out_path):
         if side == "eager":
             try:
                 y = make_module(case.op, case.params, inputs)(*inputs)
@@ -695,15 +717,19 @@ class Worker:
 def main():
     default_mode = "compile" if TORCH_MAJOR >= 2 else "freeze"
     ap = argparse.ArgumentParser(description="parityfuzz worker: eager PyTorch vs compiled")
-    ap.add_argument("--mode", choices=("freeze", "compile", "eager"), default=default_mode,
+    ap.add_argument("--mode", choices=("freeze", "compile", "compile-dynamic", "eager"),
+                    default=default_mode,
                     help="what the compiled side runs (default: %s)" % default_mode)
     args = ap.parse_args()
-    if args.mode == "compile" and not hasattr(torch, "compile"):
+    if args.mode.startswith("compile") and not hasattr(torch, "compile"):
         log("--mode compile needs torch >= 2 (this is %s)" % torch.__version__)
         return 2
     w = Worker(args.mode)
-    return wb.serve("torch_worker", "torch-%s-%s" % (torch.__version__, args.mode),
-                    IMPLEMENTATIONS, DTYPES, w.run, w.skip)
+    try:
+        return wb.serve("torch_worker", "torch-%s-%s" % (torch.__version__, args.mode),
+                        IMPLEMENTATIONS, DTYPES, w.run, w.skip)
+    finally:
+        w.report()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ compiled side does something else than its eager side:
         rms_norm, linear), ORT_ENABLE_ALL against ORT_DISABLE_ALL
   jax   XLA: jax.jit against op by op, on the ops XLA fuses (GELU, the norms, softmax),
         with --values-per-shape 20 so that a jit compiles once for 20 cases
+  torch torch.compile(dynamic=True) (Inductor) against eager, with the current torch's
+        python, likewise 20 cases per shape
 It must judge at least 100 cases whose sides are not bit-identical (a worker whose sides
 run one kernel would judge none), its summary line must say what was judged, skipped and
 bit-identical, the worker must account for its compile time, and any finding it stores
@@ -27,6 +29,10 @@ CONFIG = {
     "jax": {"ops": "gelu,layer_norm,rms_norm,softmax,log_softmax",
             "args": ["--time", "90", "--jobs", "2", "--values-per-shape", "20"],
             "compile_log": r"jax_worker: eager runs [\d.]+ s; jit: \d+ compiles in [\d.]+ s"},
+    "torch": {"ops": "gelu,softmax,layer_norm,linear",
+              "args": ["--time", "60", "--values-per-shape", "20"], "worker_args": " --mode compile-dynamic",
+              "compile_log": r"torch_worker: \d+ cases: eager [\d.]+ s, compiled [\d.]+ s \(compile-dynamic\)",
+              "unavailable": False},   # Debian's torch 1.13 is always there
 }[WHICH]
 
 
@@ -34,7 +40,8 @@ class Worker(unittest.TestCase):
     def test_campaign_judges_what_the_compiler_changed(self):
         with tempfile.TemporaryDirectory() as tmp:
             summary = os.path.join(tmp, "s.json")
-            p = subprocess.run([PARITYFUZZ, "--target", "cmd:%s %s" % (PYTHON, WORKER),
+            p = subprocess.run([PARITYFUZZ, "--target",
+                                "cmd:%s %s%s" % (PYTHON, WORKER, CONFIG.get("worker_args", "")),
                                 "--ops", CONFIG["ops"], *CONFIG["args"],
                                 "--seed", "1", "--out", os.path.join(tmp, "repros"),
                                 "--json", summary], capture_output=True, text=True, timeout=600)
@@ -58,6 +65,8 @@ class Worker(unittest.TestCase):
                     self.assertEqual(q.returncode, 1, f)
 
     def test_unavailable_is_said(self):
+        if not CONFIG.get("unavailable", True):
+            return
         p = subprocess.run([PARITYFUZZ, "--target", "cmd:/usr/bin/python3 %s" % WORKER,
                             "--ops", "gelu", "--time", "5"], capture_output=True, text=True,
                            timeout=120)
