@@ -87,7 +87,7 @@ int parity_triage_main(int argc, char **argv)
                 json_array_append_new(pGone, json_pack("{s:s,s:s}", "repro", azRepro[k], "why", zErr));
             } else {
                 parity_finding *aNew = parity_realloc(aFinding, (nFinding + 1) * sizeof *aNew);
-                if (!aNew) { parity_triage_finding_free(&f); rc = triage_fail("out of memory"); break; }
+                if (!aNew) { parity_finding_free(&f); rc = triage_fail("out of memory"); break; }
                 aFinding = aNew;
                 aFinding[nFinding++] = f;
             }
@@ -119,7 +119,7 @@ int parity_triage_main(int argc, char **argv)
         if (rc == 0) rc = nCause ? 1 : 0;
     }
     parity_triage_free(aCause, nCause);
-    for (i = 0; i < nFinding; i++) parity_triage_finding_free(&aFinding[i]);
+    for (i = 0; i < nFinding; i++) parity_finding_free(&aFinding[i]);
     free(aFinding);
     json_decref(pGone);
     return rc;

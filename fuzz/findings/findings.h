@@ -74,10 +74,11 @@ int parity_triage_group(const parity_finding *aFinding, size_t nFinding,
 void parity_triage_free(parity_root_cause *aCause, size_t nCause);
 /* A stored repro as a finding with its cause (triage_repro.c), from its tensors and its
  * signature file alone, read in a supervised child. 0 with *pF filled (free it with
- * parity_triage_finding_free); 1 when its stored outputs no longer diverge (zErr says so:
+ * parity_finding_free); 1 when its stored outputs no longer diverge (zErr says so:
  * a registry that changed since it was stored); -1 with zErr (not a fuzz repro, damaged). */
 int parity_triage_repro(const char *zRepro, parity_finding *pF, char *zErr, size_t nErr);
-void parity_triage_finding_free(parity_finding *pF);
+/* Frees a finding's strings and zeroes it: the campaign's findings and triage's alike. */
+void parity_finding_free(parity_finding *pF);
 
 /* ---- repros (repro.c) ------------------------------------------------------------- */
 

@@ -134,7 +134,7 @@ void parity_triage_cause(const parity_case *pCase, const parity_oracle_result *p
         double tiny = parity_dtype_smallest_normal(pCase->outDtype);
         double huge = parity_dtype_max_finite(pCase->outDtype);
         const char *zSym = "accuracy";
-        if (!ok) zSym = "accuracy";
+        if (!ok) zSym = "accuracy";   /* no reference to read a symptom from */
         else if (isnan(r) && !isnan(c)) zSym = "nan lost";
         else if (isinf(r) && isfinite(c)) zSym = "inf lost";
         else if (isfinite(r) && !isfinite(c)) zSym = "nonfinite made";

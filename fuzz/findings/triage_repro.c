@@ -159,7 +159,7 @@ int parity_triage_repro(const char *zRepro, parity_finding *pF, char *zErr, size
     return rc;
 }
 
-void parity_triage_finding_free(parity_finding *pF)
+void parity_finding_free(parity_finding *pF)
 {
     free(pF->zSignature);
     free(pF->zOp);

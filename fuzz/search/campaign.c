@@ -145,14 +145,6 @@ static void set_free(str_set *p)
     memset(p, 0, sizeof *p);
 }
 
-static void finding_free(parity_finding *pF)
-{
-    free(pF->zSignature);
-    free(pF->zOp);
-    free(pF->zRepro);
-    free(pF->zDetail);
-}
-
 /* Appends a finding; 0, or -1 when out of memory (then the result's trouble says so). */
 static int add_finding(parity_campaign_result *pRes, const char *zSig, const char *zOp,
                        parity_finding_class cls, const char *zRepro, const char *zDetail,
@@ -176,7 +168,7 @@ static int add_finding(parity_campaign_result *pRes, const char *zSig, const cha
     }
     f.nElems = nElems;
     if (!f.zSignature || !f.zOp || !f.zDetail || (zRepro && zRepro[0] && !f.zRepro)) {
-        finding_free(&f);
+        parity_finding_free(&f);
         goto nomem;
     }
     aNew[pRes->nFinding++] = f;
@@ -214,7 +206,7 @@ static int count_op(parity_campaign_result *pRes, const char *zOp, uint64_t n)
 void parity_campaign_result_free(parity_campaign_result *pRes)
 {
     size_t i;
-    for (i = 0; i < pRes->nFinding; i++) finding_free(&pRes->aFinding[i]);
+    for (i = 0; i < pRes->nFinding; i++) parity_finding_free(&pRes->aFinding[i]);
     free(pRes->aFinding);
     parity_triage_free(pRes->aCause, pRes->nCause);
     for (i = 0; i < pRes->nOp; i++) free(pRes->azOp[i]);

@@ -50,7 +50,6 @@ whether the shell exec'd the worker or reported its death as status 128 + 11.
 import argparse
 import os
 import signal
-import tempfile
 import time
 
 # first: worker_base moves everything but the protocol off the real stdout, and holds what
@@ -173,29 +172,9 @@ class Case:
 
 
 def write_output(path, case, t):
-    """Writes /out atomically: a temporary file in the same folder, then a rename."""
+    """Writes /out atomically in the storage form FORMAT.md expects (worker_base)."""
     arr, mark = tensor_to_numpy(t)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp",
-                               dir=folder)
-    os.close(fd)
-    try:
-        with h5py.File(tmp, "w") as f:
-            d = f.create_dataset("out", data=arr)
-            if mark is not None:
-                d.attrs["dtype"] = mark
-            d.attrs["op"] = case.op
-            d.attrs["inputs"] = case.input_names
-            d.attrs["order"] = 1
-            for name, value in case.raw_params.items():
-                d.attrs[name] = value
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    wb.write_stored(path, case, arr, mark)
 
 
 # ---- the ops as modules ----------------------------------------------------------------

@@ -117,24 +117,18 @@ class Case:
                 self.inputs.append(np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C"))
 
 
-def write_output(path, case, arr):
-    """Writes /out atomically (a temporary file in the same folder, then a rename), with
-    the attributes FORMAT.md asks of a worker's output."""
-    want = NUMPY_DTYPES[case.out_dtype]
-    arr = np.asarray(arr)
-    if arr.dtype != want or list(arr.shape) != case.out_shape:
-        raise ValueError("the op returned %s %s, the case expects %s %s" %
-                         (arr.dtype, list(arr.shape), case.out_dtype, case.out_shape))
+def write_stored(path, case, data, mark=None):
+    """Writes /out atomically (a temporary file in the same folder, then a rename) from its
+    storage form: data as stored, mark the FORMAT.md "dtype" of bit-pattern storage (or
+    None), with the attributes FORMAT.md asks of a worker's output. Every worker's writer."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp", dir=folder)
     os.close(fd)
     try:
         with h5py.File(tmp, "w") as f:
-            if case.out_dtype in BIT_STORED:
-                d = f.create_dataset("out", data=arr.view(BIT_STORED[case.out_dtype]))
-                d.attrs["dtype"] = case.out_dtype
-            else:
-                d = f.create_dataset("out", data=arr)
+            d = f.create_dataset("out", data=data)
+            if mark is not None:
+                d.attrs["dtype"] = mark
             d.attrs["op"] = case.op
             d.attrs["inputs"] = case.input_names
             d.attrs["order"] = 1
@@ -147,6 +141,19 @@ def write_output(path, case, arr):
         except OSError:
             pass
         raise
+
+
+def write_output(path, case, arr):
+    """Writes a numpy result as /out, after checking its dtype and shape against the case."""
+    want = NUMPY_DTYPES[case.out_dtype]
+    arr = np.asarray(arr)
+    if arr.dtype != want or list(arr.shape) != case.out_shape:
+        raise ValueError("the op returned %s %s, the case expects %s %s" %
+                         (arr.dtype, list(arr.shape), case.out_dtype, case.out_shape))
+    if case.out_dtype in BIT_STORED:
+        write_stored(path, case, arr.view(BIT_STORED[case.out_dtype]), case.out_dtype)
+    else:
+        write_stored(path, case, arr)
 
 
 def one_line(e):

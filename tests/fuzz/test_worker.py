@@ -66,7 +66,7 @@ class Worker(unittest.TestCase):
 
     def test_unavailable_is_said(self):
         if not CONFIG.get("unavailable", True):
-            return
+            self.skipTest("Debian's torch 1.13 is always installed: no python lacks torch here")
         p = subprocess.run([PARITYFUZZ, "--target", "cmd:/usr/bin/python3 %s" % WORKER,
                             "--ops", "gelu", "--time", "5"], capture_output=True, text=True,
                            timeout=120)
