@@ -594,3 +594,67 @@ Test(fuzz_case, the_minimizer_stops_at_its_deadline_and_says_not_minimal)
     parity_case_free(&c);
     parity_target_close(pT);
 }
+
+/* ---- pass 4: cutting with the values kept ------------------------------------------ */
+
+/* A target whose compiled relu is wrong at one kind of value only (x > 2.5 gives x + 1),
+ * wherever it stands: the failure belongs to a value, not to a shape. */
+static parity_run_status value_bug_run(parity_target *pT, parity_side side,
+                                       const parity_case *pCase, double *aOut, char *zErr,
+                                       size_t nErr)
+{
+    uint64_t k;
+    (void)pT;
+    if (parity_builtin_eager(pCase, aOut, zErr, nErr) != 0) return PARITY_RUN_ERROR;
+    if (side == PARITY_SIDE_COMPILED)
+        for (k = 0; k < pCase->nOut; k++)
+            if (pCase->aIn[0].aValue[k] > 2.5) aOut[k] += 1.0;
+    return PARITY_RUN_OK;
+}
+static int value_bug_supports(parity_target *pT, const char *zOp) { (void)pT; return strcmp(zOp, "relu") == 0; }
+static void value_bug_close(parity_target *pT) { (void)pT; }
+
+Test(fuzz_case, a_value_triggered_failure_shrinks_to_the_element_alone)
+{
+    parity_target t = { .zName = "value-bug", .xRun = value_bug_run,
+                        .xSupports = value_bug_supports, .xClose = value_bug_close };
+    const parity_layout_info *pInfo = parity_layout_find("relu");
+    const uint64_t aDim[6] = { 3, 5, 7, 301, 1, 1 };
+    char zErr[PARITY_ERR_LEN];
+    parity_case_spec s;
+    parity_case c;
+    parity_oracle_result r;
+    parity_minimized m;
+    double *aE, *aC;
+    uint64_t seed;
+    int d;
+
+    /* a seed whose rank-4 case holds a value past 2.5 */
+    for (seed = 1; seed < 100; seed++) {
+        s = spec_of("relu", 4, PARITY_DT_F32, aDim, pInfo->nDim, PARITY_VAL_NORMAL);
+        s.seed = seed;
+        cr_assert_eq(parity_case_expand(&s, &c, zErr, sizeof zErr), 0, "%s", zErr);
+        aE = malloc(c.nOut * sizeof *aE);
+        aC = malloc(c.nOut * sizeof *aC);
+        cr_assert_eq(parity_oracle_run(&t, &c, aE, aC, &r), 0, "%s", r.zDetail);
+        free(aE);
+        free(aC);
+        if (r.cls == PARITY_FINDING_DIVERGES && c.outRank == 4) break;
+        parity_case_free(&c);
+    }
+    cr_assert_lt(seed, 100);
+    cr_assert_eq(parity_minimize(&t, &s, &r, PARITY_MINIMIZE_BUDGET, 0, &m, zErr, sizeof zErr), 0,
+                 "%s", zErr);
+    /* pass 2 alone keeps a long row (a smaller dim draws new values); pass 4 cuts it */
+    cr_assert_eq(m.minimized.nOut, 1, "minimized to %llu elements",
+                 (unsigned long long)m.minimized.nOut);
+    cr_assert_gt(m.minimized.aIn[0].aValue[0], 2.5);
+    cr_assert_eq(m.result.cls, PARITY_FINDING_DIVERGES);
+    cr_assert(m.minimized.fromStore);
+    /* the spec says the same shape: every dim it uses is 1 (the signature reads it) */
+    for (d = 0; d < m.minimized.spec.nDim; d++)
+        if ((m.minimized.usedDims >> d) & 1) cr_assert_eq(m.minimized.spec.aDim[d], 1, "dim %d", d);
+    cr_assert_str_eq(m.minimized.aIn[0].zName, m.minimized.azInName[0]);
+    parity_minimized_free(&m);
+    parity_case_free(&c);
+}

@@ -262,6 +262,18 @@ typedef struct {
     uint64_t aLo[PARITY_MAX_RANK], aLen[PARITY_MAX_RANK];
 } parity_stored_crop;
 
+/* The crop axes of any case (the rule above, stored.c): how many, written to aAxis (room
+ * for PARITY_MAX_RANK), or -1 with zErr when the registry refuses its shapes. The
+ * minimizer cuts generated cases along them with their values kept. */
+int parity_case_crop_axes(const parity_case *pC, parity_crop_axis *aAxis, char *zErr,
+                          size_t nErr);
+/* pSrc (input i of pC, or an operand of its shape) cut to the windows (aLo, aLen) of pC's
+ * crop axes: pDst is pSrc with the cut dims and its own values (the caller frees them).
+ * 0, or -1 when out of memory. */
+int parity_case_crop_input(const parity_case *pC, const parity_crop_axis *aAxis, int nAxis,
+                           int i, const parity_operand *pSrc, const uint64_t *aLo,
+                           const uint64_t *aLen, parity_operand *pDst);
+
 int parity_stored_crop_make(const parity_stored_op *pS, const uint64_t *aLo,
                             const uint64_t *aLen, parity_stored_crop *pCrop, char *zErr,
                             size_t nErr);

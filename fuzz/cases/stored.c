@@ -38,23 +38,24 @@ static int follow_right(const parity_case *pC, size_t i, int d)
     return e;
 }
 
-static void add_axis(parity_stored_op *pS, int d, const int *aiIn)
+static void add_axis(const parity_case *pC, parity_crop_axis *aAxis, int *pnAxis, int d,
+                     const int *aiIn)
 {
     parity_crop_axis *pA;
     size_t i;
     int any = 0;
-    for (i = 0; i < pS->whole.nIn; i++) any |= aiIn[i] >= 0;
-    if (!any || pS->whole.aOutDim[d] < 2) return;   /* nothing to win along it */
-    pA = &pS->aAxis[pS->nAxis++];
+    for (i = 0; i < pC->nIn; i++) any |= aiIn[i] >= 0;
+    if (!any || pC->aOutDim[d] < 2) return;   /* nothing to win along it */
+    pA = &aAxis[(*pnAxis)++];
     pA->outAxis = d;
-    for (i = 0; i < PARITY_CASE_MAX_OPERANDS; i++) pA->aInAxis[i] = i < pS->whole.nIn ? aiIn[i] : -1;
+    for (i = 0; i < PARITY_CASE_MAX_OPERANDS; i++) pA->aInAxis[i] = i < pC->nIn ? aiIn[i] : -1;
 }
 
-/* The output dims that may be cropped and the input dims that follow each (file comment). */
-static void crop_axes(parity_stored_op *pS, const parity_op_call *pCall)
+/* The output dims that may be cropped and the input dims that follow each (file comment);
+ * returns how many, written to aAxis. */
+static int crop_axes(const parity_case *pC, const parity_op_call *pCall, parity_crop_axis *aAxis)
 {
-    const parity_case *pC = &pS->whole;
-    int d, aiIn[PARITY_CASE_MAX_OPERANDS], r = pC->outRank, k;
+    int d, aiIn[PARITY_CASE_MAX_OPERANDS], r = pC->outRank, k, nAxis = 0;
     size_t i;
     for (d = 0; d < r; d++) {
         for (i = 0; i < PARITY_CASE_MAX_OPERANDS; i++) aiIn[i] = -1;
@@ -137,8 +138,20 @@ static void crop_axes(parity_stored_op *pS, const parity_op_call *pCall)
         default:
             break;    /* data movement: an element's source index is not its own */
         }
-        add_axis(pS, d, aiIn);
+        add_axis(pC, aAxis, &nAxis, d, aiIn);
     }
+    return nAxis;
+}
+
+int parity_case_crop_axes(const parity_case *pC, parity_crop_axis *aAxis, char *zErr,
+                          size_t nErr)
+{
+    parity_op_call call;
+    int n;
+    if (parity_case_op_shape(pC, &call, zErr, nErr) != 0) return -1;
+    n = crop_axes(pC, &call, aAxis);
+    parity_op_end(&call);
+    return n;
 }
 
 /* The contract the differ reads (semantic.c): the compiled tensor's acc_dtype and
@@ -295,7 +308,7 @@ int parity_stored_open(const char *zEager, const char *zCompiled, const char *zT
     pS->whole.nOut = pE->nElem;
     if (parity_case_op_shape(&pS->whole, &call, zErr, nErr) != 0) goto fail;
     pS->whole.opCost = parity_op_cost(&call);
-    crop_axes(pS, &call);
+    pS->nAxis = crop_axes(&pS->whole, &call, pS->aAxis);
     parity_op_end(&call);
     if (load_output(pS->pEagerCap, pS->iEager, &pS->aEagerOut, zErr, nErr) != 0 ||
         load_output(pS->pCompiledCap, pS->iCompiled, &pS->aCompiledOut, zErr, nErr) != 0)
@@ -337,29 +350,31 @@ static void gather(const double *aSrc, int rank, const uint64_t *aDim, const uin
     }
 }
 
-/* The window of every dim of operand i (input i, or the output for i == -1). */
-static void windows_of(const parity_stored_op *pS, int i, const uint64_t *aLo,
-                       const uint64_t *aLen, const parity_operand *pIn, uint64_t *aInLo,
-                       uint64_t *aInLen)
+/* The window of every dim of operand i of pC (input i, or the output for i == -1), from
+ * the windows (aLo, aLen) of its crop axes. */
+static void windows_of(const parity_case *pC, const parity_crop_axis *aAxis, int nAxis, int i,
+                       const uint64_t *aLo, const uint64_t *aLen, const parity_operand *pIn,
+                       uint64_t *aInLo, uint64_t *aInLen)
 {
-    int d, k, rank = i < 0 ? pS->whole.outRank : pIn->rank;
+    int d, k, rank = i < 0 ? pC->outRank : pIn->rank;
     for (d = 0; d < rank; d++) {
         aInLo[d] = 0;
-        aInLen[d] = i < 0 ? pS->whole.aOutDim[d] : pIn->aDim[d];
+        aInLen[d] = i < 0 ? pC->aOutDim[d] : pIn->aDim[d];
     }
-    for (k = 0; k < pS->nAxis; k++) {
-        int e = i < 0 ? pS->aAxis[k].outAxis : pS->aAxis[k].aInAxis[i];
+    for (k = 0; k < nAxis; k++) {
+        int e = i < 0 ? aAxis[k].outAxis : aAxis[k].aInAxis[i];
         if (e < 0) continue;
         aInLo[e] = aLo[k];
         aInLen[e] = aLen[k];
     }
 }
 
-static int crop_operand(const parity_stored_op *pS, int i, const parity_operand *pSrc,
-                        const uint64_t *aLo, const uint64_t *aLen, parity_operand *pDst)
+int parity_case_crop_input(const parity_case *pC, const parity_crop_axis *aAxis, int nAxis,
+                           int i, const parity_operand *pSrc, const uint64_t *aLo,
+                           const uint64_t *aLen, parity_operand *pDst)
 {
     uint64_t aInLo[PARITY_MAX_RANK], aInLen[PARITY_MAX_RANK];
-    windows_of(pS, i, aLo, aLen, pSrc, aInLo, aInLen);
+    windows_of(pC, aAxis, nAxis, i, aLo, aLen, pSrc, aInLo, aInLen);
     *pDst = *pSrc;
     memcpy(pDst->aDim, aInLen, sizeof pDst->aDim);
     pDst->nElem = parity_shape_elements(pSrc->rank, aInLen);
@@ -401,12 +416,14 @@ int parity_stored_crop_make(const parity_stored_op *pS, const uint64_t *aLo,
     pCrop->c = pS->whole;
     for (i = 0; i < PARITY_CASE_MAX_OPERANDS; i++) pCrop->c.aIn[i].aValue = NULL;
     for (i = 0; i < pS->whole.nIn; i++) {
-        if (crop_operand(pS, (int)i, &pS->whole.aIn[i], aLo, aLen, &pCrop->c.aIn[i]) != 0 ||
+        if (parity_case_crop_input(&pS->whole, pS->aAxis, pS->nAxis, (int)i, &pS->whole.aIn[i],
+                                   aLo, aLen, &pCrop->c.aIn[i]) != 0 ||
             (pS->aEagerIn[i].aValue &&
-             crop_operand(pS, (int)i, &pS->aEagerIn[i], aLo, aLen, &pCrop->aEagerIn[i]) != 0))
+             parity_case_crop_input(&pS->whole, pS->aAxis, pS->nAxis, (int)i,
+                                    &pS->aEagerIn[i], aLo, aLen, &pCrop->aEagerIn[i]) != 0))
             goto nomem;
     }
-    windows_of(pS, -1, aLo, aLen, NULL, aOutLo, aOutLen);
+    windows_of(&pS->whole, pS->aAxis, pS->nAxis, -1, aLo, aLen, NULL, aOutLo, aOutLen);
     for (d = 0; d < pS->whole.outRank; d++) pCrop->c.aOutDim[d] = aOutLen[d];
     pCrop->c.nOut = parity_shape_elements(pS->whole.outRank, aOutLen);
     memcpy(pCrop->aLo, aLo, (size_t)pS->nAxis * sizeof *aLo);
@@ -441,7 +458,8 @@ int parity_stored_check_crop(const parity_stored_op *pS, const parity_stored_cro
     int d, rc = 0;
     double bound;
     *pnDiffer = 0;
-    windows_of(pS, -1, pCrop->aLo, pCrop->aLen, NULL, aOutLo, aOutLen);
+    windows_of(&pS->whole, pS->aAxis, pS->nAxis, -1, pCrop->aLo, pCrop->aLen, NULL, aOutLo,
+               aOutLen);
     if (parity_case_op_begin(&pS->whole, &whole, zErr, nErr) != 0) return -1;
     if (parity_case_op_begin(&pCrop->c, &crop, zErr, nErr) != 0) {
         parity_op_end(&whole);

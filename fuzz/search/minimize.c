@@ -156,6 +156,123 @@ done:
     free(aC);
 }
 
+/* The coordinate along output dim d of linear output index k. */
+static uint64_t out_coord(const parity_case *pCase, uint64_t k, int d)
+{
+    int e;
+    for (e = pCase->outRank - 1; e > d; e--) k /= pCase->aOutDim[e];
+    return k % pCase->aOutDim[d];
+}
+
+/* Crop axis k of pCase cut to [lo, lo + len), the others whole, as a case of its own: the
+ * layout of the spec with the dim that axis follows set to len (the spec dim whose layout
+ * makes exactly the cut shapes), filled with the kept values. 1 when it reproduces (then
+ * *pCase is it and *pWorst its worst element), else 0 and pCase untouched. */
+static int try_crop(min_ctx *pCtx, parity_case *pCase, const parity_crop_axis *aAxis, int nAxis,
+                    int k, uint64_t lo, uint64_t len, uint64_t *pWorst)
+{
+    uint64_t aLo[PARITY_MAX_RANK], aLen[PARITY_MAX_RANK];
+    uint64_t full = pCase->aOutDim[aAxis[k].outAxis];
+    char zErr[PARITY_ERR_LEN];
+    int j, d;
+    for (j = 0; j < nAxis; j++) {
+        aLo[j] = 0;
+        aLen[j] = pCase->aOutDim[aAxis[j].outAxis];
+    }
+    aLo[k] = lo;
+    aLen[k] = len;
+    for (d = 0; d < pCase->spec.nDim && !spent(pCtx); d++) {
+        parity_case_spec spec = pCase->spec;
+        parity_case next;
+        parity_oracle_result r;
+        double *aE, *aC;
+        size_t i;
+        int same, ok;
+        if (!((pCase->usedDims >> d) & 1) || spec.aDim[d] != full) continue;
+        spec.aDim[d] = len;
+        if (parity_case_layout(&spec, &next, zErr, sizeof zErr) != 0) continue;
+        same = next.nIn == pCase->nIn && next.outRank == pCase->outRank;
+        for (i = 0; same && i < next.nIn; i++) {
+            parity_operand cut;
+            if (parity_case_crop_input(pCase, aAxis, nAxis, (int)i, &pCase->aIn[i], aLo, aLen,
+                                       &cut) != 0) {
+                same = 0;
+                break;
+            }
+            same = cut.rank == next.aIn[i].rank &&
+                   memcmp(cut.aDim, next.aIn[i].aDim, (size_t)cut.rank * sizeof *cut.aDim) == 0;
+            if (same) next.aIn[i].aValue = cut.aValue;
+            else free(cut.aValue);
+        }
+        for (j = 0; same && j < next.outRank; j++)
+            same = next.aOutDim[j] == (j == aAxis[k].outAxis ? len : pCase->aOutDim[j]);
+        if (!same) {
+            parity_case_free(&next);
+            continue;    /* this spec dim shapes more than the axis: another may not */
+        }
+        next.fromStore = 1;
+        aE = parity_malloc((next.nOut ? next.nOut : 1) * sizeof *aE);
+        aC = parity_malloc((next.nOut ? next.nOut : 1) * sizeof *aC);
+        pCtx->nExecs++;
+        ok = aE && aC && parity_reproduces(pCtx->pT, &next, pCtx->pWant, aE, aC, &r) &&
+             r.judged;
+        free(aE);
+        free(aC);
+        if (!ok) {
+            parity_case_free(&next);
+            return 0;
+        }
+        parity_case_free(pCase);
+        *pCase = next;
+        for (i = 0; i < pCase->nIn; i++) pCase->aIn[i].zName = pCase->azInName[i];
+        *pWorst = r.judgement.worstLinear;
+        return 1;
+    }
+    return 0;
+}
+
+/* Pass 4, once the values are stored: each crop axis (an output dim whose elements read
+ * one index of their inputs, stored.c) is cut around the worst element with the values
+ * kept: the element alone, else windows ending or starting at it that double in length.
+ * Pass 2 cannot do this: a smaller spec dim draws new values, and the value that failed
+ * may not be among them, so an elementwise op failing at the last of 92 elements kept all
+ * 92 and triage took the long dim for a trigger. Cuts are kept only as cases the layout
+ * makes (try_crop), so signature and triage read the cut case's own dims. */
+static void crop_kept_values(min_ctx *pCtx, parity_case *pCase)
+{
+    parity_crop_axis aAxis[PARITY_MAX_RANK];
+    parity_oracle_result r;
+    char zErr[PARITY_ERR_LEN];
+    uint64_t worst;
+    double *aE = parity_malloc((pCase->nOut ? pCase->nOut : 1) * sizeof *aE);
+    double *aC = parity_malloc((pCase->nOut ? pCase->nOut : 1) * sizeof *aC);
+    int ok, nAxis, k;
+    if (spent(pCtx)) {
+        free(aE);
+        free(aC);
+        return;
+    }
+    pCtx->nExecs++;
+    ok = aE && aC && parity_reproduces(pCtx->pT, pCase, pCtx->pWant, aE, aC, &r) && r.judged;
+    free(aE);
+    free(aC);
+    if (!ok) return;
+    worst = r.judgement.worstLinear;
+restart:
+    nAxis = parity_case_crop_axes(pCase, aAxis, zErr, sizeof zErr);
+    for (k = 0; k < nAxis && !spent(pCtx); k++) {
+        uint64_t full = pCase->aOutDim[aAxis[k].outAxis], len;
+        uint64_t w = out_coord(pCase, worst, aAxis[k].outAxis);
+        for (len = 1; len < full && !spent(pCtx); len *= 2) {
+            uint64_t loStart = w + len <= full ? w : full - len;   /* [w, w + len) */
+            uint64_t loEnd = w + 1 >= len ? w + 1 - len : 0;       /* [w + 1 - len, w + 1) */
+            if (try_crop(pCtx, pCase, aAxis, nAxis, k, loStart, len, &worst) ||
+                (loEnd != loStart && try_crop(pCtx, pCase, aAxis, nAxis, k, loEnd, len, &worst)))
+                goto restart;    /* the axes of the smaller case (a dim of 1 is none) */
+        }
+    }
+}
+
 int parity_minimize(parity_target *pT, const parity_case_spec *pSpec,
                     const parity_oracle_result *pFirst, uint64_t budget, double deadline,
                     parity_minimized *pMin, char *zErr, size_t nErr)
@@ -201,6 +318,7 @@ int parity_minimize(parity_target *pT, const parity_case_spec *pSpec,
         }
     }
     simplify_values(&ctx, &pMin->minimized);
+    if (pFirst->cls == PARITY_FINDING_DIVERGES) crop_kept_values(&ctx, &pMin->minimized);
     pMin->aEager = parity_malloc((pMin->minimized.nOut ? pMin->minimized.nOut : 1) * sizeof(double));
     pMin->aCompiled = parity_malloc((pMin->minimized.nOut ? pMin->minimized.nOut : 1) * sizeof(double));
     if (!pMin->aEager || !pMin->aCompiled ||

@@ -58,6 +58,12 @@ int parity_oracle_run(parity_target *pT, const parity_case *pCase, double *aEage
  *   3. values: halves, quarters, ... of each input are set to 1 while the failure holds;
  *      the case then carries stored values (replay reads them, a recipe could not make
  *      them).
+ *   4. for divergences, the dims again with those values kept: each crop axis (an output
+ *      dim whose elements read one index of their inputs, stored.c) is cut around the
+ *      worst element, to it alone or else to a window doubling from it; a cut is kept when
+ *      it reproduces and the spec, with the dim that axis follows set to the cut length,
+ *      lays out the same shapes (pass 2 draws new values with each smaller dim, so a
+ *      failure owed to one value at the end of a long row kept the row).
  */
 
 typedef struct {
