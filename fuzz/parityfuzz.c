@@ -51,7 +51,8 @@ static void usage(FILE *f)
 "  --defect NAME       switch on a defect of the builtin compiled target (repeatable)\n"
 "  --list-defects      print the defect catalogue, one per line, name first\n"
 "  --list-ops          print the ops the target (--target) runs, one per line, with the\n"
-"                      dtypes it runs them in: \"relu float32,bfloat16\"\n"
+"                      dtypes it runs them in and the op's family:\n"
+"                      \"relu float32,bfloat16 unary\"\n"
 "  --ops LIST          comma-separated registry ops (default: every op the target runs)\n"
 "  --time SECONDS      stop after this long (default: until --max-execs or Ctrl-C)\n"
 "  --max-execs N       stop after N cases; the same --seed, --jobs and N give the same\n"
@@ -342,7 +343,22 @@ static parity_target *open_target(const parity_campaign_options *pO, int isolate
     return pT;
 }
 
-/* --list-ops: every op of the registry (with a layout) the target runs, and its dtypes. */
+
+/* Where the target's time went: each side's seconds and, where the target says, the
+ * compiled side's compile seconds (a compiler's cost per case is mostly compilation). */
+static void print_times(const parity_target_times *pT)
+{
+    if (pT->nRuns[0] + pT->nRuns[1] == 0) return;
+    printf("parityfuzz: time in the target: eager %.1f s, compiled %.1f s", pT->runSeconds[0],
+           pT->runSeconds[1]);
+    if (pT->nCompiles[1] > 0)
+        printf(" (compiling %.1f s in %llu runs, %.0f%% of the compiled side)",
+               pT->compileSeconds[1], (unsigned long long)pT->nCompiles[1],
+               pT->runSeconds[1] > 0 ? 100.0 * pT->compileSeconds[1] / pT->runSeconds[1] : 0.0);
+    fputc('\n', stdout);
+}
+/* --list-ops: every op of the registry (with a layout) the target runs, its dtypes and its
+ * family ("relu float32,bfloat16 unary"): campaigns are planned per family and dtype. */
 static int list_ops(const cli_options *pCli)
 {
     parity_target *pT = open_target(&pCli->campaign, 0);
@@ -362,7 +378,7 @@ static int list_ops(const cli_options *pCli)
             printf("%s%s", zSep, parity_dtype_name((parity_dtype)dt));
             zSep = ",";
         }
-        printf("\n");
+        printf(" %s\n", parity_op_family_name(aInfo[i].pDef->family));
     }
     parity_target_close(pT);
     return fflush(stdout) == 0 ? 0 : 2;
@@ -464,7 +480,8 @@ static int run_campaign(cli_options *pCli)
             fputc('\n', stdout);
         }
     }
-    /* a campaign that judged nothing found nothing by construction: the counts say so */
+    print_times(&res.times);
+    /* last: a campaign that judged nothing found nothing by construction: the counts say so */
     printf("parityfuzz: %llu execs in %.1f s (%llu judged, %llu skipped, %llu bit-identical), "
            "%zu finding%s, %zu root cause%s\n", (unsigned long long)res.nExecs, res.elapsed,
            (unsigned long long)res.nJudged, (unsigned long long)res.nSkipped,

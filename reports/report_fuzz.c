@@ -61,6 +61,21 @@ json_t *parity_report_root_causes_json(const parity_finding *aFinding,
     return pList;
 }
 
+/* The target's time by side: seconds of its runs, of which compiling (what the target
+ * said), and the compiled side's compile share. */
+static json_t *times_json(const parity_target_times *pT)
+{
+    double comp = pT->runSeconds[1];
+    return json_pack("{s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:f}",
+                     "eager_s", pT->runSeconds[0], "compiled_s", comp,
+                     "eager_compile_s", pT->compileSeconds[0],
+                     "compiled_compile_s", pT->compileSeconds[1],
+                     "eager_runs", (json_int_t)pT->nRuns[0],
+                     "compiled_runs", (json_int_t)pT->nRuns[1],
+                     "compiles", (json_int_t)pT->nCompiles[1],
+                     "compile_share", comp > 0 ? pT->compileSeconds[1] / comp : 0.0);
+}
+
 int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPath, char *zErr,
                             size_t nErr)
 {
@@ -96,7 +111,7 @@ int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPat
         return -1;
     }
     pDoc = json_pack("{s:s, s:i, s:s, s:o, s:s, s:I, s:I, s:I, s:f, s:f, s:o, s:I, s:I, s:I, "
-                     "s:I, s:o, s:o, s:o, s:o, s:i}",
+                     "s:I, s:o, s:o, s:o, s:o, s:o, s:i}",
                      "tool", "parityfuzz", "schema_version", 1, "target", pRes->zTarget,
                      "defects", pDefects,
                      "strategy", pRes->zStrategy, "seed", (json_int_t)pRes->seed,
@@ -113,6 +128,7 @@ int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPat
                      "root_causes", parity_report_root_causes_json(pRes->aFinding, pRes->aCause,
                                                                    pRes->nCause),
                      "findings", pFindings, "cases_per_op", pOps,
+                     "time", times_json(&pRes->times),
                      "trouble", pRes->trouble ? json_string(pRes->zTrouble) : json_null(),
                      "jobs", pRes->jobs);
     if (!pDoc) {

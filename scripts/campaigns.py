@@ -1,25 +1,30 @@
 #!/usr/bin/python3
-"""onednn-campaigns.py - the oneDNN campaigns of parityfuzz, resumable across sessions.
+"""campaigns.py - long parityfuzz campaigns against one target, resumable across sessions.
 
-Every (op, dtype) pair the onednn target runs gets --minutes of campaign time, in slices
-of --slice seconds (one parityfuzz process each, --jobs 1, one OpenMP thread). A slice
-that finishes leaves its JSON summary in STATE/<op>-<dtype>/slice-<n>.json (written by
-parityfuzz, renamed into place only when the slice ran to its end), so an interrupted run
+Every cell, an (op, dtype) pair with --by op (the oneDNN campaigns) or an (op family,
+dtype) pair with --by family (the compiler workers': a family's ops in one campaign), gets
+--minutes of campaign time in slices of --slice seconds (one parityfuzz process each, one
+OpenMP thread). A slice that finishes leaves its JSON summary in STATE/<cell>/slice-<n>.json
+(written by parityfuzz, renamed into place only when the slice ran to its end, with the
+slice's wall and CPU seconds added: parityfuzz's and its worker's), so an interrupted run
 loses at most the slice in flight; running the script again picks up where it stopped.
-The time a pair's finished slices ran counts, whatever their length, so --slice may change
-between runs. Slice n runs with --seed n, so a pair's slices search different cases. Repros go to
-OUT/<op>-<dtype>/ (one folder per unique signature, minimized).
+The time a cell's finished slices ran counts, whatever their length, so --slice may change
+between runs. Slice n runs with --seed n, so a cell's slices search different cases. Repros
+go to OUT/<cell>/ (one folder per unique signature, minimized).
 
-    scripts/onednn-campaigns.py build/parityfuzz --state corpus/onednn/campaigns \
-        --out /var/tmp/onednn-repros --minutes 10 --parallel 2
-    scripts/onednn-campaigns.py build/parityfuzz --state corpus/onednn/campaigns --table
+    scripts/campaigns.py build/parityfuzz --target onednn --by op \\
+        --state corpus/onednn/campaigns --out /var/tmp/onednn-repros --minutes 10 --parallel 2
+    PY=$(bash scripts/setup-venv.sh scripts/requirements-compilers.txt)
+    scripts/campaigns.py build/parityfuzz --target "cmd:$PY fuzz/workers/ov_worker.py" \\
+        --by family --state corpus/openvino/campaigns --out /var/tmp/ov-repros --minutes 10
+    scripts/campaigns.py build/parityfuzz --target ... --by family --state ... --table
 
---table prints the exec counts per (op, dtype) as the README's Markdown table, rows in the
-registry's order.
+--table prints the exec counts per cell as the README's Markdown table (rows in the
+registry's order), with the CPU hours spent.
 
-The ops and dtypes are the target's own: `parityfuzz --list-ops --target T` says which ops
-it runs and in which dtypes (this script holds no list of ops); --ops and --dtypes narrow
-them.
+The ops, dtypes and families are the target's own: `parityfuzz --list-ops --target T` says
+which ops it runs, in which dtypes, and each op's family (this script holds no list of
+ops); --ops and --dtypes narrow them.
 Tooling only: parityfuzz itself never needs Python.
 """
 import argparse
@@ -34,7 +39,7 @@ SHORT = {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "float64": "f64
 
 
 def target_ops(parityfuzz, target):
-    """{op: [dtype, ...]} the target runs, in the registry's order (parityfuzz --list-ops)."""
+    """{op: ([dtype, ...], family)} the target runs, in the registry's order."""
     p = subprocess.run([parityfuzz, "--list-ops", "--target", target], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
@@ -42,13 +47,30 @@ def target_ops(parityfuzz, target):
                  f"{p.stderr.strip()[-300:]}")
     runs = {}
     for line in p.stdout.splitlines():
-        op, _, dtypes = line.partition(" ")
-        runs[op] = dtypes.split(",") if dtypes else []
+        op, dtypes, family = (line.split(" ") + ["", ""])[:3]
+        runs[op] = (dtypes.split(",") if dtypes else [], family)
     return runs
 
 
-def slices_done(state, op, dtype):
-    d = os.path.join(state, f"{op}-{dtype}")
+def cells(args):
+    """[(cell name, ops, dtype)] in the registry's order: one op, or a family's ops, the
+    target runs in that dtype."""
+    out, seen = [], {}
+    for op in args.ops:
+        dtypes, family = args.runs[op]
+        for dtype in args.dtypes:
+            if dtype not in dtypes:
+                continue
+            key = (op if args.by == "op" else family, dtype)
+            if key not in seen:
+                seen[key] = []
+                out.append((f"{key[0]}-{dtype}", seen[key], dtype))
+            seen[key].append(op)
+    return out
+
+
+def slices_done(state, cell):
+    d = os.path.join(state, cell)
     out = []
     if os.path.isdir(d):
         for name in sorted(os.listdir(d)):
@@ -58,72 +80,92 @@ def slices_done(state, op, dtype):
     return out
 
 
-def run_slice(args, op, dtype, n):
-    d = os.path.join(args.state, f"{op}-{dtype}")
+def run_slice(args, cell, ops, dtype, n):
+    d = os.path.join(args.state, cell)
     os.makedirs(d, exist_ok=True)
     final = os.path.join(d, f"slice-{n}.json")
     tmp = final + ".tmp"
-    cmd = [args.parityfuzz, "--target", args.target, "--ops", op, "--dtypes", dtype,
-           "--time", str(args.slice), "--seed", str(n), "--out",
-           os.path.join(args.out, f"{op}-{dtype}"), "--json", tmp]
+    cmd = [args.parityfuzz, "--target", args.target, "--ops", ",".join(ops), "--dtypes", dtype,
+           "--time", str(args.slice), "--seed", str(n), "--out", os.path.join(args.out, cell)]
+    if args.values_per_shape > 1:
+        cmd += ["--values-per-shape", str(args.values_per_shape)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     t0 = time.time()
-    p = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                       text=True)
+    with open(os.devnull, "w") as null:
+        p = subprocess.Popen(cmd + ["--json", tmp], env=env, stdout=null, stderr=subprocess.PIPE,
+                             text=True)
+        err = p.stderr.read()
+        # wait4: the CPU time of parityfuzz and of the worker processes it reaped
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode not in (0, 1) or not os.path.exists(tmp):
-        sys.stderr.write(f"{op} {dtype} slice {n}: parityfuzz exit {p.returncode}: "
-                         f"{p.stderr.strip()[-300:]}\n")
+        sys.stderr.write(f"{cell} slice {n}: parityfuzz exit {p.returncode}: "
+                         f"{err.strip()[-300:]}\n")
         return False
     with open(tmp) as f:
         res = json.load(f)
-    res["command"] = " ".join(cmd[:-2])
+    res["command"] = " ".join(cmd)
     res["wall_s"] = round(time.time() - t0, 1)
+    res["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 1)
     with open(tmp, "w") as f:
         json.dump(res, f, indent=1)
     os.replace(tmp, final)
-    print(f"{op:12s} {dtype:9s} slice {n}: {res['execs']} execs, "
+    print(f"{cell:24s} slice {n}: {res['execs']} execs ({res['judged']} judged), "
           f"{len(res['findings'])} findings, {res['elapsed_s']:.0f} s", flush=True)
     return True
 
 
 def pending(args):
-    """Slices still to run: (op, dtype, slice number), pairs in order. A pair needs
+    """Slices still to run: (cell, ops, dtype, slice number), cells in order. A cell needs
     --minutes of slice time in all; what its finished slices ran counts (whatever their
     length), and new slices take the next seeds."""
     need = []
-    for op in args.ops:
-        for dtype in args.dtypes:
-            if dtype not in args.runs[op]:
-                continue
-            done = slices_done(args.state, op, dtype)
-            ran = sum(s["elapsed_s"] for s in done)
-            seed = max([int(s.get("seed", 0)) for s in done] + [0])
-            # a slice ends a little after its --time; 1% slack keeps that from asking for
-            # another whole slice
-            while ran < args.minutes * 60 * 0.99:
-                seed += 1
-                need.append((op, dtype, seed))
-                ran += args.slice
+    for cell, ops, dtype in cells(args):
+        done = slices_done(args.state, cell)
+        ran = sum(s["elapsed_s"] for s in done)
+        seed = max([int(s.get("seed", 0)) for s in done] + [0])
+        # a slice ends a little after its --time; 1% slack keeps that from asking for
+        # another whole slice
+        while ran < args.minutes * 60 * 0.99:
+            seed += 1
+            need.append((cell, ops, dtype, seed))
+            ran += args.slice
     return need
 
 
 def table(args):
-    print("| op | " + " | ".join(f"{d} execs" for d in args.dtypes) + " | unique signatures (" +
-          " / ".join(SHORT.get(d, d) for d in args.dtypes) + ") |")
+    label = "op" if args.by == "op" else "family (ops)"
+    print(f"| {label} | " + " | ".join(f"{d} execs" for d in args.dtypes) +
+          " | unique signatures (" + " / ".join(SHORT.get(d, d) for d in args.dtypes) + ") |")
     print("|---|" + "---:|" * len(args.dtypes) + "---:|")
-    total = 0
-    for op in args.ops:
-        cells, sigs = [], []
+    rows, total, cpu, guessed = {}, 0, 0.0, False
+    for cell, ops, dtype in cells(args):
+        name = cell[:-len(dtype) - 1]
+        rows.setdefault(name, (ops, {}))[1][dtype] = slices_done(args.state, cell)
+    for name, (ops, by_dtype) in rows.items():
+        cells_txt, sigs = [], []
         for dtype in args.dtypes:
-            done = slices_done(args.state, op, dtype)
+            done = by_dtype.get(dtype, [])
             execs = sum(s["execs"] for s in done)
+            judged = sum(s.get("judged", 0) for s in done)
             secs = sum(s["elapsed_s"] for s in done)
             total += execs
-            cells.append(f"{execs:,} ({secs / 60:.0f} min)" if done else "not yet run")
+            cpu += sum(s.get("cpu_s", s["elapsed_s"]) for s in done)
+            guessed |= any("cpu_s" not in s for s in done)
+            if dtype not in by_dtype:
+                cells_txt.append("-")
+            elif done and all("judged" in s for s in done):
+                cells_txt.append(f"{execs:,} ({judged:,} judged, {secs / 60:.0f} min)")
+            elif done:   # slices from before parityfuzz counted judged cases
+                cells_txt.append(f"{execs:,} ({secs / 60:.0f} min)")
+            else:
+                cells_txt.append("not yet run")
             sigs.append(str(len({f["signature"] for s in done for f in s["findings"]}))
                         if done else "-")
-        print(f"| {op} | {' | '.join(cells)} | {' / '.join(sigs)} |")
-    print(f"\n{total:,} cases in all.")
+        shown = name if args.by == "op" else f"{name} ({', '.join(ops)})"
+        print(f"| {shown} | {' | '.join(cells_txt)} | {' / '.join(sigs)} |")
+    print(f"\n{total:,} cases in all, {cpu / 3600:.2f} CPU hours" +
+          (" (a slice's wall time where it predates the CPU count)." if guessed else "."))
 
 
 def main():
@@ -132,15 +174,19 @@ def main():
     ap.add_argument("--state", required=True, help="folder of slice summaries (resumable)")
     ap.add_argument("--out", help="folder for repros")
     ap.add_argument("--target", default="onednn")
-    ap.add_argument("--minutes", type=float, default=10.0, help="campaign time per pair")
+    ap.add_argument("--by", choices=("op", "family"), default="op",
+                    help="a campaign per (op, dtype) or per (op family, dtype)")
+    ap.add_argument("--minutes", type=float, default=10.0, help="campaign time per cell")
     ap.add_argument("--slice", type=int, default=300, help="seconds per slice")
     ap.add_argument("--parallel", type=int, default=2, help="slices at once")
+    ap.add_argument("--values-per-shape", type=int, default=1,
+                    help="parityfuzz --values-per-shape (targets that compile per shape)")
     ap.add_argument("--ops", help="comma-separated (default: every op the target runs)")
     ap.add_argument("--dtypes", help="comma-separated (default: every dtype it runs)")
     ap.add_argument("--table", action="store_true")
     args = ap.parse_args()
     args.runs = target_ops(args.parityfuzz, args.target)
-    every_dtype = [d for d in SHORT if any(d in ds for ds in args.runs.values())]
+    every_dtype = [d for d in SHORT if any(d in ds for ds, _ in args.runs.values())]
     args.ops = args.ops.split(",") if args.ops else list(args.runs)
     args.dtypes = args.dtypes.split(",") if args.dtypes else every_dtype
     for op in args.ops:

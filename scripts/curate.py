@@ -1,12 +1,14 @@
 #!/usr/bin/python3
-"""onednn-curate.py - copies chosen repros of the oneDNN campaigns into the corpus.
+"""curate.py - copies chosen repros of a target's campaigns (scripts/campaigns.py) into the
+corpus.
 
-    scripts/onednn-curate.py --curate NAME=REPRO ... \
-        [--state corpus/onednn/campaigns] [--into corpus/onednn/repros]
+    scripts/curate.py --curate NAME=REPRO ... \
+        [--state corpus/onednn/campaigns] [--into corpus/onednn/repros] [--target onednn]
 
 Each repro goes into the corpus under a name that says what it shows, with its signature
 file's paths rewritten and a "found by:" line naming the campaign slice (from the state
-folder) whose summary lists it. Which repros to curate: `parityfuzz triage DIR` groups a
+folder) whose summary lists it, and a "replay:" line that replays it against --target
+(written as given: for a worker, the shell words that name its python). Which repros to curate: `parityfuzz triage DIR` groups a
 campaign's repros by root cause and names the smallest of each (fuzz/FUZZ.md, "Root
 causes"); it replaced this script's former listing mode. Tooling only: no tool of parity
 needs Python.
@@ -53,7 +55,7 @@ def curate(args):
             for line in f:
                 line = line.replace(repro, dest)
                 if line.startswith("replay:"):
-                    line = f"replay: parityfuzz replay {dest} --target onednn --expect-divergent\n"
+                    line = f"replay: parityfuzz replay {dest} --target {args.target} --expect-divergent\n"
                 lines.append(line)
         lines.append(f"found by: {command}\n")
         with open(os.path.join(tmp, "signature"), "w") as f:
@@ -69,6 +71,7 @@ def main():
     ap.add_argument("--curate", nargs="+", metavar="NAME=REPRO", required=True)
     ap.add_argument("--state", default="corpus/onednn/campaigns")
     ap.add_argument("--into", default="corpus/onednn/repros")
+    ap.add_argument("--target", default="onednn", help="the target of the replay: line")
     return curate(ap.parse_args())
 
 

@@ -431,12 +431,13 @@ Test(onednn, list_ops_is_what_the_target_runs)
     char zWant[8192] = "";
     size_t n, i, len = 0;
     run_result r;
-    const char *zDtypes = parity_target_runs_dtype(pT, PARITY_DT_BF16) ? " float32,bfloat16\n"
-                                                                        : " float32\n";
+    const char *zDtypes = parity_target_runs_dtype(pT, PARITY_DT_BF16) ? " float32,bfloat16"
+                                                                        : " float32";
     aInfo = parity_layout_all(&n);
     for (i = 0; i < n; i++)
         if (pT->xSupports(pT, aInfo[i].zOp))
-            len += (size_t)snprintf(zWant + len, sizeof zWant - len, "%s%s", aInfo[i].zOp, zDtypes);
+            len += (size_t)snprintf(zWant + len, sizeof zWant - len, "%s%s %s\n", aInfo[i].zOp,
+                                    zDtypes, parity_op_family_name(aInfo[i].pDef->family));
     parity_target_close(pT);
     cr_assert_gt(len, 0);
     run_parityfuzz(&r, "--list-ops", "--target", "onednn", NULL);

@@ -154,7 +154,8 @@ static parity_run_status run_isolated(parity_target *pIso, parity_case *pC, doub
 
 Test(fuzz_worker, an_isolated_in_process_target_turns_faults_into_crashes)
 {
-    parity_target fake = { "fake", fake_run, fake_supports, fake_close, NULL, 0, 0, NULL };
+    parity_target fake = { .zName = "fake", .xRun = fake_run, .xSupports = fake_supports,
+                           .xClose = fake_close };
     parity_case_spec s;
     parity_case c;
     char zErr[PARITY_ERR_LEN];
@@ -346,7 +347,7 @@ Test(fuzz_worker, a_v2_worker_answers_its_dtypes_and_list_ops_says_them)
                    fake_target_env(2, "FAKE_WORKER_CAPS=dtypes=float32,float128", zTarget,
                                    sizeof zTarget), NULL);
     cr_assert_eq(r.code, 0, "exit %d\n%s", r.code, r.zErr);
-    cr_assert_str_eq(r.zOut, "relu float32\n");
+    cr_assert_str_eq(r.zOut, "relu float32 unary\n");
     run_free(&r);
     /* the campaign draws float32 only, so the worker skips no case */
     snprintf(zJson, sizeof zJson, "%s", tmp_path("dtypes.json"));
@@ -383,7 +384,7 @@ Test(fuzz_worker, a_version_1_worker_gets_no_offer_and_still_works)
     /* what it SKIPs is not run, what it does not is (version 1 has no answer) */
     run_parityfuzz(&r, "--list-ops", "--target", zTarget, NULL);
     cr_assert_eq(r.code, 0);
-    cr_assert(strstr(r.zOut, "relu float64,float32,float16,bfloat16\n") == r.zOut, "%s", r.zOut);
+    cr_assert(strstr(r.zOut, "relu float64,float32,float16,bfloat16 unary\n") == r.zOut, "%s", r.zOut);
     cr_assert(strstr(r.zOut, "\nmatmul ") == NULL, "%s", r.zOut);
     cr_assert(strstr(r.zOut, "\nsoftmax "), "%s", r.zOut);
     run_free(&r);
@@ -397,7 +398,7 @@ Test(fuzz_worker, an_answered_op_that_was_not_offered_is_ignored)
                    fake_target_env(2, "FAKE_WORKER_CAPS=ops=relu,frobnicate,future_op", zTarget,
                                    sizeof zTarget), NULL);
     cr_assert_eq(r.code, 0, "exit %d\n%s", r.code, r.zErr);
-    cr_assert_str_eq(r.zOut, "relu float64,float32,float16,bfloat16\n");
+    cr_assert_str_eq(r.zOut, "relu float64,float32,float16,bfloat16 unary\n");
     cr_assert(strstr(r.zErr, "frobnicate") == NULL, "%s", r.zErr);
     run_free(&r);
     run_parityfuzz(&r, "--target", zTarget, "--max-execs", "10", NULL);
@@ -426,6 +427,87 @@ Test(fuzz_worker, malformed_capability_lines_are_one_clear_error)
         cr_assert_lt(r.seconds, 30.0, "%s: %.1f s", aCase[i].zMode, r.seconds);
         run_free(&r);
     }
+}
+
+/* ---- eager=builtin and compile_s ------------------------------------------------------ */
+
+Test(fuzz_worker, an_eager_builtin_worker_runs_compiled_sides_only)
+{
+    char zTarget[8192], zEnv[4200], zJson[4200];
+    const char *zLog = tmp_path("builtin.log");
+    run_result r;
+    json_t *pDoc;
+    snprintf(zEnv, sizeof zEnv, "FAKE_WORKER_LOG=%s FAKE_WORKER_CAPS='eager=builtin dtypes=float32'",
+             zLog);
+    snprintf(zJson, sizeof zJson, "%s", tmp_path("builtin.json"));
+    run_parityfuzz(&r, "--target", fake_target_env(2, zEnv, zTarget, sizeof zTarget),
+                   "--max-execs", "20", "--json", zJson, NULL);
+    cr_assert_eq(r.code, 0, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    pDoc = load_json_file(zJson);
+    cr_assert_eq(json_integer_value(json_object_get(pDoc, "execs")), 20);
+    cr_assert_eq(json_integer_value(json_object_get(pDoc, "skipped")), 0);
+    cr_assert_eq(json_integer_value(json_object_get(pDoc, "judged")) +
+                 json_integer_value(json_object_get(pDoc, "bit_identical")), 20);
+    json_decref(pDoc);
+    /* the worker saw every compiled side and no eager one */
+    cr_assert_eq(log_lines(zLog, "RUN relu compiled", NULL, 0), 20);
+    cr_assert_eq(log_lines(zLog, "RUN relu eager", NULL, 0), 0);
+    run_free(&r);
+    /* a compiled side that returns NaN is judged against the builtin eager relu */
+    run_parityfuzz(&r, "--target",
+                   fake_target_env(2, "FAKE_WORKER_MODE=nan FAKE_WORKER_CAPS=eager=builtin", zTarget,
+                                   sizeof zTarget), "--max-execs", "20", "--json", zJson, NULL);
+    cr_assert_eq(r.code, 1, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    pDoc = load_json_file(zJson);
+    cr_assert_str_eq(first_class(pDoc), "diverges");
+    json_decref(pDoc);
+    run_free(&r);
+    /* an eager side parityfuzz does not have is one clear error */
+    run_parityfuzz(&r, "--target",
+                   fake_target_env(2, "FAKE_WORKER_CAPS=eager=jit", zTarget, sizeof zTarget),
+                   "--max-execs", "5", NULL);
+    cr_assert_eq(r.code, 2, "exit %d\n%s", r.code, r.zErr);
+    cr_assert(strstr(r.zErr, "worker asked for eager=jit (parityfuzz knows eager=builtin)"), "%s",
+              r.zErr);
+    cr_assert_eq(count_lines(r.zErr, 0, NULL, 0), 1, "%s", r.zErr);
+    run_free(&r);
+}
+
+Test(fuzz_worker, compile_seconds_a_worker_reports_are_summed_and_shown)
+{
+    char zTarget[8192], zJson[4200];
+    run_result r;
+    json_t *pDoc, *pTime;
+    snprintf(zJson, sizeof zJson, "%s", tmp_path("compile.json"));
+    run_parityfuzz(&r, "--target",
+                   fake_target_env(2, "FAKE_WORKER_COMPILE_S=0.25 FAKE_WORKER_CAPS=dtypes=float32",
+                                   zTarget, sizeof zTarget),
+                   "--max-execs", "10", "--json", zJson, NULL);
+    cr_assert_eq(r.code, 0, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    pDoc = load_json_file(zJson);
+    pTime = json_object_get(pDoc, "time");
+    cr_assert_float_eq(json_real_value(json_object_get(pTime, "compiled_compile_s")), 2.5, 1e-9);
+    cr_assert_float_eq(json_real_value(json_object_get(pTime, "eager_compile_s")), 0.0, 1e-12);
+    cr_assert_eq(json_integer_value(json_object_get(pTime, "compiles")), 10);
+    cr_assert_eq(json_integer_value(json_object_get(pTime, "compiled_runs")), 10);
+    cr_assert_eq(json_integer_value(json_object_get(pTime, "eager_runs")), 10);
+    /* the wall time measured around each request covers what the worker says it spent */
+    cr_assert_gt(json_real_value(json_object_get(pTime, "compiled_s")), 0.0);
+    cr_assert(strstr(r.zOut, "(compiling 2.5 s in 10 runs, "), "%s", r.zOut);
+    json_decref(pDoc);
+    run_free(&r);
+    /* a malformed compile_s is the worker breaking the protocol: an error of the case */
+    run_parityfuzz(&r, "--target",
+                   fake_target_env(2, "FAKE_WORKER_COMPILE_S=soon FAKE_WORKER_CAPS=dtypes=float32",
+                                   zTarget, sizeof zTarget),
+                   "--max-execs", "3", "--json", zJson, NULL);
+    cr_assert_eq(r.code, 1, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    pDoc = load_json_file(zJson);
+    cr_assert_str_eq(first_class(pDoc), "error");
+    cr_assert(strstr(json_string_value(json_object_get(json_array_get(json_object_get(pDoc, "findings"), 0),
+                                                       "detail")), "compile_s=soon"));
+    json_decref(pDoc);
+    run_free(&r);
 }
 
 /* ---- the PyTorch worker ------------------------------------------------------------------ */

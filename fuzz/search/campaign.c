@@ -49,6 +49,7 @@ typedef struct {
     volatile int state;
     parity_case_spec spec;            /* the case in flight while SLOT_RUNNING */
     uint64_t nExecs, nMinimizeExecs, nSkipped, nBitIdentical, nRawFindings, nJudged;
+    parity_target_times times;
     size_t nOp;
     char azOp[SLOT_MAX_OPS][PARITY_CASE_OP_LEN];
     uint64_t anOpExecs[SLOT_MAX_OPS];
@@ -71,6 +72,7 @@ typedef struct {
     int32_t trouble;                  /* END */
     double tFound;                    /* FINDING: seconds since the job's own start */
     uint64_t nExecs, nMinimizeExecs, nSkipped, nBitIdentical, nRawFindings, nJudged;
+    parity_target_times times;        /* END */
     char zOp[PARITY_CASE_OP_LEN];     /* FINDING, OP */
     char zSignature[SIG_LEN];         /* FINDING */
     char zRepro[REPRO_PATH_LEN];      /* FINDING ("" when not stored) */
@@ -425,6 +427,7 @@ static void slot_mirror(job_slot *pSlot, const parity_campaign_result *pRes)
     pSlot->nBitIdentical = pRes->nBitIdentical;
     pSlot->nRawFindings = pRes->nRawFindings;
     pSlot->nJudged = pRes->nJudged;
+    pSlot->times = pRes->times;
     for (i = 0; i < pRes->nOp && i < SLOT_MAX_OPS; i++) {
         if (i >= pSlot->nOp) snprintf(pSlot->azOp[i], sizeof pSlot->azOp[i], "%s", pRes->azOp[i]);
         pSlot->anOpExecs[i] = pRes->anOpExecs[i];
@@ -511,6 +514,7 @@ static void search_close(search_state *pS)
     set_free(&pS->ops);
     set_free(&pS->rawSeen);
     set_free(&pS->finalSeen);
+    pS->pRes->times = pS->pT->times;
     parity_target_close(pS->pT);
 }
 
@@ -601,6 +605,7 @@ static void run_case(search_state *pS, parity_case *pC)
     if (pS->pSlot) pS->pSlot->state = SLOT_MINIMIZING;
     if (r.cls != PARITY_FINDING_NONE && r.cls != PARITY_FINDING_SKIPPED)
         handle_finding(pS, pS->pT, pC, pS->aEager, pS->aCompiled, &r);
+    pRes->times = pS->pT->times;
     if (pS->pSlot) pS->pSlot->state = SLOT_IDLE;
     slot_mirror(pS->pSlot, pRes);
 }
@@ -706,6 +711,7 @@ static int job_main(void *pArg, const parity_process_child *pSelf)
     rec.nBitIdentical = res.nBitIdentical;
     rec.nRawFindings = res.nRawFindings;
     rec.nJudged = res.nJudged;
+    rec.times = res.times;
     rec.trouble = res.trouble;
     snprintf(rec.zText, sizeof rec.zText, "%s", res.zTrouble);
     if (!lost) lost = parity_process_send(pSelf, &rec, sizeof rec) != 0;
@@ -815,6 +821,7 @@ static void take_record(job_pool *pP, job_state *pJob, const job_record *pRec)
         pRes->nBitIdentical += pRec->nBitIdentical;
         pRes->nRawFindings += pRec->nRawFindings;
         pRes->nJudged += pRec->nJudged;
+        parity_target_times_add(&pRes->times, &pRec->times);
         if (pRec->trouble) set_trouble(pRes, "%s", pRec->zText[0] ? pRec->zText : "a job failed");
         pJob->done = 1;
         break;
@@ -870,6 +877,7 @@ static void job_died(job_pool *pP, int j)
     pRes->nSkipped += slot.nSkipped;
     pRes->nBitIdentical += slot.nBitIdentical;
     pRes->nJudged += slot.nJudged;
+    parity_target_times_add(&pRes->times, &slot.times);
     pRes->nRawFindings += slot.nRawFindings + (haveFatal ? 0 : 1);
     for (i = 0; i < slot.nOp; i++) count_op(pRes, slot.azOp[i], slot.anOpExecs[i]);
     pJob->nExecs = pJob->nRaw = pJob->nSkipped = 0;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "formats/alloc.h"
+#include "formats/process.h"
 #include "fuzz/search/search.h"
 
 const char *parity_finding_class_name(parity_finding_class cls)
@@ -59,6 +60,17 @@ int parity_oracle_run(parity_target *pT, const parity_case *pCase, double *aEage
     return rc;
 }
 
+/* Runs one side and counts its wall time in the target's times. */
+static parity_run_status run_side(parity_target *pT, parity_side side, const parity_case *pCase,
+                                  double *aOut, char *zErr, size_t nErr)
+{
+    double t0 = parity_process_now();
+    parity_run_status rs = pT->xRun(pT, side, pCase, aOut, zErr, nErr);
+    pT->times.runSeconds[side] += parity_process_now() - t0;
+    pT->times.nRuns[side]++;
+    return rs;
+}
+
 static int oracle_judge(parity_target *pT, const parity_case *pCase, double *aEager,
                         double *aCompiled, parity_oracle_result *pR)
 {
@@ -67,14 +79,14 @@ static int oracle_judge(parity_target *pT, const parity_case *pCase, double *aEa
     char zErr[PARITY_ERR_LEN];
     const parity_judgement *pJ = &pR->judgement;
 
-    pR->eagerStatus = pT->xRun(pT, PARITY_SIDE_EAGER, pCase, aEager, pR->zDetail,
-                               sizeof pR->zDetail);
+    pR->eagerStatus = run_side(pT, PARITY_SIDE_EAGER, pCase, aEager, pR->zDetail,
+                                sizeof pR->zDetail);
     if (pR->eagerStatus != PARITY_RUN_OK) {
         pR->cls = PARITY_FINDING_SKIPPED;
         return 0;
     }
-    pR->compiledStatus = pT->xRun(pT, PARITY_SIDE_COMPILED, pCase, aCompiled, pR->zDetail,
-                                  sizeof pR->zDetail);
+    pR->compiledStatus = run_side(pT, PARITY_SIDE_COMPILED, pCase, aCompiled, pR->zDetail,
+                                   sizeof pR->zDetail);
     switch (pR->compiledStatus) {
     case PARITY_RUN_OK: break;
     case PARITY_RUN_SKIP: pR->cls = PARITY_FINDING_SKIPPED; return 0;

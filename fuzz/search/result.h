@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "formats/capture.h"     /* PARITY_ERR_LEN */
+#include "fuzz/targets/target_times.h"
 
 typedef enum {
     PARITY_FINDING_NONE,
@@ -86,6 +87,7 @@ typedef struct {
     parity_finding *aFinding;     /* unique signatures, in order of discovery */
     size_t nFinding;
     uint64_t nJudged;             /* cases whose outputs the judge compared */
+    parity_target_times times;    /* the target's time by side, compiling apart */
     parity_root_cause *aCause;    /* the findings' root causes, most findings first */
     size_t nCause;
     char **azOp;                  /* ops fuzzed, and cases run per op */

@@ -8,11 +8,14 @@
  *   us -> worker   OFFER ops=<op,...> dtypes=<dtype,...>    what we may send
  *   worker -> us   SKIP <op> <reason>                       offered ops it does not run
  *   worker -> us   READY 2 <name> [ops=<op,...>] [dtypes=<dtype,...>]   what it runs
+ * READY's fields: ops= and dtypes= (above), and eager=builtin: the worker runs compiled
+ * sides only, and the eager side of every case is the builtin eager kernels' (as the
+ * onednn target's), so the offered ops the builtin has no kernel for are skipped.
  * Version 1: SKIP lines, then READY 1 <name>; no offer (a version-1 worker answers any
  * line it does not expect with ERROR, so only a worker that said HELLO 2 gets one). Then,
  * either version:
  *   us -> worker   RUN <side> <case.h5> <out.h5>
- *   worker -> us   OK | ERROR <message> | SKIP <message>
+ *   worker -> us   OK [compile_s=S] | ERROR <message> | SKIP <message>
  *   us -> worker   QUIT
  *
  * The offer is the registry's ops that have a fuzz layout, in registry order, and the
@@ -61,6 +64,7 @@ typedef struct {
     char zWorkerName[128];
     str_list skips;           /* "<op> <reason>", in the worker's order */
     str_list runs;            /* version 2: the offered ops it runs */
+    int eagerBuiltin;         /* version 2, eager=builtin: we run eager sides ourselves */
     char zNotice[CMD_NOTICE_LEN];
 } cmd_target;
 
@@ -287,7 +291,7 @@ static int take_answer(cmd_target *p, const char *zLine, const char *zRest, char
                        size_t nErr)
 {
     cmd_fields f;
-    const char *zOps, *zDtypes;
+    const char *zOps, *zDtypes, *zEager;
     uint32_t dtypes = 0;
     size_t i, nWord;
     int dt;
@@ -305,11 +309,23 @@ static int take_answer(cmd_target *p, const char *zLine, const char *zRest, char
     if (p->started) return 0;
     zOps = field(&f, "ops");
     zDtypes = field(&f, "dtypes");
+    zEager = field(&f, "eager");
+    if (zEager && strcmp(zEager, "builtin") != 0) {
+        snprintf(zErr, nErr, "worker asked for eager=%.100s (parityfuzz knows eager=builtin)",
+                 zEager);
+        return -1;
+    }
+    p->eagerBuiltin = zEager != NULL;
     for (i = 0; parity_op_registry[i]; i++) {
         const char *zOp = parity_op_registry[i]->zName;
         int runs = !zOps || list_has(zOps, zOp);
         if (!offered_op(parity_op_registry[i])) continue;
-        if (runs && !list_names(&p->skips, zOp)) {
+        if (runs && p->eagerBuiltin && !parity_builtin_supports(parity_op_registry[i]) &&
+            !list_names(&p->skips, zOp)) {
+            char zSkip[128];
+            snprintf(zSkip, sizeof zSkip, "%s the builtin eager side has no kernel for it", zOp);
+            if (list_add(&p->skips, zSkip, strlen(zSkip)) != 0) goto nomem;
+        } else if (runs && !list_names(&p->skips, zOp)) {
             if (list_add(&p->runs, zOp, strlen(zOp)) != 0) goto nomem;
         } else if (!list_names(&p->skips, zOp)) {
             char zSkip[128];
@@ -435,6 +451,30 @@ static int cmd_supports(parity_target *pT, const char *zOp)
     return !list_names(&p->skips, zOp);
 }
 
+/* OK's fields: compile_s=S, the seconds of this request the worker spent compiling (a
+ * finite number >= 0), counted in the target's times; unknown keys are ignored. 0, or -1
+ * with zErr when a field is malformed. */
+static int take_ok_fields(cmd_target *p, parity_side side, const char *zLine, char *zErr,
+                          size_t nErr)
+{
+    cmd_fields f;
+    const char *zCompile;
+    if (parse_fields(zLine + 2, &f, zLine, zErr, nErr) != 0) return -1;
+    zCompile = field(&f, "compile_s");
+    if (zCompile) {
+        char *zEnd;
+        double s = strtod(zCompile, &zEnd);
+        if (zEnd == zCompile || *zEnd || !(s >= 0.0) || s > 1e9) {
+            snprintf(zErr, nErr, "worker sent compile_s=%.40s (want seconds, a number >= 0)",
+                     zCompile);
+            return -1;
+        }
+        p->base.times.compileSeconds[side] += s;
+        if (s > 0.0) p->base.times.nCompiles[side]++;
+    }
+    return 0;
+}
+
 static parity_run_status cmd_run(parity_target *pT, parity_side side, const parity_case *pCase,
                                  double *aOut, char *zErr, size_t nErr)
 {
@@ -448,6 +488,9 @@ static parity_run_status cmd_run(parity_target *pT, parity_side side, const pari
         snprintf(zErr, nErr, "worker skips %s", pCase->spec.zOp);
         return PARITY_RUN_SKIP;
     }
+    if (side == PARITY_SIDE_EAGER && p->eagerBuiltin)
+        return parity_builtin_eager(pCase, aOut, zErr, nErr) == 0 ? PARITY_RUN_OK
+                                                                  : PARITY_RUN_ERROR;
     if (p->worker.pid <= 0 && worker_start(p, zErr, nErr) != 0) return PARITY_RUN_CRASH;
     snprintf(zCase, sizeof zCase, "%s/case.h5", p->zDir);
     snprintf(zOutFile, sizeof zOutFile, "%s/out-%s.h5", p->zDir, zSide);
@@ -468,7 +511,11 @@ static parity_run_status cmd_run(parity_target *pT, parity_side side, const pari
         worker_stop(p, 1, "died", zErr, nErr);
         return PARITY_RUN_CRASH;
     }
-    if (strcmp(zLine, "OK") == 0) {
+    if (strcmp(zLine, "OK") == 0 || strncmp(zLine, "OK ", 3) == 0) {
+        if (take_ok_fields(p, side, zLine, zErr, nErr) != 0) {
+            worker_stop(p, 1, NULL, NULL, 0);
+            return PARITY_RUN_ERROR;
+        }
         if (parity_case_read_output(pCase, zOutFile, aOut, zErr, nErr) != 0) return PARITY_RUN_ERROR;
         return PARITY_RUN_OK;
     }

@@ -84,3 +84,14 @@ void parity_target_close(parity_target *pT)
 {
     if (pT) pT->xClose(pT);
 }
+
+void parity_target_times_add(parity_target_times *pDst, const parity_target_times *pSrc)
+{
+    int s;
+    for (s = 0; s < 2; s++) {
+        pDst->runSeconds[s] += pSrc->runSeconds[s];
+        pDst->compileSeconds[s] += pSrc->compileSeconds[s];
+        pDst->nRuns[s] += pSrc->nRuns[s];
+        pDst->nCompiles[s] += pSrc->nCompiles[s];
+    }
+}

@@ -19,6 +19,7 @@
 #define PARITY_FUZZ_TARGETS_H
 
 #include "fuzz/cases/cases.h"
+#include "fuzz/targets/target_times.h"
 
 typedef enum {
     PARITY_SIDE_EAGER,
@@ -32,6 +33,9 @@ typedef enum {
     PARITY_RUN_CRASH,     /* the worker died */
     PARITY_RUN_HANG       /* the worker exceeded its time and was killed */
 } parity_run_status;
+
+/* Adds pSrc's times to pDst's. */
+void parity_target_times_add(parity_target_times *pDst, const parity_target_times *pSrc);
 
 typedef struct parity_target parity_target;
 struct parity_target {
@@ -49,6 +53,7 @@ struct parity_target {
     /* A line the target has to say once it is open (a worker's skip list), or NULL; no
      * target prints, so whoever opened it passes this on. */
     const char *zNotice;
+    parity_target_times times;   /* runSeconds and nRuns by the oracle, the rest by xRun */
 };
 
 /* Opens a target by name ("builtin", "onednn[:ISA]" or "cmd:COMMAND"); defects only for

@@ -612,6 +612,17 @@ def params_key(p):
 
 # ---- the sides -------------------------------------------------------------------------
 
+def compile_seconds():
+    """Seconds torch.compile has spent compiling in this process (dynamo's own record of
+    each frame's compilation, tracing through Inductor's code generation and the C++
+    build), or None where this torch has no such record (1.13 has no compiler)."""
+    utils = getattr(getattr(torch, "_dynamo", None), "utils", None)
+    metrics = getattr(utils, "compilation_time_metrics", None)
+    if metrics is None:
+        return None
+    return float(sum(metrics.get("_compile.compile_inner", ())))
+
+
 class Worker:
     def __init__(self, mode):
         self.mode = mode
@@ -655,12 +666,16 @@ class Worker:
             raise CaseSkip(self.skip[case.op])
         inputs = case.inputs
         t0 = time.perf_counter()
+        compiled0 = compile_seconds()
         try:
             self._run_side(side, case, inputs, out_path)
         finally:
             if side in self.side_s:
                 self.side_s[side] += time.perf_counter() - t0
                 self.cases += side == "compiled"
+        # the request's share of dynamo's compile time (a new graph, or a recompile on a
+        # guard that failed); None where this torch keeps no such record
+        return None if compiled0 is None else compile_seconds() - compiled0
 
     def report(self):
         # the compiled side's time beyond eager's is, on a compiler, mostly compilation

@@ -156,6 +156,15 @@ def write_output(path, case, arr):
         write_stored(path, case, arr)
 
 
+def unavailable(who, error):
+    """Ends a worker whose framework did not import: says so on stderr and exits 2 before
+    the handshake, so parityfuzz stops ("worker exited before READY"): never a silent
+    skip."""
+    log(who, "unavailable: %s (install it: bash scripts/setup-venv.sh "
+        "scripts/requirements-compilers.txt, and run this worker with that python)" % error)
+    raise SystemExit(2)
+
+
 def one_line(e):
     msg = "%s: %s" % (type(e).__name__, e) if not isinstance(e, CaseSkip) else str(e)
     msg = " ".join(msg.split())
@@ -167,12 +176,15 @@ def capabilities(line):
     return dict(w.split("=", 1) for w in line.split()[1:] if "=" in w)
 
 
-def serve(who, name, ops, dtypes, run, skip=None):
+def serve(who, name, ops, dtypes, run, skip=None, eager_builtin=False):
     """The protocol: HELLO 2, READY 2 <name> with the answer to the offer from `ops` (op ->
     anything; the ops this worker maps) and `dtypes` (those it runs), then RUN requests
-    answered by run(side, case_path, out_path) until QUIT or EOF. who: the worker's file
+    answered by run(side, case_path, out_path) until QUIT or EOF. run may return the seconds
+    of the request spent compiling (sent as OK compile_s=S), or None. who: the worker's file
     name, for its logs and skip reasons; skip: op -> reason, for mapped ops this
-    installation cannot run. Returns the exit status."""
+    installation cannot run; eager_builtin: the worker runs compiled sides only, parityfuzz
+    runs the eager side with its builtin kernels (READY's eager=builtin). Returns the exit
+    status."""
     skip = skip or {}
     name = name.replace(" ", "-")
     stdin = sys.stdin.buffer
@@ -191,8 +203,9 @@ def serve(who, name, ops, dtypes, run, skip=None):
         else:
             runs.append(op)
     answer = [d for d in filter(None, offer.get("dtypes", "").split(",")) if d in dtypes]
-    say("READY %d %s ops=%s dtypes=%s" % (PROTOCOL_VERSION, name, ",".join(runs),
-                                         ",".join(answer)))
+    say("READY %d %s ops=%s dtypes=%s%s" % (PROTOCOL_VERSION, name, ",".join(runs),
+                                           ",".join(answer),
+                                           " eager=builtin" if eager_builtin else ""))
     while True:
         raw = stdin.readline()
         if not raw:
@@ -206,8 +219,8 @@ def serve(who, name, ops, dtypes, run, skip=None):
             say("ERROR malformed request (expected RUN <side> <case.h5> <out.h5>)")
             continue
         try:
-            run(words[1], words[2], words[3])
-            say("OK")
+            compile_s = run(words[1], words[2], words[3])
+            say("OK" if compile_s is None else "OK compile_s=%.6f" % max(0.0, compile_s))
         except CaseSkip as e:
             say("SKIP " + one_line(e))
         except Exception as e:  # the side raised: a one-line ERROR, the details on stderr
