@@ -6,10 +6,14 @@ compiled side does something else than its eager side:
         with --values-per-shape 20 so that a jit compiles once for 20 cases
   torch torch.compile(dynamic=True) (Inductor) against eager, with the current torch's
         python, likewise 20 cases per shape
+  ov    OpenVINO's CPU plugin at its default inference precision (bfloat16 here, so
+        bfloat16 cases) against the builtin eager kernels, on the ops whose bfloat16
+        results most often differ (dot products, softmax, the norms, reductions, GELU)
 It must judge at least 100 cases whose sides are not bit-identical (a worker whose sides
 run one kernel would judge none), its summary line must say what was judged, skipped and
-bit-identical, the worker must account for its compile time, and any finding it stores
-must be a repro paritydiff fails. With a python that lacks the package the worker says it
+bit-identical, the worker must account for its compile time (in its log at exit, and per
+request through the protocol's OK compile_s=, which the summary's time line and JSON show),
+and any finding it stores must be a repro paritydiff fails. With a python that lacks the package the worker says it
 is unavailable and parityfuzz stops with exit 2: never a silent skip.
 argv: WORKER PARITYFUZZ PARITYDIFF COMPILERS_PYTHON SOURCE_DIR.
 """
@@ -33,6 +37,9 @@ CONFIG = {
               "args": ["--time", "60", "--values-per-shape", "20"], "worker_args": " --mode compile-dynamic",
               "compile_log": r"torch_worker: \d+ cases: eager [\d.]+ s, compiled [\d.]+ s \(compile-dynamic\)",
               "unavailable": False},   # Debian's torch 1.13 is always there
+    "ov": {"ops": "linear,matmul,softmax,layer_norm,rms_norm,sum,mean,gelu",
+           "args": ["--time", "40", "--values-per-shape", "10"],
+           "compile_log": r"ov_worker: \d+ compiles in [\d.]+ s, runs [\d.]+ s"},
 }[WHICH]
 
 
@@ -56,8 +63,19 @@ class Worker(unittest.TestCase):
             self.assertTrue(m, last)
             self.assertEqual([int(x) for x in m.groups()],
                              [doc["execs"], doc["judged"], doc["skipped"], doc["bit_identical"]])
-            # the worker's own account of compile time against run time
+            # the worker's own account of compile time against run time, and the one it
+            # sent request by request
             self.assertRegex(p.stderr, CONFIG["compile_log"])
+            t = doc["time"]
+            self.assertGreater(t["compiles"], 0, t)
+            self.assertGreater(t["compiled_compile_s"], 0.0, t)
+            self.assertLessEqual(t["compiled_compile_s"], t["compiled_s"], t)
+            # every case reached the eager side; every judged or identical one, the compiled
+            self.assertGreaterEqual(t["eager_runs"], doc["execs"], t)
+            self.assertGreaterEqual(t["compiled_runs"], doc["judged"] + doc["bit_identical"], t)
+            self.assertRegex(p.stdout, r"parityfuzz: time in the target: eager [\d.]+ s, "
+                             r"compiled [\d.]+ s \(compiling [\d.]+ s in %d runs, \d+%% of the "
+                             r"compiled side\)" % t["compiles"])
             for f in doc["findings"]:
                 if f["repro"] and f["class"] == "diverges":
                     q = subprocess.run([PARITYDIFF, "-q", os.path.join(f["repro"], "eager.h5"),
