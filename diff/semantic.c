@@ -30,22 +30,13 @@
 #include "diff/operand_internal.h"
 #include "diff/compare_internal.h"
 #include "formats/alloc.h"
+#include "tolerance/contract.h"
 
 #define SEMANTIC_MAX_INPUTS 8   /* operands a model judges (sdpa has 4) */
 
 static void push_warning(parity_tensor_result *pR, const char *zText)
 {
     parity_result_push(&pR->oom, &pR->azWarning, &pR->nWarning, zText);
-}
-
-/* An attribute that makes the tensor unusable; the compiled side's is said so first, as
- * the CLI names the file a message starting with "compiled" comes from. */
-static void attr_error(parity_tensor_result *pR, int isCompiled, const char *zWhy)
-{
-    char zMsg[160];
-    snprintf(zMsg, sizeof zMsg, "%s%s", isCompiled ? "compiled: " : "", zWhy);
-    pR->status = PARITY_ST_ERROR;
-    parity_result_set(&pR->oom, &pR->zMessage, zMsg);
 }
 
 static void note(parity_tensor_result *pR, const char *zFmt, const char *zArg)
@@ -268,8 +259,8 @@ static const parity_op_def *model_settings(const parity_diff_options *pOpt,
                                            uint64_t *pnBudget)
 {
     const parity_op_def *pDef = parity_op_find(pE->zOp);
-    const parity_attr *pAcc, *pCompute;
-    int isCompiled;   /* the attribute at hand is the compiled side's */
+    parity_contract k;
+    char zErr[160];
     if (!pDef) {
         note(pR, "op '%s' has no model yet: per-dtype tolerance", pE->zOp);
         return NULL;
@@ -285,26 +276,19 @@ static const parity_op_def *model_settings(const parity_diff_options *pOpt,
     }
     /* The kernel's contract: the compiled tensor's declaration where it makes one (bf16
      * autocast on the compiled side only), else eager's. */
-    pAcc = parity_attr_find(pC->aAttr, pC->nAttr, "acc_dtype");
-    isCompiled = pAcc != NULL;
-    if (!pAcc) pAcc = parity_attr_find(pE->aAttr, pE->nAttr, "acc_dtype");
-    if (pAcc && (pAcc->kind != PARITY_ATTR_STRING || pAcc->n != 1 ||
-                 !parity_dtype_is_float(*pAccDtype = parity_dtype_from_name(pAcc->azStr[0])))) {
-        attr_error(pR, isCompiled, "attribute 'acc_dtype' must name a float dtype");
+    if (parity_contract_read(pE, pC, &k, zErr, sizeof zErr) != 0) {
+        /* an attribute that makes the tensor unusable; "compiled: " first where it is the
+         * compiled side's, as the CLI names the file such a message comes from */
+        pR->status = PARITY_ST_ERROR;
+        parity_result_set(&pR->oom, &pR->zMessage, zErr);
         return NULL;
     }
+    if (k.pAcc) *pAccDtype = k.accDtype;
     if (pOv->hasAccDtype) *pAccDtype = pOv->accDtype;   /* the user's policy over the promise */
-    pCompute = parity_attr_find(pC->aAttr, pC->nAttr, "compute_dtype");
-    isCompiled = pCompute != NULL;
-    if (!pCompute) pCompute = parity_attr_find(pE->aAttr, pE->nAttr, "compute_dtype");
-    if (pCompute && (pCompute->kind != PARITY_ATTR_STRING || pCompute->n != 1 ||
-                     !(*pUOperand = parity_compute_roundoff(pCompute->azStr[0])))) {
-        attr_error(pR, isCompiled, "attribute 'compute_dtype' must be tf32 or a float dtype");
-        return NULL;
-    }
+    if (k.pCompute) *pUOperand = k.uOperand;
     if (pOv->hasComputeDtype) *pUOperand = pOv->uOperand;
     if (*pUOperand > 0.0 && !(pDef->flags & PARITY_OPF_COMPUTE_DTYPE) &&
-        (pCompute || parity_tolfile_tensor_sets_compute(pOpt->pTolFile, pE->zPath))) {
+        (k.pCompute || parity_tolfile_tensor_sets_compute(pOpt->pTolFile, pE->zPath))) {
         /* declared for this tensor (its attribute, or its own tolerance entry) on an op
          * whose bound has no use for it: an error, never silently dropped. A default for
          * every op applies to the dot products only. */

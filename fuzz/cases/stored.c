@@ -21,6 +21,7 @@
 #include "fuzz/cases/cases.h"
 #include "formats/alloc.h"
 #include "tolerance/mpref.h"
+#include "tolerance/contract.h"
 #include "tolerance/tolfile.h"
 
 /* Operands and outputs a stored op may hold in memory, in binary64 values (512 MiB): a
@@ -154,27 +155,19 @@ int parity_case_crop_axes(const parity_case *pC, parity_crop_axis *aAxis, char *
     return n;
 }
 
-/* The contract the differ reads (semantic.c): the compiled tensor's acc_dtype and
- * compute_dtype where it declares them, else eager's. */
+/* The contract the differ reads (tolerance/contract.h). */
 static int read_contract(parity_stored_op *pS, const parity_tensor_info *pE,
                          const parity_tensor_info *pC, char *zErr, size_t nErr)
 {
-    const parity_attr *pAcc = parity_attr_find(pC->aAttr, pC->nAttr, "acc_dtype");
-    const parity_attr *pCompute = parity_attr_find(pC->aAttr, pC->nAttr, "compute_dtype");
-    if (!pAcc) pAcc = parity_attr_find(pE->aAttr, pE->nAttr, "acc_dtype");
-    if (!pCompute) pCompute = parity_attr_find(pE->aAttr, pE->nAttr, "compute_dtype");
-    if (pAcc && (pAcc->kind != PARITY_ATTR_STRING || pAcc->n != 1 ||
-                 !parity_dtype_is_float(pS->whole.accDtype = parity_dtype_from_name(pAcc->azStr[0])))) {
-        snprintf(zErr, nErr, "%s: attribute 'acc_dtype' must name a float dtype", pC->zPath);
+    parity_contract k;
+    char zWhy[160];
+    if (parity_contract_read(pE, pC, &k, zWhy, sizeof zWhy) != 0) {
+        snprintf(zErr, nErr, "%s: %s", pC->zPath, zWhy);
         return -1;
     }
-    if (pCompute && (pCompute->kind != PARITY_ATTR_STRING || pCompute->n != 1 ||
-                     !(pS->whole.uOperand = parity_compute_roundoff(pCompute->azStr[0])))) {
-        snprintf(zErr, nErr, "%s: attribute 'compute_dtype' must be tf32 or a float dtype",
-                 pC->zPath);
-        return -1;
-    }
-    if (!(pS->whole.pDef->flags & PARITY_OPF_COMPUTE_DTYPE)) pS->whole.uOperand = 0.0;
+    if (k.pAcc) pS->whole.accDtype = k.accDtype;
+    if (k.pCompute && (pS->whole.pDef->flags & PARITY_OPF_COMPUTE_DTYPE))
+        pS->whole.uOperand = k.uOperand;
     return 0;
 }
 
