@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz/findings/findings.h"
 #include "fuzz/search/search.h"
 #include "support.h"
 
@@ -657,4 +658,53 @@ Test(fuzz_case, a_value_triggered_failure_shrinks_to_the_element_alone)
     cr_assert_str_eq(m.minimized.aIn[0].zName, m.minimized.azInName[0]);
     parity_minimized_free(&m);
     parity_case_free(&c);
+}
+
+/* ---- triage's symptom at an infinite reference ---------------------------------------- */
+
+static double infinite_answer;   /* what the fake compiled relu returns at an infinite input */
+
+static parity_run_status inf_bug_run(parity_target *pT, parity_side side, const parity_case *pCase,
+                                     double *aOut, char *zErr, size_t nErr)
+{
+    uint64_t k;
+    (void)pT;
+    if (parity_builtin_eager(pCase, aOut, zErr, nErr) != 0) return PARITY_RUN_ERROR;
+    if (side == PARITY_SIDE_COMPILED)
+        for (k = 0; k < pCase->nOut; k++)
+            if (isinf(pCase->aIn[0].aValue[k])) aOut[k] = infinite_answer;
+    return PARITY_RUN_OK;
+}
+
+Test(fuzz_case, triage_names_what_became_of_an_infinite_result)
+{
+    static const struct { double answer; const char *zSymptom; } aCase[] = {
+        { NAN, "nan made" },          /* gelu(+Inf) = NaN in OpenVINO 2026.4.1 */
+        { -INFINITY, "sign" },
+        { 3.0, "inf lost" },
+    };
+    parity_target t = { .zName = "inf-bug", .xRun = inf_bug_run,
+                        .xSupports = value_bug_supports, .xClose = value_bug_close };
+    const parity_layout_info *pInfo = parity_layout_find("relu");
+    const uint64_t aDim[6] = { 2, 1, 1, 1, 1, 1 };
+    char zErr[PARITY_ERR_LEN];
+    size_t i;
+    for (i = 0; i < sizeof aCase / sizeof aCase[0]; i++) {
+        parity_case_spec s = spec_of("relu", 1, PARITY_DT_F32, aDim, pInfo->nDim, PARITY_VAL_ONES);
+        parity_case c;
+        parity_oracle_result r;
+        parity_root_key cause;
+        double aE[2], aC[2];
+        cr_assert_eq(parity_case_expand(&s, &c, zErr, sizeof zErr), 0, "%s", zErr);
+        cr_assert_eq(c.nOut, 2);
+        c.aIn[0].aValue[1] = INFINITY;
+        c.fromStore = 1;
+        infinite_answer = aCase[i].answer;
+        cr_assert_eq(parity_oracle_run(&t, &c, aE, aC, &r), 0, "%s", r.zDetail);
+        cr_assert_eq(r.cls, PARITY_FINDING_DIVERGES, "%s", aCase[i].zSymptom);
+        parity_triage_cause(&c, &r, aC, &cause);
+        cr_assert_str_eq(cause.zSymptom, aCase[i].zSymptom);
+        cr_assert_str_eq(cause.zTrigger, "inf input");
+        parity_case_free(&c);
+    }
 }

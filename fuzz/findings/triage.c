@@ -11,7 +11,9 @@
  *            whatever the op: "*", and then the dtype is part of the cause
  *   symptom  at the worst element, compiled against the reference rounded to the output
  *            dtype: nan lost (reference NaN, compiled a number), inf lost (reference
- *            infinite, compiled finite), nonfinite made (reference finite, compiled not),
+ *            infinite, compiled finite), nan made (reference infinite, compiled NaN:
+ *            gelu(+Inf) = NaN), sign (an infinity of the other sign), nonfinite made
+ *            (reference finite, compiled not),
  *            subnormal flushed (compiled 0 where the reference is a nonzero subnormal of
  *            the dtype), accuracy (any other error beyond the bound, an underflow to 0 of a
  *            normal result included), or the class: crash, hang, error
@@ -137,6 +139,8 @@ void parity_triage_cause(const parity_case *pCase, const parity_oracle_result *p
         if (!ok) zSym = "accuracy";   /* no reference to read a symptom from */
         else if (isnan(r) && !isnan(c)) zSym = "nan lost";
         else if (isinf(r) && isfinite(c)) zSym = "inf lost";
+        else if (isinf(r) && isnan(c)) zSym = "nan made";
+        else if (isinf(r) && isinf(c) && signbit(r) != signbit(c)) zSym = "sign";
         else if (isfinite(r) && !isfinite(c)) zSym = "nonfinite made";
         else if (c == 0 && r != 0 && fabs(r) < tiny) zSym = "subnormal flushed";
         set(pCause->zSymptom, sizeof pCause->zSymptom, zSym);
