@@ -13,11 +13,13 @@ error models promise (acc_dtype).
     PY=$(bash scripts/setup-venv.sh scripts/requirements-compilers.txt)
     parityfuzz --target "cmd:$PY fuzz/workers/jax_worker.py" --ops gelu,softmax,layer_norm --time 60
 
-jit compiles once per (op, parameters, input dtypes and shapes): XLA specializes on shapes.
+jit compiles once per (op, parameters, input dtypes and shapes): XLA specializes on shapes;
+the 512 most recently used programs are kept.
 The worker times compilation (the first call of a new jit) apart from runs and logs both at
 exit. One CPU device; XLA's own thread pool is left as it is.
 """
 import argparse
+import collections
 import os
 import time
 
@@ -143,9 +145,13 @@ def params_key(params):
     return tuple(sorted((k, str(v)) for k, v in params.items()))
 
 
+JIT_CACHE = 512   # compiled programs kept: XLA specializes on shapes, so a campaign makes
+                  # thousands, and an unbounded cache would grow with the campaign's length
+
+
 class Worker:
     def __init__(self):
-        self.jitted = {}
+        self.jitted = collections.OrderedDict()   # least recently used first
         self.compile_s = self.run_s = 0.0
         self.eager_s = 0.0
         self.compiles = 0
@@ -173,9 +179,13 @@ class Worker:
             key = (case.op, params_key(params), tuple((a.dtype.str, a.shape) for a in case.inputs))
             f = self.jitted.get(key)
             t0 = time.perf_counter()
-            if f is None:
+            if f is not None:
+                self.jitted.move_to_end(key)
+            else:
                 f = jax.jit(lambda *xs: fn(params, list(xs))).lower(*args).compile()
                 self.jitted[key] = f
+                if len(self.jitted) > JIT_CACHE:
+                    self.jitted.popitem(last=False)
                 self.compiles += 1
                 compile_s = time.perf_counter() - t0
                 self.compile_s += compile_s
