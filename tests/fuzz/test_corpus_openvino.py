@@ -1,6 +1,7 @@
-"""The findings in OpenVINO's CPU plugin (README, "Findings in OpenVINO"), stored as
-minimized repros under corpus/openvino/repros/<precision>/ (bf16: the plugin's default
-inference precision on this machine; f32: --precision f32).
+"""The findings in OpenVINO's CPU plugin (README, "OpenVINO 2026.4.1: 16 ten-minute
+campaigns, 19 defects"), stored as minimized repros under
+corpus/openvino/repros/<precision>/ (bf16: the plugin's default inference precision on
+this machine; f32: --precision f32).
 
 Without OpenVINO: every stored pair is one that paritydiff fails at /out with a local
 cause, and its signature says how it was found and how to replay it. With the pinned
