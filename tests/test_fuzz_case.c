@@ -598,26 +598,31 @@ Test(fuzz_case, the_minimizer_stops_at_its_deadline_and_says_not_minimal)
 
 /* ---- pass 4: cutting with the values kept ------------------------------------------ */
 
-/* A target whose compiled relu is wrong at one kind of value only (x > 2.5 gives x + 1),
- * wherever it stands: the failure belongs to a value, not to a shape. */
-static parity_run_status value_bug_run(parity_target *pT, parity_side side,
-                                       const parity_case *pCase, double *aOut, char *zErr,
-                                       size_t nErr)
+/* A fake target: the builtin eager relu on both sides, and on the compiled side each
+ * element passed through compiled_bug (input, eager output) -> compiled output. */
+static double (*compiled_bug)(double x, double y);
+
+static parity_run_status fake_bug_run(parity_target *pT, parity_side side,
+                                      const parity_case *pCase, double *aOut, char *zErr,
+                                      size_t nErr)
 {
     uint64_t k;
     (void)pT;
     if (parity_builtin_eager(pCase, aOut, zErr, nErr) != 0) return PARITY_RUN_ERROR;
     if (side == PARITY_SIDE_COMPILED)
-        for (k = 0; k < pCase->nOut; k++)
-            if (pCase->aIn[0].aValue[k] > 2.5) aOut[k] += 1.0;
+        for (k = 0; k < pCase->nOut; k++) aOut[k] = compiled_bug(pCase->aIn[0].aValue[k], aOut[k]);
     return PARITY_RUN_OK;
 }
+
+/* Wrong at one kind of value only (x > 2.5 gives x + 1), wherever it stands: the failure
+ * belongs to a value, not to a shape. */
+static double value_bug(double x, double y) { return x > 2.5 ? y + 1.0 : y; }
 static int value_bug_supports(parity_target *pT, const char *zOp) { (void)pT; return strcmp(zOp, "relu") == 0; }
 static void value_bug_close(parity_target *pT) { (void)pT; }
 
 Test(fuzz_case, a_value_triggered_failure_shrinks_to_the_element_alone)
 {
-    parity_target t = { .zName = "value-bug", .xRun = value_bug_run,
+    parity_target t = { .zName = "value-bug", .xRun = fake_bug_run,
                         .xSupports = value_bug_supports, .xClose = value_bug_close };
     const parity_layout_info *pInfo = parity_layout_find("relu");
     const uint64_t aDim[6] = { 3, 5, 7, 301, 1, 1 };
@@ -630,6 +635,7 @@ Test(fuzz_case, a_value_triggered_failure_shrinks_to_the_element_alone)
     uint64_t seed;
     int d;
 
+    compiled_bug = value_bug;
     /* a seed whose rank-4 case holds a value past 2.5 */
     for (seed = 1; seed < 100; seed++) {
         s = spec_of("relu", 4, PARITY_DT_F32, aDim, pInfo->nDim, PARITY_VAL_NORMAL);
@@ -663,18 +669,7 @@ Test(fuzz_case, a_value_triggered_failure_shrinks_to_the_element_alone)
 /* ---- triage's symptom at an infinite reference ---------------------------------------- */
 
 static double infinite_answer;   /* what the fake compiled relu returns at an infinite input */
-
-static parity_run_status inf_bug_run(parity_target *pT, parity_side side, const parity_case *pCase,
-                                     double *aOut, char *zErr, size_t nErr)
-{
-    uint64_t k;
-    (void)pT;
-    if (parity_builtin_eager(pCase, aOut, zErr, nErr) != 0) return PARITY_RUN_ERROR;
-    if (side == PARITY_SIDE_COMPILED)
-        for (k = 0; k < pCase->nOut; k++)
-            if (isinf(pCase->aIn[0].aValue[k])) aOut[k] = infinite_answer;
-    return PARITY_RUN_OK;
-}
+static double inf_bug(double x, double y) { return isinf(x) ? infinite_answer : y; }
 
 Test(fuzz_case, triage_names_what_became_of_an_infinite_result)
 {
@@ -683,12 +678,13 @@ Test(fuzz_case, triage_names_what_became_of_an_infinite_result)
         { -INFINITY, "sign" },
         { 3.0, "inf lost" },
     };
-    parity_target t = { .zName = "inf-bug", .xRun = inf_bug_run,
+    parity_target t = { .zName = "inf-bug", .xRun = fake_bug_run,
                         .xSupports = value_bug_supports, .xClose = value_bug_close };
     const parity_layout_info *pInfo = parity_layout_find("relu");
     const uint64_t aDim[6] = { 2, 1, 1, 1, 1, 1 };
     char zErr[PARITY_ERR_LEN];
     size_t i;
+    compiled_bug = inf_bug;
     for (i = 0; i < sizeof aCase / sizeof aCase[0]; i++) {
         parity_case_spec s = spec_of("relu", 1, PARITY_DT_F32, aDim, pInfo->nDim, PARITY_VAL_ONES);
         parity_case c;
