@@ -49,6 +49,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 #include "tolerance/superacc_internal.h"
 #include "formats/alloc.h"
 
@@ -153,8 +154,9 @@ static double half_ulp(parity_dtype dt, double x)
     return 0.5 * parity_ulp_at(dt, x);
 }
 
-/* The operands of output element `linear` (broadcast). */
-static void binary_operands(const parity_op_call *pCall, uint64_t linear, double *pX, double *pY)
+/* Where output element `linear`'s operands are (broadcast). */
+static void binary_offsets(const parity_op_call *pCall, uint64_t linear, uint64_t *pOffX,
+                           uint64_t *pOffY)
 {
     const parity_elementwise_geometry *pG = &pCall->geom.elementwise;
     uint64_t offX = 0, offY = 0, rest = linear;
@@ -165,6 +167,15 @@ static void binary_operands(const parity_op_call *pCall, uint64_t linear, double
         offX += idx * pG->aStrideX[d];
         offY += idx * pG->aStrideY[d];
     }
+    *pOffX = offX;
+    *pOffY = offY;
+}
+
+/* The operands of output element `linear`. */
+static void binary_operands(const parity_op_call *pCall, uint64_t linear, double *pX, double *pY)
+{
+    uint64_t offX, offY;
+    binary_offsets(pCall, linear, &offX, &offY);
     *pX = pCall->aIn[0].aValue[offX];
     *pY = pCall->aIn[1].aValue[offY];
 }
@@ -310,6 +321,63 @@ static int binary_fast(const parity_op_call *pCall, uint64_t linear, double *pRe
     return 1;
 }
 
+/* Propagation (ops.h, xPropagate). With x' within rx of x and y' within ry of y, the
+ * exact result moves by at most (interval arithmetic, Moore et al. 2009, Ch. 2):
+ *     add, sub   rx + |alpha| ry
+ *     mul        |x| ry + |y| rx + rx ry
+ *     div        (rx |y| + |x| ry) / (|y| (|y| - ry)), |y| > ry (else y' may be 0: vacuous)
+ *     max, min   max(rx, ry) (1-Lipschitz in each operand)
+ * and binary_bound grows with |x|, |y| and |r|, so its largest value on the box is at
+ * |x| + rx, |y| + ry and |ref| + that reach. */
+static int binary_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                            mpfr_t ref, double *pRadius)
+{
+    const binary_params *pP = pCall->pParams;
+    uint64_t offX, offY;
+    double x, y, rx, ry, ax, ay, a = pCall->geom.elementwise.alpha, dev, rMax, b;
+    binary_kind kind = pP->pSpec->kind;
+
+    if (binary_element(pCall, linear, ref, pRadius) != 0) return -1;
+    binary_offsets(pCall, linear, &offX, &offY);
+    x = pCall->aIn[0].aValue[offX];
+    y = pCall->aIn[1].aValue[offY];
+    rx = aRad[0][offX];
+    ry = aRad[1][offY];
+    if (rx == 0.0 && ry == 0.0) return 0;
+    if (!isfinite(x) || !isfinite(y) || !(rx < INFINITY) || !(ry < INFINITY) ||
+        !mpfr_number_p(ref))
+        return parity_propagate_vacuous(pCall, pRadius);
+    ax = parity_radius_up(fabs(x) + rx, 1.0);
+    ay = parity_radius_up(fabs(y) + ry, 1.0);
+    switch (kind) {
+    case BIN_ADD:
+    case BIN_SUB:
+        if (kind == BIN_SUB) a = -a;
+        dev = rx + fabs(a) * ry;
+        break;
+    case BIN_MUL:
+        dev = fabs(x) * ry + fabs(y) * rx + rx * ry;
+        break;
+    case BIN_DIV: {
+        double gap = fabs(y) - ry;
+        if (!(gap > 0.0)) return parity_propagate_vacuous(pCall, pRadius);
+        gap = nextafter(gap, 0.0);     /* rounded down: below the exact |y| - ry */
+        dev = (rx * fabs(y) + fabs(x) * ry) / (fabs(y) * gap);
+        break;
+    }
+    default:
+        dev = rx > ry ? rx : ry;
+        rMax = parity_radius_up(fabs(mpfr_get_d(ref, MPFR_RNDA)) + dev, 1.0);
+        *pRadius = parity_radius_up(dev + half_ulp(pCall->outDtype, rMax), 2.0);
+        return 0;
+    }
+    dev = parity_radius_up(dev, 6.0);
+    rMax = parity_radius_up(fabs(mpfr_get_d(ref, MPFR_RNDA)) + dev, 1.0);
+    b = binary_bound(pCall, pP, ax, ay, a, rMax);
+    *pRadius = parity_radius_up(dev + b, 12.0);
+    return 0;
+}
+
 #define BINARY_MODEL "one IEEE rounding in acc_dtype then the output's: 0.5 ulp_acc + 0.5 ulp_out"
 
 /* add and sub: generated cases try alpha = 0.5 too (fuzz/cases/layout.c). */
@@ -323,7 +391,8 @@ static const parity_op_case_attr aAlphaCase[] = {
                                 .zScalarInput = scalar, .family = PARITY_FAMILY_BINARY, \
                                 .aCaseAttr = attr, .nCaseAttr = nAttr, \
                                 .xPrepare = binary_prepare, .xElement = binary_element, \
-                                .xFreeParams = binary_free, .xFast = binary_fast };
+                                .xFreeParams = binary_free, .xFast = binary_fast, \
+                                .xPropagate = binary_propagate };
 
 /* add, sub, mul, div: torch's .Scalar overloads record the number as attribute `other`. */
 BINARY_OP(parity_op_add, "add", BINARY_MODEL " (+ alpha product); IEEE 754 correct rounding",

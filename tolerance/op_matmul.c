@@ -33,6 +33,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 #include "formats/alloc.h"
 
 /* The dims and strides are the geometry (geom.dot); this is what the reference adds. */
@@ -237,6 +238,78 @@ static int dot_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
                                0.5 * parity_ulp_at(pCall->outDtype, magnitude) +
                                n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
     }
+    return 0;
+}
+
+/* Propagation (ops.h, xPropagate). With a_k' within ra_k of a_k and b_k' within rb_k of
+ * b_k, each product moves by at most |a_k| rb_k + |b_k| ra_k + ra_k rb_k (interval
+ * arithmetic, Moore et al. 2009, Ch. 2), the bias and addend by their radii (scaled by
+ * alpha and beta), and the sum by the sum of those; dot_element's bound grows with
+ * sum |terms|, which on the box is at most sum (|a_k| + ra_k)(|b_k| + rb_k) (+ the bias's
+ * and addend's), and with |result|, at most |ref| + that reach. */
+static int dot_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                         mpfr_t ref, double *pRadius)
+{
+    const matmul_params *pP = pCall->pParams;
+    const parity_dot_geometry *pG = &pCall->geom.dot;
+    const double *a = pCall->aIn[pG->iA].aValue, *b = pCall->aIn[pG->iA + 1].aValue;
+    const double *ra = aRad[pG->iA], *rb = aRad[pG->iA + 1];
+    uint64_t offA, offB, j = linear % pG->N, rest = linear / pG->N, k;
+    double dev = 0.0, absSum = 0.0, u, n, gamma, bound, nOps = 4.0 * (double)pG->K + 16.0;
+    int special = 0, moved = 0;
+
+    if (dot_element(pCall, linear, ref, pRadius) != 0) return -1;
+    /* the operands' own layout (the radii's), not the transposed copy dot_element reads */
+    parity_dot_matrix(pG, rest / pG->M, &offA, &offB);
+    offA += rest % pG->M * pG->strideAm;
+    offB += j * pG->strideBn;
+    for (k = 0; k < pG->K; k++) {
+        double av = a[offA + k * pG->strideAk], bv = b[offB + k * pG->strideBk];
+        double rav = ra[offA + k * pG->strideAk], rbv = rb[offB + k * pG->strideBk];
+        if (rav != 0.0 || rbv != 0.0) moved = 1;
+        if (!isfinite(av) || !isfinite(bv) || !(rav < INFINITY) || !(rbv < INFINITY)) special = 1;
+        dev += fabs(av) * rbv + fabs(bv) * rav + rav * rbv;
+        absSum += (fabs(av) + rav) * (fabs(bv) + rbv);
+    }
+    if (pG->hasBias) {
+        double rBias = aRad[2][j];
+        if (rBias != 0.0) moved = 1;
+        dev += rBias;
+        absSum += fabs(pP->pBias[j]) + rBias;
+    }
+    if (pG->hasAddend) {
+        dev *= fabs(pG->alpha);
+        absSum *= fabs(pG->alpha);
+        if (pG->beta != 0.0) {
+            uint64_t aIdx[PARITY_MAX_RANK], off = 0;
+            int d;
+            double c, rc;
+            parity_unravel(pCall->outRank, pCall->aOutDim, linear, aIdx);
+            for (d = 0; d < pCall->outRank; d++) off += aIdx[d] * pG->aStrideC[d];
+            c = pCall->aIn[0].aValue[off];
+            rc = aRad[0][off];
+            if (rc != 0.0) moved = 1;
+            if (!isfinite(c) || !(rc < INFINITY)) special = 1;
+            dev += fabs(pG->beta) * rc;
+            absSum += fabs(pG->beta) * (fabs(c) + rc);
+        }
+    }
+    if (!moved) return 0;
+    if (special || !mpfr_number_p(ref)) return parity_propagate_vacuous(pCall, pRadius);
+    dev = parity_radius_up(dev, nOps);
+    absSum = parity_radius_up(absSum, nOps);
+    if (!(absSum < parity_dtype_max_finite(pCall->accDtype)))
+        return parity_propagate_vacuous(pCall, pRadius);   /* an order may overflow */
+    u = parity_unit_roundoff(pCall->accDtype);
+    n = dot_terms(pG) + acc_rounding_terms(pCall);
+    gamma = parity_gamma(n, u);
+    gamma += parity_operand_gamma(pCall, gamma);
+    bound = gamma * absSum +
+            0.5 * parity_ulp_at(pCall->outDtype,
+                                parity_radius_up(fabs(mpfr_get_d(ref, MPFR_RNDA)) + dev +
+                                                 gamma * absSum, 3.0)) +
+            n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    *pRadius = parity_radius_up(dev + bound, 8.0);
     return 0;
 }
 
@@ -471,7 +544,7 @@ const parity_op_def parity_op_matmul = {
     .zName = "matmul", .zKernel = "dot", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
     .zModel = "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)",
     .nInMin = 2, .nInMax = 2, .family = PARITY_FAMILY_MATMUL,
-    .xPrepare = matmul_prepare, .xLoad = matmul_load, .xElement = dot_element,
+    .xPrepare = matmul_prepare, .xLoad = matmul_load, .xElement = dot_element, .xPropagate = dot_propagate,
     .xFreeParams = free_params, .xCost = dot_cost, .xEnvelope = dot_envelope,
 };
 
@@ -479,7 +552,7 @@ const parity_op_def parity_op_bmm = {
     .zName = "bmm", .zKernel = "dot", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
     .zModel = "dot products: gamma_n(u_acc) sum|a b| + 0.5 ulp (Higham 2002, eq. 3.5)",
     .nInMin = 2, .nInMax = 2, .family = PARITY_FAMILY_BMM,
-    .xPrepare = bmm_prepare, .xLoad = matmul_load, .xElement = dot_element,
+    .xPrepare = bmm_prepare, .xLoad = matmul_load, .xElement = dot_element, .xPropagate = dot_propagate,
     .xFreeParams = free_params, .xCost = dot_cost, .xEnvelope = dot_envelope,
 };
 
@@ -487,7 +560,7 @@ const parity_op_def parity_op_linear = {
     .zName = "linear", .zKernel = "dot", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
     .zModel = "dot products plus bias: gamma_{K+1}(u_acc) sum|terms| + 0.5 ulp (Higham 2002)",
     .nInMin = 2, .nInMax = 3, .family = PARITY_FAMILY_LINEAR,
-    .xPrepare = linear_prepare, .xElement = dot_element,
+    .xPrepare = linear_prepare, .xElement = dot_element, .xPropagate = dot_propagate,
     .xFreeParams = free_params, .xCost = dot_cost, .xEnvelope = dot_envelope,
 };
 
@@ -495,7 +568,7 @@ const parity_op_def parity_op_addmm = {
     .zName = "addmm", .zKernel = "dot", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
     .zModel = "beta c + alpha (a b): gamma_{K+3}(u_acc) sum|scaled terms| + 0.5 ulp (Higham 2002)",
     .nInMin = 3, .nInMax = 3, .family = PARITY_FAMILY_ADDMM,
-    .xPrepare = addmm_prepare, .xLoad = matmul_load, .xElement = dot_element,
+    .xPrepare = addmm_prepare, .xLoad = matmul_load, .xElement = dot_element, .xPropagate = dot_propagate,
     .xFreeParams = free_params, .xCost = dot_cost,
 };
 
@@ -503,6 +576,6 @@ const parity_op_def parity_op_baddbmm = {
     .zName = "baddbmm", .zKernel = "dot", .flags = PARITY_OPF_COMPUTE_DTYPE | PARITY_OPF_REFERENCE_THREADS,
     .zModel = "beta c + alpha (a b), batched: gamma_{K+3}(u_acc) sum|scaled terms| + 0.5 ulp",
     .nInMin = 3, .nInMax = 3, .family = PARITY_FAMILY_ADDMM,
-    .xPrepare = baddbmm_prepare, .xLoad = matmul_load, .xElement = dot_element,
+    .xPrepare = baddbmm_prepare, .xLoad = matmul_load, .xElement = dot_element, .xPropagate = dot_propagate,
     .xFreeParams = free_params, .xCost = dot_cost,
 };

@@ -36,6 +36,7 @@
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
 #include "tolerance/rows.h"
+#include "tolerance/propagate.h"
 #include "formats/alloc.h"
 
 typedef enum { RED_SUM, RED_MEAN, RED_AMAX, RED_AMIN } reduce_kind;
@@ -55,12 +56,14 @@ typedef struct {
     const reduce_spec *pSpec;
     int narrow;                    /* input wider than acc_dtype */
     double *aBuf;                  /* one row's values, made by reduce_load */
+    double *aRadBuf;               /* and their radii (reduce_propagate), made there */
 } reduce_params;
 
 static void reduce_free(void *p)
 {
     reduce_params *pP = p;
     free(pP->aBuf);
+    free(pP->aRadBuf);
     free(pP);
 }
 
@@ -106,6 +109,21 @@ static int reduce_load(parity_op_call *pCall, char *zErr, size_t nErr)
     return 0;
 }
 
+/* The sum's or mean's error in acc_dtype given sum |x| (the file comment's e_acc). */
+static double acc_error(const parity_op_call *pCall, const reduce_params *pP, double absSum)
+{
+    parity_dtype acc = pCall->accDtype;
+    double u = parity_unit_roundoff(acc), n = (double)pCall->geom.rows.rows.n, eAcc;
+    if (pP->pSpec->kind == RED_MEAN)
+        eAcc = parity_gamma(n + 1.0 + (pP->narrow ? 1.0 : 0.0), u) * (absSum / n) +
+               0.5 * parity_ulp_at(acc, 0.0);
+    else
+        eAcc = n <= 1.0 && !pP->narrow ? 0.0
+             : parity_gamma(n - 1.0 + (pP->narrow ? 1.0 : 0.0), u) * absSum;
+    if (pP->narrow) eAcc += n * 0.5 * parity_ulp_at(acc, 0.0);
+    return eAcc;
+}
+
 static int reduce_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
     reduce_params *pP = pCall->pParams;
@@ -140,13 +158,8 @@ static int reduce_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
             return 0;
         }
         mpfr_div_ui(ref, ref, (unsigned long)pR->n, MPFR_RNDN);
-        eAcc = parity_gamma(n + 1.0 + (pP->narrow ? 1.0 : 0.0), u) * (absSum / n) +
-               0.5 * parity_ulp_at(acc, 0.0);
-    } else {
-        eAcc = n <= 1.0 && !pP->narrow ? 0.0
-             : parity_gamma(n - 1.0 + (pP->narrow ? 1.0 : 0.0), u) * absSum;
     }
-    if (pP->narrow) eAcc += n * 0.5 * parity_ulp_at(acc, 0.0);
+    eAcc = acc_error(pCall, pP, absSum);
     r = fabs(mpfr_get_d(ref, MPFR_RNDN));
     if (!isfinite(r)) {
         *pBound = 0.0;   /* judged by value alone */
@@ -164,12 +177,57 @@ static int reduce_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
     return 0;
 }
 
+/* Propagation (ops.h, xPropagate). With each x_k' within r_k of x_k, the sum moves by at
+ * most sum r_k (the mean by that over n), amax and amin by max r_k (1-Lipschitz); the
+ * bound grows with sum |x| (at most sum (|x_k| + r_k) on the box) and |result|. */
+static int reduce_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                            mpfr_t ref, double *pRadius)
+{
+    reduce_params *pP = pCall->pParams;
+    const parity_rows *pR = &pCall->geom.rows.rows;
+    double dev = 0.0, absSum = 0.0, n = (double)pR->n, rMax, eAcc;
+    uint64_t k;
+    int moved = 0, special = 0;
+
+    if (reduce_element(pCall, linear, ref, pRadius) != 0) return -1;   /* fills aBuf */
+    if (!pP->aRadBuf && !(pP->aRadBuf = parity_malloc((pR->n ? pR->n : 1) * sizeof(double))))
+        return -1;
+    parity_rows_gather(pR, aRad[0], linear, pP->aRadBuf);
+    for (k = 0; k < pR->n; k++) {
+        double x = pP->aBuf[k], r = pP->aRadBuf[k];
+        if (r != 0.0) moved = 1;
+        if (!isfinite(x) || !(r < INFINITY)) special = 1;
+        if (pP->pSpec->kind == RED_AMAX || pP->pSpec->kind == RED_AMIN) {
+            if (r > dev) dev = r;
+        } else {
+            dev += r;
+            absSum += fabs(x) + r;
+        }
+    }
+    if (!moved) return 0;
+    if (special || !mpfr_number_p(ref)) return parity_propagate_vacuous(pCall, pRadius);
+    rMax = fabs(mpfr_get_d(ref, MPFR_RNDA));
+    if (pP->pSpec->kind == RED_AMAX || pP->pSpec->kind == RED_AMIN) {
+        rMax = parity_radius_up(rMax + dev, 1.0);
+        *pRadius = parity_radius_up(dev + 0.5 * parity_ulp_at(pCall->outDtype, rMax), 2.0);
+        return 0;
+    }
+    dev = parity_radius_up(pP->pSpec->kind == RED_MEAN ? dev / n : dev, 2.0 * n + 2.0);
+    absSum = parity_radius_up(absSum, 2.0 * n);
+    if (!(absSum < parity_dtype_max_finite(pCall->accDtype)))
+        return parity_propagate_vacuous(pCall, pRadius);   /* an order may overflow */
+    eAcc = acc_error(pCall, pP, absSum);
+    rMax = parity_radius_up(rMax + dev + eAcc, 2.0);
+    *pRadius = parity_radius_up(dev + eAcc + 0.5 * parity_ulp_at(pCall->outDtype, rMax), 4.0);
+    return 0;
+}
+
 #define REDUCE_OP(sym, name, model, kernel) \
     const parity_op_def sym = { .zName = name, .zModel = model, .nInMin = 1, .nInMax = 1, \
                                 .zKernel = kernel, \
                                 .family = PARITY_FAMILY_REDUCE, .xPrepare = reduce_prepare, \
                                 .xLoad = reduce_load, .xElement = reduce_element, \
-                                .xFreeParams = reduce_free };
+                                .xFreeParams = reduce_free, .xPropagate = reduce_propagate };
 
 REDUCE_OP(parity_op_sum, "sum",
           "any summation order: gamma_{n-1}(u_acc) sum|x| + 0.5 ulp (Higham 2002, eq. 4.3)",

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 
 static int relu_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
                         char *zErr, size_t nErr)
@@ -53,6 +54,19 @@ static int relu_fast(const parity_op_call *pCall, uint64_t linear, double *pRef,
     return 1;
 }
 
+/* Propagation (ops.h, xPropagate): relu is 1-Lipschitz, so it moves by at most the
+ * operand's radius r; its bound is at most half an ulp of the output at |x| + r. */
+static int relu_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                          mpfr_t ref, double *pRadius)
+{
+    double x = pCall->aIn[0].aValue[linear], r = aRad[0][linear];
+    relu_element(pCall, linear, ref, pRadius);
+    if (r == 0.0) return 0;
+    if (!isfinite(x) || !(r < INFINITY)) return parity_propagate_vacuous(pCall, pRadius);
+    *pRadius = parity_radius_up(r + 0.5 * parity_ulp_at(pCall->outDtype, fabs(x) + r), 3.0);
+    return 0;
+}
+
 const parity_op_def parity_op_relu = {
     .zName = "relu",
     .zKernel = "max/min",            /* max(x, 0) */
@@ -62,4 +76,5 @@ const parity_op_def parity_op_relu = {
     .xPrepare = relu_prepare,
     .xElement = relu_element,
     .xFast = relu_fast,
+    .xPropagate = relu_propagate,
 };

@@ -30,6 +30,7 @@
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
 #include "tolerance/rows.h"
+#include "tolerance/propagate.h"
 #include "formats/alloc.h"
 
 #define C_EXP 4.0
@@ -48,7 +49,14 @@ typedef struct {
     mpfr_t *aSum;
     mpfr_t *aTerm;            /* the row's terms, scratch of the MPFR sum */
     mpfr_ptr *apTerm;
+    /* Propagation (softmax_propagate), per row when first asked: the sums of exp(x_j - r_j
+     * - m) rounded down and of exp(x_j + r_j - m) rounded up, the weighted shift's largest
+     * value on the box and the row's largest radius (NaN: not made yet). */
+    mpfr_t *aSumLo, *aSumHi;
+    double *aWBox, *aRMax;
 } softmax_params;
+
+#define PROP_PREC 64
 
 static void softmax_free(void *p)
 {
@@ -59,6 +67,12 @@ static void softmax_free(void *p)
     for (i = 0; pP->aTerm && i < pP->nDim; i++) mpfr_clear(pP->aTerm[i]);
     free(pP->aTerm);
     free(pP->apTerm);
+    for (i = 0; pP->aRMax && i < pP->nRow; i++)
+        if (pP->aRMax[i] == pP->aRMax[i]) mpfr_clears(pP->aSumLo[i], pP->aSumHi[i], (mpfr_ptr)0);
+    free(pP->aSumLo);
+    free(pP->aSumHi);
+    free(pP->aWBox);
+    free(pP->aRMax);
     free(pP->aSum);
     free(pP->aSumMade);
     free(pP->aMax);
@@ -261,6 +275,138 @@ static int softmax_fast(const parity_op_call *pCall, uint64_t linear, double *pR
     return 1;
 }
 
+/* ---- propagation (ops.h, xPropagate; graph.h) --------------------------------------
+ * With x_j' anywhere in [x_j - r_j, x_j + r_j], y_i = 1 / (1 + sum_{j != i} exp(x_j - x_i))
+ * rises with x_i and falls with every other x_j, so on the box
+ *     y_i <= 1 / (1 + sum_{j != i} exp(lo_j - hi_i)),   y_i >= 1 / (1 + sum_{j != i} exp(hi_j - lo_i)),
+ * and with the row's sums S_lo = sum_j exp(lo_j - m), S_hi = sum_j exp(hi_j - m), made once,
+ * sum_{j != i} exp(lo_j - hi_i) = exp(m - hi_i)(S_lo - exp(lo_i - m)) (likewise for hi):
+ * O(n) a row. Everything is evaluated in MPFR with the rounding direction that keeps each
+ * side a bound (PROP_PREC bits; a cancelling S_lo - exp(lo_i - m) is clamped at 0, which
+ * is still a bound). softmax_bound on the box: y at its largest, m' - x_i' <= m - x_i +
+ * r_i + rMax, and w' = sum_j y_j' (m' - x_j') <= sum_j yMax_j (m - x_j + r_j + rMax). */
+
+/* exp(x_k + dir r_k - m) of row iRow, rounded down (dir -1) or up (dir +1) at every step,
+ * into y: a lower or an upper bound of exp(x_k' - m) over the box. */
+static void row_exp(const softmax_params *pP, const double *x, const double *rad,
+                    uint64_t iRow, uint64_t k, int dir, mpfr_t y)
+{
+    mpfr_rnd_t rnd = dir < 0 ? MPFR_RNDD : MPFR_RNDU;
+    MPFR_DECL_INIT(t, PROP_PREC);
+    mpfr_set_d(t, row_value(pP, x, iRow, k), rnd);
+    if (dir < 0) mpfr_sub_d(t, t, row_value(pP, rad, iRow, k), rnd);
+    else mpfr_add_d(t, t, row_value(pP, rad, iRow, k), rnd);
+    mpfr_sub_d(t, t, pP->aMax[iRow], rnd);
+    mpfr_exp(y, t, rnd);
+}
+
+/* The largest y_i of row iRow on the box (up) or the least (!up), rounded that way. */
+static double row_y_bound(const softmax_params *pP, const double *x, const double *rad,
+                          uint64_t iRow, uint64_t i, int up)
+{
+    mpfr_rnd_t toward = up ? MPFR_RNDD : MPFR_RNDU, away = up ? MPFR_RNDU : MPFR_RNDD;
+    double xi = row_value(pP, x, iRow, i), ri = row_value(pP, rad, iRow, i);
+    MPFR_DECL_INIT(e, PROP_PREC);
+    MPFR_DECL_INIT(s, PROP_PREC);
+    MPFR_DECL_INIT(t, PROP_PREC);
+    /* the others' sum: S_lo less exp(lo_i - m) rounded up, for the largest y_i; S_hi less
+     * exp(hi_i - m) rounded down, for the least */
+    mpfr_set_d(t, xi, away);
+    if (up) mpfr_sub_d(t, t, ri, away);
+    else mpfr_add_d(t, t, ri, away);
+    mpfr_sub_d(t, t, pP->aMax[iRow], away);
+    mpfr_exp(e, t, away);
+    mpfr_sub(s, up ? pP->aSumLo[iRow] : pP->aSumHi[iRow], e, toward);
+    if (mpfr_sgn(s) < 0) mpfr_set_zero(s, 1);
+    /* times exp(m - hi_i) (largest) or exp(m - lo_i) (least) */
+    mpfr_set_d(t, pP->aMax[iRow], toward);
+    mpfr_sub_d(t, t, xi, toward);
+    if (up) mpfr_sub_d(t, t, ri, toward);
+    else mpfr_add_d(t, t, ri, toward);
+    mpfr_exp(t, t, toward);
+    mpfr_mul(s, s, t, toward);
+    mpfr_add_ui(s, s, 1, toward);
+    mpfr_ui_div(s, 1, s, away);
+    return mpfr_get_d(s, away);
+}
+
+/* Makes row iRow's propagation data (the sums, rMax, wBox). Returns 0, or -1 when memory
+ * runs out. */
+static int row_propagation(softmax_params *pP, const double *x, const double *rad, uint64_t iRow)
+{
+    uint64_t k;
+    double rMax = 0.0, w = 0.0;
+    MPFR_DECL_INIT(e, PROP_PREC);
+    if (!pP->aRMax) {
+        pP->aSumLo = parity_calloc(pP->nRow + 1, sizeof(mpfr_t));
+        pP->aSumHi = parity_calloc(pP->nRow + 1, sizeof(mpfr_t));
+        pP->aWBox = parity_calloc(pP->nRow + 1, sizeof(double));
+        pP->aRMax = parity_malloc((pP->nRow + 1) * sizeof(double));
+        if (!pP->aSumLo || !pP->aSumHi || !pP->aWBox || !pP->aRMax) {
+            free(pP->aRMax);
+            pP->aRMax = NULL;
+            return -1;
+        }
+        for (k = 0; k <= pP->nRow; k++) pP->aRMax[k] = NAN;
+    }
+    if (pP->aRMax[iRow] == pP->aRMax[iRow]) return 0;
+    mpfr_inits2(PROP_PREC, pP->aSumLo[iRow], pP->aSumHi[iRow], (mpfr_ptr)0);
+    mpfr_set_zero(pP->aSumLo[iRow], 1);
+    mpfr_set_zero(pP->aSumHi[iRow], 1);
+    for (k = 0; k < pP->nDim; k++) {
+        double r = row_value(pP, rad, iRow, k);
+        if (r > rMax) rMax = r;
+        row_exp(pP, x, rad, iRow, k, -1, e);
+        mpfr_add(pP->aSumLo[iRow], pP->aSumLo[iRow], e, MPFR_RNDD);
+        row_exp(pP, x, rad, iRow, k, 1, e);
+        mpfr_add(pP->aSumHi[iRow], pP->aSumHi[iRow], e, MPFR_RNDU);
+    }
+    pP->aRMax[iRow] = rMax;
+    for (k = 0; k < pP->nDim; k++) {
+        double xk = row_value(pP, x, iRow, k);
+        if (xk == -INFINITY) continue;     /* exactly 0, at radius 0 (checked by the caller) */
+        w += row_y_bound(pP, x, rad, iRow, k, 1) *
+             parity_radius_up(pP->aMax[iRow] - xk + row_value(pP, rad, iRow, k) + rMax, 3.0);
+    }
+    pP->aWBox[iRow] = parity_radius_up(w, 3.0 * (double)pP->nDim);
+    return 0;
+}
+
+static int softmax_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                             mpfr_t ref, double *pRadius)
+{
+    softmax_params *pP = pCall->pParams;
+    const double *x = pCall->aIn[0].aValue, *rad = aRad[0];
+    uint64_t iRow = softmax_row_of(pP, linear), k;
+    double xi = x[linear], yHi, yLo, u, kk, bound, reach;
+    int moved = 0, special = 0;
+
+    if (softmax_element(pCall, linear, ref, pRadius) != 0) return -1;
+    for (k = 0; k < pP->nDim; k++) {
+        double v = row_value(pP, x, iRow, k), r = row_value(pP, rad, iRow, k);
+        if (r != 0.0) moved = 1;
+        if ((r != 0.0 && !isfinite(v)) || !(r < INFINITY)) special = 1;
+    }
+    if (!moved) return 0;
+    if (special || pP->aNanRow[iRow] || !mpfr_number_p(ref))
+        return parity_propagate_vacuous(pCall, pRadius);
+    if (xi == -INFINITY) return 0;         /* exactly 0 whatever the others are */
+    if (row_propagation(pP, x, rad, iRow) != 0) return -1;
+    {
+        uint64_t kIn = linear / pP->nInner % pP->nDim;   /* the element's place in its row */
+        yHi = row_y_bound(pP, x, rad, iRow, kIn, 1);
+        yLo = row_y_bound(pP, x, rad, iRow, kIn, 0);
+    }
+    u = parity_unit_roundoff(pCall->accDtype);
+    kk = parity_radius_up((pP->aMax[iRow] - xi + rad[linear] + pP->aRMax[iRow] +
+                           pP->aWBox[iRow] + 2.0 * C_EXP + 2.0) * u + pP->gammaN, 6.0);
+    bound = yHi * kk + 0.5 * parity_ulp_at(pCall->outDtype, yHi) +
+            (double)pP->nDim * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    reach = fmax(parity_radius_between(ref, yLo), parity_radius_between(ref, yHi));
+    *pRadius = parity_radius_up(reach + bound, 6.0);
+    return 0;
+}
+
 const parity_op_def parity_op_softmax = {
     .zName = "softmax",
     .zModel = "shifted softmax: y[(|x-m| + w + 2c+2) u + gamma_{(c+2)n}] + 0.5 ulp (Blanchard-Higham-Higham 2021)",
@@ -271,4 +417,5 @@ const parity_op_def parity_op_softmax = {
     .xElement = softmax_element,
     .xFreeParams = softmax_free,
     .xFast = softmax_fast,
+    .xPropagate = softmax_propagate,
 };

@@ -118,6 +118,7 @@
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
 #include "tolerance/op_unary_internal.h"
+#include "tolerance/propagate.h"
 
 #define C_FN PARITY_UNARY_C_FN
 #define C_GELU_ERF 12.0   /* c_e: erf inside torch's GELU, measured (file comment) */
@@ -138,7 +139,15 @@ typedef struct {
     double (*xFastRef)(double x);   /* binary64 reference for the fast path, or NULL */
     double fastRel;           /* its stated relative error (see "Fast path") */
     double fastLo;            /* and the least x it holds for (finite nonzero x) */
+    /* Propagation (xPropagate): the shape of the function, and for a dip (gelu, silu,
+     * mish: falling to one minimum, rising after it) a bracket of the minimum's x and a
+     * lower bound of its value, from a 40-digit mpmath evaluation (rounded outward; the
+     * test of propagation checks them against a sweep). */
+    int shape;
+    double dipLo, dipHi, dipMin;
 } unary_fn;
+
+enum { SHAPE_UP, SHAPE_DOWN, SHAPE_POLE_DOWN, SHAPE_V, SHAPE_DIP };
 
 /* ---- references of the composites ------------------------------------------------ */
 
@@ -293,21 +302,21 @@ static double fast_neg(double x)         { return -x; }
 #define F FAST_REL
 static const unary_fn kUnary[] = {
     /* name         approx  reference       c             cG              gS ovf  -Inf  -0     +0     +Inf     fast             rel  least x */
-    { "gelu",       "none", ref_gelu,       2.0,          (C_GELU_ERF + 2) / 2, 2, 0, { NaN_, -0.0,  0.0,   INF_ }, fast_gelu,       F, -30 },
-    { "gelu",       "tanh", ref_gelu_tanh,  2.0,          (C_FN + 5) / 2, 2, 0, { NaN_, -0.0,  0.0,   INF_ }, fast_gelu_tanh,  F, -10 },
-    { "silu",       NULL,   ref_silu,       1.0,          2 * C_FN + 2,   1, 1, { NaN_, -0.0,  0.0,   INF_ }, fast_silu,       F, -700 },
-    { "sigmoid",    NULL,   ref_sigmoid,    2 * C_FN + 2, 0,              0, 1, { 0.0,  0.5,   0.5,   1.0 },  fast_sigmoid,    F, -700 },
-    { "mish",       NULL,   ref_mish,       1.0,          6 * C_FN,       3, 0, { NaN_, -0.0,  0.0,   INF_ }, fast_mish,       F, -700 },
-    { "tanh",       NULL,   mpfr_tanh,      C_FN,         0,              0, 0, { -1.0, -0.0,  0.0,   1.0 },  tanh,            F, -INF_ },
-    { "exp",        NULL,   mpfr_exp,       C_FN,         0,              0, 0, { 0.0,  1.0,   1.0,   INF_ }, exp,             F, -700 },
-    { "log",        NULL,   mpfr_log,       C_FN,         0,              0, 0, { NaN_, -INF_, -INF_, INF_ }, log,             F, 0 },
-    { "sqrt",       NULL,   mpfr_sqrt,      1.0,          0,              0, 0, { NaN_, -0.0,  0.0,   INF_ }, sqrt,            F, 0 },
-    { "rsqrt",      NULL,   mpfr_rec_sqrt,  2.0,          0,              0, 0, { NaN_, -INF_, INF_,  0.0 },  fast_rsqrt,      F, 0 },
-    { "reciprocal", NULL,   ref_reciprocal, 0.5,          0,              0, 0, { -0.0, -INF_, INF_,  0.0 },  fast_reciprocal, F, -INF_ },
-    { "erf",        NULL,   mpfr_erf,       C_FN,         0,              0, 0, { -1.0, -0.0,  0.0,   1.0 },  erf,             F, -INF_ },
+    { "gelu",       "none", ref_gelu,       2.0,          (C_GELU_ERF + 2) / 2, 2, 0, { NaN_, -0.0,  0.0,   INF_ }, fast_gelu,       F, -30, SHAPE_DIP, -0.7618, -0.7418, -0.16998 },
+    { "gelu",       "tanh", ref_gelu_tanh,  2.0,          (C_FN + 5) / 2, 2, 0, { NaN_, -0.0,  0.0,   INF_ }, fast_gelu_tanh,  F, -10, SHAPE_DIP, -0.7625, -0.7425, -0.17005 },
+    { "silu",       NULL,   ref_silu,       1.0,          2 * C_FN + 2,   1, 1, { NaN_, -0.0,  0.0,   INF_ }, fast_silu,       F, -700, SHAPE_DIP, -1.2885, -1.2685, -0.27847 },
+    { "sigmoid",    NULL,   ref_sigmoid,    2 * C_FN + 2, 0,              0, 1, { 0.0,  0.5,   0.5,   1.0 },  fast_sigmoid,    F, -700, SHAPE_UP, 0, 0, 0 },
+    { "mish",       NULL,   ref_mish,       1.0,          6 * C_FN,       3, 0, { NaN_, -0.0,  0.0,   INF_ }, fast_mish,       F, -700, SHAPE_DIP, -1.2025, -1.1825, -0.30885 },
+    { "tanh",       NULL,   mpfr_tanh,      C_FN,         0,              0, 0, { -1.0, -0.0,  0.0,   1.0 },  tanh,            F, -INF_, SHAPE_UP, 0, 0, 0 },
+    { "exp",        NULL,   mpfr_exp,       C_FN,         0,              0, 0, { 0.0,  1.0,   1.0,   INF_ }, exp,             F, -700, SHAPE_UP, 0, 0, 0 },
+    { "log",        NULL,   mpfr_log,       C_FN,         0,              0, 0, { NaN_, -INF_, -INF_, INF_ }, log,             F, 0, SHAPE_UP, 0, 0, 0 },
+    { "sqrt",       NULL,   mpfr_sqrt,      1.0,          0,              0, 0, { NaN_, -0.0,  0.0,   INF_ }, sqrt,            F, 0, SHAPE_UP, 0, 0, 0 },
+    { "rsqrt",      NULL,   mpfr_rec_sqrt,  2.0,          0,              0, 0, { NaN_, -INF_, INF_,  0.0 },  fast_rsqrt,      F, 0, SHAPE_DOWN, 0, 0, 0 },
+    { "reciprocal", NULL,   ref_reciprocal, 0.5,          0,              0, 0, { -0.0, -INF_, INF_,  0.0 },  fast_reciprocal, F, -INF_, SHAPE_POLE_DOWN, 0, 0, 0 },
+    { "erf",        NULL,   mpfr_erf,       C_FN,         0,              0, 0, { -1.0, -0.0,  0.0,   1.0 },  erf,             F, -INF_, SHAPE_UP, 0, 0, 0 },
     /* exact in binary64: stated error 0 */
-    { "neg",        NULL,   mpfr_neg,       0.0,          0,              0, 0, { INF_, 0.0,   -0.0,  -INF_ }, fast_neg,       0, -INF_ },
-    { "abs",        NULL,   mpfr_abs,       0.0,          0,              0, 0, { INF_, 0.0,   0.0,   INF_ },  fabs,           0, -INF_ },
+    { "neg",        NULL,   mpfr_neg,       0.0,          0,              0, 0, { INF_, 0.0,   -0.0,  -INF_ }, fast_neg,       0, -INF_, SHAPE_DOWN, 0, 0, 0 },
+    { "abs",        NULL,   mpfr_abs,       0.0,          0,              0, 0, { INF_, 0.0,   0.0,   INF_ },  fabs,           0, -INF_, SHAPE_V, 0, 0, 0 },
 };
 #undef F
 
@@ -462,16 +471,111 @@ static int unary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, dou
     return 0;
 }
 
+/* ---- propagation (ops.h, xPropagate; graph.h) ------------------------------------- */
+
+/* The row's value at a finite nonzero x as an enclosure [*pLo, *pHi] in binary64: the
+ * reference (within 2^-120 relative, mpref.h) widened by one binary64 ulp each way.
+ * Returns 0, or -1 where it is not finite (a domain edge, an overflow). */
+static int unary_at(const unary_fn *pF, double x, double *pLo, double *pHi)
+{
+    mpfr_t xm, y;
+    double d;
+    if (x == 0.0) {      /* the table's values at +-0; they must agree to be a value */
+        if (pF->aSpecial[1] != pF->aSpecial[2] || !isfinite(pF->aSpecial[2])) return -1;
+        *pLo = *pHi = pF->aSpecial[2];
+        return 0;
+    }
+    mpfr_init2(xm, 53);
+    mpfr_init2(y, PARITY_REF_PREC);
+    mpfr_set_d(xm, x, MPFR_RNDN);
+    pF->xRef(y, xm, MPFR_RNDN);
+    d = mpfr_get_d(y, MPFR_RNDN);
+    mpfr_clears(xm, y, (mpfr_ptr)0);
+    if (!isfinite(d)) return -1;
+    *pLo = nextafter(d, -INFINITY);
+    *pHi = nextafter(d, INFINITY);
+    return 0;
+}
+
+/* The reach of the row's function over [lo, hi]: [*pLo, *pHi]. Returns -1 where it is
+ * not finite or not a function there (a pole inside, a domain edge). */
+static int unary_reach(const unary_fn *pF, double lo, double hi, double *pLo, double *pHi)
+{
+    double aLo, aHi, bLo, bHi;
+    if (pF->shape == SHAPE_POLE_DOWN && lo <= 0.0 && hi >= 0.0) return -1;
+    if (unary_at(pF, lo, &aLo, &aHi) != 0 || unary_at(pF, hi, &bLo, &bHi) != 0) return -1;
+    switch (pF->shape) {
+    case SHAPE_UP:
+        *pLo = aLo;
+        *pHi = bHi;
+        return 0;
+    case SHAPE_DOWN:
+    case SHAPE_POLE_DOWN:
+        *pLo = bLo;
+        *pHi = aHi;
+        return 0;
+    case SHAPE_V:        /* abs */
+        *pLo = lo <= 0.0 && hi >= 0.0 ? 0.0 : fmin(aLo, bLo);
+        *pHi = fmax(aHi, bHi);
+        return 0;
+    default:             /* a dip: monotone on each side of the minimum */
+        *pHi = fmax(aHi, bHi);
+        *pLo = hi >= pF->dipLo && lo <= pF->dipHi ? pF->dipMin : fmin(aLo, bLo);
+        return 0;
+    }
+}
+
+/* unary_allowance's largest value over x in [lo, hi] whose reference magnitude is at most
+ * yMax: each term grows with |x|, with y and with g (sigmoid and tanh(softplus) rise with
+ * x), so it is taken at their largest. */
+static double unary_allowance_box(const unary_fn *pF, parity_dtype acc, double lo, double hi,
+                                  double yMax)
+{
+    double a = pF->c * parity_ulp_at(acc, yMax), xMax = fmax(fabs(lo), fabs(hi));
+    if (pF->gScale) {
+        double g = pF->gScale == 1 ? 1.0 / (1.0 + exp(-hi))
+                 : pF->gScale == 3 ? tanh(parity_unary_softplus_d(hi)) : 0.5;
+        /* g in binary64 is a few ulps of binary64 off; ulp_acc is a step function, so
+         * nudge it up by far more than that before taking the step */
+        a += xMax * pF->cG * parity_ulp_at(acc, g * (1.0 + 0x1p-40));
+    }
+    if (pF->expOverflow && -lo > log(parity_dtype_max_finite(acc)) * (1.0 - 1e-6)) a += yMax;
+    return a;
+}
+
+static int unary_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                           mpfr_t ref, double *pRadius)
+{
+    const unary_fn *pF = pCall->pParams;
+    double x = pCall->aIn[0].aValue[linear], r = aRad[0][linear];
+    double lo, hi, yLo, yHi, yMax, a, reach;
+    if (unary_element(pCall, linear, ref, pRadius) != 0) return -1;
+    if (r == 0.0) return 0;
+    if (!isfinite(x) || !(r < INFINITY) || !mpfr_number_p(ref))
+        return parity_propagate_vacuous(pCall, pRadius);
+    parity_propagate_box(x, r, &lo, &hi);
+    if (unary_reach(pF, lo, hi, &yLo, &yHi) != 0)
+        return parity_propagate_vacuous(pCall, pRadius);
+    yMax = fmax(fabs(yLo), fabs(yHi));
+    a = unary_allowance_box(pF, pCall->accDtype, lo, hi, yMax);
+    reach = fmax(parity_radius_between(ref, yLo), parity_radius_between(ref, yHi));
+    /* bound_given at yMax with the output rounding always counted: its largest value */
+    *pRadius = parity_radius_up(reach + bound_given(pCall, 0, yMax, a), 8.0);
+    return 0;
+}
+
 #define UNARY_OP(sym, name, model) \
     const parity_op_def sym = { .zName = name, .zModel = model, .nInMin = 1, .nInMax = 1, \
                                 .family = PARITY_FAMILY_UNARY, .xPrepare = unary_prepare, \
-                                .xElement = unary_element, .xFast = unary_fast };
+                                .xElement = unary_element, .xFast = unary_fast, \
+                                .xPropagate = unary_propagate };
 /* gelu's generated cases try approximate="tanh" too (fuzz/cases/layout.c). */
 #define UNARY_OP_ATTR(sym, name, model, attr) \
     const parity_op_def sym = { .zName = name, .zModel = model, .nInMin = 1, .nInMax = 1, \
                                 .family = PARITY_FAMILY_UNARY, .aCaseAttr = attr, \
                                 .nCaseAttr = 1, .xPrepare = unary_prepare, \
-                                .xElement = unary_element, .xFast = unary_fast };
+                                .xElement = unary_element, .xFast = unary_fast, \
+                                .xPropagate = unary_propagate };
 
 static const parity_op_case_attr aGeluCase[] = {
     { "approximate", PARITY_ATTR_STRING, { 0, 0 }, { NULL, "tanh" } },

@@ -202,6 +202,18 @@ struct parity_op_def {
      * ops with those have no fast path. */
     int (*xFast)(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
                  double *pBound, double *pSpread);
+    /* Optional: propagation through a graph of ops (tolerance/graph.h). aRad[i] holds a
+     * radius for every element of operand i, in its layout: the operand's true value may
+     * be anything within that distance of the value given. Gives output element `linear`'s
+     * reference from the operands as given (as xElement does) and in *pRadius an upper
+     * bound, rounded up, of |c - ref| over every c that a correct kernel (this op's model)
+     * may give on operands anywhere within their radii: how far the function moves over
+     * that box plus the largest bound the model gives on it (tolerance/propagate.h). +Inf
+     * where it cannot say (the box reaches a special value, a pole, a domain edge, an
+     * overflow, a radius that is +Inf). With every radius 0 it is xElement's bound.
+     * Returns 0 or -1. Ops without it propagate only exact operands (graph.c). */
+    int (*xPropagate)(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                      mpfr_t ref, double *pRadius);
 };
 
 /* The registered ops, one definition each (tolerance/op_list.h names them), and their

@@ -1,0 +1,662 @@
+/*
+ * test_graph.c - the propagated error bound of tolerance/graph.h: fused regions of several
+ * registry ops judged against the MPFR reference of the whole region.
+ *
+ * 1. Soundness: implementations that err anywhere within each op's own model (emulated:
+ *    each node's reference and bound from the op on the emulated operands, and a value
+ *    drawn in that interval, its ends half of the time) stay within every node's radius,
+ *    over graphs of unary, binary, dot-product, reduction and softmax ops in float32 and
+ *    bfloat16.
+ * 2. Reach: each unary op's enclosure over wide boxes (the dips of gelu, silu and mish
+ *    inside them) holds the reference at 2001 points of the box.
+ * 3. The rewrites compilers make pass: reassociation and FMA contraction (linear + gelu),
+ *    wider intermediates (the same in bfloat16, where the single-op judgement of gelu from
+ *    eager's bfloat16 intermediate fails the fused output: the false alarm propagation
+ *    removes), multiplying by a reciprocal (exp, sum, div), online softmax under a mask.
+ * 4. A fusion defect (a tanh that saturates at |z| = 4 in a linear + tanh epilogue) passes
+ *    a flat multiple of the single-op bounds on every element and fails the propagated one.
+ * 5. Special values: a NaN input stays exact through the region and a fused kernel that
+ *    loses it fails; a box that reaches a pole or a domain edge is vacuous and counted.
+ * 6. Bad graphs: an operand that is not an earlier node, shapes an op refuses, an op that
+ *    cannot carry its operands' error: one-line reasons, nothing judged.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpfr.h>
+
+#include "formats/dtype.h"
+#include "tolerance/graph.h"
+#include "tolerance/judge.h"
+#include "tolerance/mpref.h"
+#include "tolerance/ops.h"
+#include "support.h"
+
+#define F32 PARITY_DT_F32
+#define BF16 PARITY_DT_BF16
+#define IN(k) PARITY_GRAPH_INPUT(k)
+
+/* ---- data and small helpers ------------------------------------------------------- */
+
+static double uniform(uint64_t *pS)            /* [0, 1) */
+{
+    return (double)(splitmix64(pS) >> 11) * 0x1p-53;
+}
+
+static double normal(uint64_t *pS)
+{
+    double u1 = uniform(pS), u2 = uniform(pS);
+    return sqrt(-2.0 * log(u1 + 0x1p-60)) * cos(2.0 * M_PI * u2);
+}
+
+static parity_operand operand(const char *zName, parity_dtype dt, int rank,
+                              const uint64_t *aDim, double *aValue)
+{
+    parity_operand o;
+    memset(&o, 0, sizeof o);
+    o.zName = zName;
+    o.dtype = dt;
+    o.rank = rank;
+    memcpy(o.aDim, aDim, (size_t)rank * sizeof *aDim);
+    o.nElem = parity_shape_elements(rank, aDim);
+    o.aValue = aValue;
+    return o;
+}
+
+/* n values of dt: normal * scale + shift, rounded to dt. */
+static double *values(uint64_t *pS, size_t n, parity_dtype dt, double scale, double shift)
+{
+    double *a = malloc(n * sizeof *a);
+    size_t i;
+    cr_assert(a);
+    for (i = 0; i < n; i++) a[i] = parity_round_double_to_dtype(normal(pS) * scale + shift, dt);
+    return a;
+}
+
+static parity_graph_node node(const char *zOp, parity_dtype dt, int nIn, int i0, int i1, int i2)
+{
+    parity_graph_node n;
+    memset(&n, 0, sizeof n);
+    n.pDef = parity_op_find(zOp);
+    cr_assert(n.pDef, "no op %s", zOp);
+    n.nIn = (size_t)nIn;
+    n.aIn[0] = i0;
+    n.aIn[1] = i1;
+    n.aIn[2] = i2;
+    n.outDtype = dt;
+    n.outRank = PARITY_OUT_INFER;
+    return n;
+}
+
+static void propagate(const parity_graph_node *aNode, size_t nNode, const parity_operand *aIn,
+                      size_t nIn, parity_graph_value *aOut)
+{
+    char zErr[512] = "";
+    int rc = parity_graph_propagate(aNode, nNode, aIn, nIn, aOut, zErr, sizeof zErr);
+    cr_assert_eq(rc, 0, "propagation failed: %s", zErr);
+}
+
+static void judge(const parity_graph_value *pV, const double *aEager, const double *aCompiled,
+                  parity_judgement *pJ)
+{
+    char zErr[512] = "";
+    int rc = parity_graph_judge(pV, aEager, aCompiled, NULL, pJ, zErr, sizeof zErr);
+    cr_assert_eq(rc, 0, "judge failed: %s", zErr);
+}
+
+static float bf16f(float v) { return (float)parity_round_double_to_dtype(v, BF16); }
+static float k_gelu(float x) { return x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2)); }
+
+/* ---- 1. soundness against emulated correct implementations ------------------------- */
+
+/* Emulates one correct implementation of the graph, node by node: the op's reference and
+ * bound on the emulated operands, and a value within the bound (the ends half the time,
+ * shrunk by 2^-30 so binary64's own rounding here cannot step outside). Every node's value
+ * must lie within its propagated radius. Returns the number of elements checked. */
+static uint64_t check_emulated(const parity_graph_node *aNode, size_t nNode,
+                               const parity_operand *aIn, size_t nIn,
+                               const parity_graph_value *aProp, uint64_t *pS)
+{
+    parity_operand aEm[16];
+    uint64_t nChecked = 0;
+    size_t k, i;
+    mpfr_t ref;
+    mpfr_init2(ref, PARITY_REF_PREC);
+    cr_assert(nNode <= 16);
+    (void)nIn;
+    for (k = 0; k < nNode; k++) {
+        parity_operand aOp[PARITY_GRAPH_MAX_IN];
+        parity_op_call call;
+        char zErr[256];
+        double *aC;
+        uint64_t e;
+        for (i = 0; i < aNode[k].nIn; i++)
+            aOp[i] = aNode[k].aIn[i] >= 0 ? aEm[aNode[k].aIn[i]] : aIn[-1 - aNode[k].aIn[i]];
+        cr_assert_eq(parity_op_begin(&call, aNode[k].pDef, aOp, aNode[k].nIn, aNode[k].outDtype,
+                                     aProp[k].value.rank, aProp[k].value.aDim, aNode[k].accDtype,
+                                     aNode[k].aAttr, aNode[k].nAttr, zErr, sizeof zErr), 0,
+                     "%s", zErr);
+        aC = malloc((call.nOut + 1) * sizeof *aC);
+        cr_assert(aC);
+        for (e = 0; e < call.nOut; e++) {
+            double b, r, t, mid = aProp[k].value.aValue[e], rad = aProp[k].aRadius[e];
+            call.overflowPossible = 0;
+            call.nonfiniteAny = 0;
+            call.probBound = NAN;
+            cr_assert_eq(call.pDef->xElement(&call, e, ref, &b), 0);
+            r = mpfr_get_d(ref, MPFR_RNDN);
+            t = uniform(pS) < 0.5 ? (uniform(pS) < 0.5 ? -1.0 : 1.0) : 2.0 * uniform(pS) - 1.0;
+            aC[e] = isfinite(r) && b < INFINITY && !call.overflowPossible
+                  ? r + t * b * (1.0 - 0x1p-30) : r;
+            if (!(rad < INFINITY)) continue;       /* vacuous: anything goes */
+            nChecked++;
+            if (!isfinite(mid)) {
+                cr_assert(same_double(aC[e], mid), "node %zu (%s) element %llu: exact %g, "
+                          "emulated %g", k, call.pDef->zName, (unsigned long long)e, mid, aC[e]);
+                continue;
+            }
+            cr_assert(fabs(aC[e] - mid) <= rad,
+                      "node %zu (%s) element %llu: emulated %.17g is %.3g from the value "
+                      "%.17g, radius %.3g", k, call.pDef->zName, (unsigned long long)e, aC[e],
+                      fabs(aC[e] - mid), mid, rad);
+        }
+        parity_op_end(&call);
+        aEm[k] = aProp[k].value;
+        aEm[k].aValue = aC;
+    }
+    for (k = 0; k < nNode; k++) free(aEm[k].aValue);
+    mpfr_clear(ref);
+    return nChecked;
+}
+
+/* Runs check_emulated nTrial times over one graph; returns the elements checked. */
+static uint64_t soundness(const parity_graph_node *aNode, size_t nNode,
+                          const parity_operand *aIn, size_t nIn, int nTrial, uint64_t seed)
+{
+    parity_graph_value aProp[16];
+    uint64_t s = seed, n = 0;
+    int t;
+    propagate(aNode, nNode, aIn, nIn, aProp);
+    for (t = 0; t < nTrial; t++) n += check_emulated(aNode, nNode, aIn, nIn, aProp, &s);
+    parity_graph_values_free(aProp, nNode);
+    return n;
+}
+
+Test(graph, emulated_correct_implementations_stay_within_the_radius)
+{
+    uint64_t s = 11, n;
+    const parity_dtype aDt[2] = { F32, BF16 };
+    int iDt;
+    for (iDt = 0; iDt < 2; iDt++) {
+        parity_dtype dt = aDt[iDt];
+        uint64_t d8x4[2] = { 8, 4 }, d4x32[2] = { 4, 32 }, d16x32[2] = { 16, 32 }, d16[1] = { 16 };
+        uint64_t d3x16[2] = { 3, 16 }, d2x3x8[3] = { 2, 3, 8 }, d8x5[2] = { 8, 5 };
+        double *x = values(&s, 32, dt, 1.0, 0.0), *y = values(&s, 32, dt, 1.0, 0.0);
+        double *z = values(&s, 32, dt, 0.3, 0.0);
+        double *a = values(&s, 128, dt, 1.0, 0.0), *w = values(&s, 512, dt, 0.2, 0.0);
+        double *b = values(&s, 16, dt, 0.5, 0.0), *e = values(&s, 48, dt, 2.0, 0.0);
+        double *q = values(&s, 48, dt, 1.0, 0.0), *r = values(&s, 40, dt, 0.5, 0.0);
+        double *sc = values(&s, 128, dt, 3.0, 0.0), *mask = calloc(128, sizeof *mask);
+        int i;
+        for (i = 0; i < 128; i++)
+            if (i % 7 == 3) mask[i] = -INFINITY; else if (i % 5 == 1) mask[i] = -1e4;
+        {
+            /* add -> gelu, mul -> sub -> relu -> mean, exp -> log, sigmoid, mish, erf... */
+            parity_operand in[3] = { operand("x", dt, 2, d8x4, x), operand("y", dt, 2, d8x4, y),
+                                     operand("z", dt, 2, d8x4, z) };
+            parity_attr aMean[1] = { attr_int(0, "dim", 1) };
+            parity_graph_node g[12] = {
+                node("add", dt, 2, IN(0), IN(1), 0), node("gelu", dt, 1, 0, 0, 0),
+                node("mul", dt, 2, 1, IN(2), 0), node("sub", dt, 2, 2, IN(0), 0),
+                node("relu", dt, 1, 3, 0, 0), node("silu", dt, 1, 3, 0, 0),
+                node("exp", dt, 1, 4, 0, 0), node("log", dt, 1, 6, 0, 0),
+                node("sigmoid", dt, 1, 7, 0, 0), node("mish", dt, 1, 5, 0, 0),
+                node("mean", dt, 1, 9, 0, 0), node("div", dt, 2, 8, 9, 0),
+            };
+            g[10].aAttr = aMean;
+            g[10].nAttr = 1;
+            n = soundness(g, 12, in, 3, 20, 101 + iDt);
+            cr_assert_gt(n, 20 * 8 * 4 * 10, "checked %llu", (unsigned long long)n);
+        }
+        {
+            /* linear (bias) -> tanh, matmul -> silu, amax */
+            /* and the dot products again after them: tanh [4, 16] @ w^T -> linear with the
+             * bias from an op, matmul of erf's [2, 3, 5] by a [5, 16] slice of w */
+            uint64_t d5x16[2] = { 5, 16 }, d32x16[2] = { 32, 16 };
+            parity_operand in[7] = { operand("a", dt, 2, d4x32, a),
+                                     operand("w", dt, 2, d16x32, w), operand("b", dt, 1, d16, b),
+                                     operand("q", dt, 3, d2x3x8, q), operand("r", dt, 2, d8x5, r),
+                                     operand("w5", dt, 2, d5x16, w),
+                                     operand("w32", dt, 2, d32x16, w) };
+            parity_attr aMax[1] = { attr_int(0, "dim", -1) };
+            parity_graph_node g[8] = {
+                node("linear", dt, 3, IN(0), IN(1), IN(2)), node("tanh", dt, 1, 0, 0, 0),
+                node("matmul", dt, 2, IN(3), IN(4), 0), node("erf", dt, 1, 2, 0, 0),
+                node("amax", dt, 1, 3, 0, 0), node("sigmoid", dt, 1, 1, 0, 0),
+                node("linear", dt, 2, 1, IN(6), 0), node("matmul", dt, 2, 3, IN(5), 0),
+            };
+            g[4].aAttr = aMax;
+            g[4].nAttr = 1;
+            n = soundness(g, 8, in, 7, 20, 202 + iDt);
+            cr_assert_gt(n, 20 * (64 + 30 + 128 + 96));
+        }
+        {
+            /* exp -> sum -> div (softmax decomposed); masked scores -> softmax -> mul */
+            parity_operand in[3] = { operand("e", dt, 2, d3x16, e),
+                                     operand("sc", dt, 2, d4x32, sc),
+                                     operand("mask", dt, 2, d4x32, mask) };
+            parity_attr aSum[2] = { attr_int(0, "dim", -1), attr_int(1, "keepdim", 1) };
+            parity_attr aSoft[1] = { attr_int(2, "dim", -1) };
+            parity_graph_node g[6] = {
+                node("exp", dt, 1, IN(0), 0, 0), node("sum", dt, 1, 0, 0, 0),
+                node("div", dt, 2, 0, 1, 0), node("add", dt, 2, IN(1), IN(2), 0),
+                node("softmax", dt, 1, 3, 0, 0), node("mul", dt, 2, 4, 4, 0),
+            };
+            g[1].aAttr = aSum;
+            g[1].nAttr = 2;
+            g[4].aAttr = aSoft;
+            g[4].nAttr = 1;
+            n = soundness(g, 6, in, 3, 20, 303 + iDt);
+            cr_assert_gt(n, 20 * (48 + 3 + 48 + 128));
+        }
+        free(x); free(y); free(z); free(a); free(w); free(b); free(e); free(q); free(r);
+        free(sc); free(mask);
+    }
+}
+
+/* ---- 2. reach over wide boxes ------------------------------------------------------ */
+
+Test(graph, unary_reach_holds_the_function_over_wide_boxes)
+{
+    static const char *azOp[] = { "gelu", "silu", "mish", "sigmoid", "tanh", "exp", "log",
+                                  "sqrt", "rsqrt", "reciprocal", "erf", "neg", "abs", "relu" };
+    static const double aCenter[] = { -0.75, -1.28, -1.19, -2.0, -3.0, 0.1, 2.0, 0.6, 5.0,
+                                      -9.0 };
+    static const double aRadius[] = { 0.05, 0.3, 1.5, 1.8 };
+    size_t iOp, iC, iR;
+    mpfr_t ref;
+    mpfr_init2(ref, PARITY_REF_PREC);
+    for (iOp = 0; iOp < sizeof azOp / sizeof azOp[0]; iOp++)
+        for (iC = 0; iC < sizeof aCenter / sizeof aCenter[0]; iC++)
+            for (iR = 0; iR < sizeof aRadius / sizeof aRadius[0]; iR++) {
+                const parity_op_def *pDef = parity_op_find(azOp[iOp]);
+                uint64_t d1[1] = { 1 };
+                double x = aCenter[iC], r = aRadius[iR], rad, mid, pt;
+                const double *aRad[1] = { &r };
+                parity_operand in = operand("x", F32, 1, d1, &x);
+                parity_op_call call;
+                char zErr[256];
+                int k;
+                cr_assert_eq(parity_op_begin(&call, pDef, &in, 1, F32, 1, d1, PARITY_DT_INVALID,
+                                             NULL, 0, zErr, sizeof zErr), 0, "%s", zErr);
+                call.overflowPossible = 0;
+                cr_assert_eq(pDef->xPropagate(&call, aRad, 0, ref, &rad), 0);
+                mid = mpfr_get_d(ref, MPFR_RNDN);
+                parity_op_end(&call);
+                if (!(rad < INFINITY)) {
+                    /* only where the box reaches a pole or leaves the domain */
+                    cr_assert(x - r <= 0.0, "%s at %g +- %g: vacuous", azOp[iOp], x, r);
+                    continue;
+                }
+                for (k = 0; k <= 2000; k++) {
+                    double b, v;
+                    pt = x - r + 2.0 * r * k / 2000.0;
+                    in.aValue = &pt;
+                    cr_assert_eq(parity_op_begin(&call, pDef, &in, 1, F32, 1, d1,
+                                                 PARITY_DT_INVALID, NULL, 0, zErr, sizeof zErr), 0);
+                    cr_assert_eq(pDef->xElement(&call, 0, ref, &b), 0);
+                    parity_op_end(&call);
+                    v = mpfr_get_d(ref, MPFR_RNDN);
+                    cr_assert(fabs(v - mid) <= rad, "%s on %g +- %g: f(%.17g) = %.17g is %.3g "
+                              "from %.17g, radius %.3g", azOp[iOp], x, r, pt, v, fabs(v - mid),
+                              mid, rad);
+                }
+                in.aValue = &x;
+            }
+    mpfr_clear(ref);
+}
+
+/* ---- 3. the rewrites compilers make ------------------------------------------------- */
+
+/* A clean rewrite: eager's and the fused kernel's outputs differ somewhere (else nothing
+ * is tested) and both pass the region, every element checked, none vacuous. */
+static void expect_both_pass(const parity_graph_value *pV, const double *aEager,
+                             const double *aFused, const char *zRewrite)
+{
+    parity_judgement jE, jF;
+    uint64_t i, nDiffer = 0;
+    for (i = 0; i < pV->value.nElem; i++) nDiffer += !same_double(aEager[i], aFused[i]);
+    cr_assert_gt(nDiffer, 0, "%s: eager and fused gave the same bits: nothing tested", zRewrite);
+    judge(pV, NULL, aEager, &jE);
+    judge(pV, NULL, aFused, &jF);
+    cr_assert_eq(jE.nFail, 0, "%s: eager fails the region: %llu", zRewrite,
+                 (unsigned long long)jE.nFail);
+    cr_assert_eq(jF.nFail, 0, "%s: the fused kernel fails the region: %llu (worst ratio %g)",
+                 zRewrite, (unsigned long long)jF.nFail, jF.worstRatio);
+    cr_assert_eq(jF.nChecked, pV->value.nElem);
+    cr_assert_eq(jF.nVacuous, 0);
+}
+
+/* x [M, K] @ w [N, K]^T + b in two orders: eager's (ascending, bias last, float sums) and a
+ * fused kernel's (descending, bias first, fmaf), then gelu; each side rounded to dt at the
+ * ends eager rounds at (eager: after linear and after gelu; fused: once). */
+static void linear_gelu(const double *x, const double *w, const double *b, int M, int N, int K,
+                        parity_dtype dt, double *aEager, double *aFused, double *aEagerZ)
+{
+    int i, j, k;
+    for (i = 0; i < M; i++)
+        for (j = 0; j < N; j++) {
+            float e = 0.0f, f = (float)b[j];
+            for (k = 0; k < K; k++) e += (float)x[i * K + k] * (float)w[j * K + k];
+            e += (float)b[j];
+            for (k = K - 1; k >= 0; k--) f = fmaf((float)x[i * K + k], (float)w[j * K + k], f);
+            if (dt == BF16) e = bf16f(e);
+            aEagerZ[i * N + j] = e;
+            aEager[i * N + j] = parity_round_double_to_dtype(k_gelu(e), dt);
+            aFused[i * N + j] = parity_round_double_to_dtype(k_gelu(f), dt);
+        }
+}
+
+/* linear(x [M, K], w [N, K], b [N]) followed by an activation, propagated: normal data,
+ * w scaled by wScale. */
+typedef struct {
+    double *x, *w, *b;
+    parity_operand in[3];
+    parity_graph_node g[2];
+    parity_graph_value v[2];
+} linear_region;
+
+static void linear_region_make(linear_region *p, uint64_t seed, parity_dtype dt, int M, int N,
+                               int K, double wScale, const char *zAct)
+{
+    uint64_t s = seed, dX[2] = { (uint64_t)M, (uint64_t)K }, dW[2] = { (uint64_t)N, (uint64_t)K };
+    uint64_t dB[1] = { (uint64_t)N };
+    p->x = values(&s, (size_t)(M * K), dt, 1.0, 0.0);
+    p->w = values(&s, (size_t)(N * K), dt, wScale, 0.0);
+    p->b = values(&s, (size_t)N, dt, 0.5, 0.0);
+    p->in[0] = operand("x", dt, 2, dX, p->x);
+    p->in[1] = operand("w", dt, 2, dW, p->w);
+    p->in[2] = operand("b", dt, 1, dB, p->b);
+    p->g[0] = node("linear", dt, 3, IN(0), IN(1), IN(2));
+    p->g[1] = node(zAct, dt, 1, 0, 0, 0);
+    propagate(p->g, 2, p->in, 3, p->v);
+}
+
+static void linear_region_free(linear_region *p)
+{
+    parity_graph_values_free(p->v, 2);
+    free(p->x);
+    free(p->w);
+    free(p->b);
+}
+
+static void rewrite_linear_gelu(parity_dtype dt, int *pSingleOpFails)
+{
+    enum { M = 8, N = 32, K = 64 };
+    double aEager[M * N], aFused[M * N], aEagerZ[M * N];
+    linear_region r;
+
+    linear_region_make(&r, 42, dt, M, N, K, 0.25, "gelu");
+    linear_gelu(r.x, r.w, r.b, M, N, K, dt, aEager, aFused, aEagerZ);
+    expect_both_pass(&r.v[1], aEager, aFused, "reassociation and FMA");
+    {
+        /* paritydiff's single-op view: gelu judged from eager's own intermediate */
+        parity_operand z = operand("z", dt, 2, (uint64_t[2]){ M, N }, aEagerZ);
+        parity_op_call call;
+        parity_judgement j1;
+        char zErr[256];
+        cr_assert_eq(parity_op_begin(&call, parity_op_find("gelu"), &z, 1, dt, 2, z.aDim,
+                                     PARITY_DT_INVALID, NULL, 0, zErr, sizeof zErr), 0);
+        cr_assert_eq(parity_judge(&call, NULL, aFused, &j1, zErr, sizeof zErr), 0);
+        parity_op_end(&call);
+        *pSingleOpFails = (int)j1.nFail;
+    }
+    linear_region_free(&r);
+}
+
+Test(graph, reassociation_and_fma_pass)
+{
+    int nSingle;
+    rewrite_linear_gelu(F32, &nSingle);
+}
+
+Test(graph, wider_intermediates_pass_where_the_single_op_judgement_cries_wolf)
+{
+    int nSingle;
+    rewrite_linear_gelu(BF16, &nSingle);
+    /* the fused kernel never rounded z to bfloat16; gelu's own bound from eager's rounded
+     * z cannot allow for that, the region's can */
+    cr_assert_gt(nSingle, 0, "the single-op judgement passed: the case shows nothing");
+}
+
+Test(graph, multiplying_by_a_reciprocal_passes)
+{
+    enum { R = 6, C = 48 };
+    uint64_t s = 7, dX[2] = { R, C };
+    double *x = values(&s, R * C, F32, 2.0, 0.0), aFused[R * C], aEager[R * C];
+    parity_operand in[1] = { operand("x", F32, 2, dX, x) };
+    parity_attr aSum[2] = { attr_int(0, "dim", -1), attr_int(1, "keepdim", 1) };
+    parity_graph_node g[3] = { node("exp", F32, 1, IN(0), 0, 0), node("sum", F32, 1, 0, 0, 0),
+                               node("div", F32, 2, 0, 1, 0) };
+    parity_graph_value v[3];
+    int i, k;
+    g[1].aAttr = aSum;
+    g[1].nAttr = 2;
+    for (i = 0; i < R; i++) {
+        float e[C], sF = 0.0f, sE = 0.0f, inv;
+        for (k = 0; k < C; k++) e[k] = expf((float)x[i * C + k]);
+        for (k = 0; k < C; k++) sE += e[k];
+        for (k = 0; k < C / 2; k++) sF += e[k] + e[k + C / 2];   /* paired, another order */
+        inv = 1.0f / sF;
+        for (k = 0; k < C; k++) {
+            aEager[i * C + k] = e[k] / sE;
+            aFused[i * C + k] = e[k] * inv;
+        }
+    }
+    propagate(g, 3, in, 1, v);
+    expect_both_pass(&v[2], aEager, aFused, "x * (1/s)");
+    parity_graph_values_free(v, 3);
+    free(x);
+}
+
+Test(graph, online_softmax_under_a_mask_passes)
+{
+    enum { R = 5, C = 96 };
+    uint64_t s = 9, d[2] = { R, C };
+    double *sc = values(&s, R * C, F32, 4.0, 0.0), mask[R * C], aFused[R * C], aEager[R * C];
+    parity_operand in[2] = { operand("scores", F32, 2, d, sc), operand("mask", F32, 2, d, mask) };
+    parity_attr aSoft[1] = { attr_int(0, "dim", -1) };
+    parity_graph_node g[2] = { node("add", F32, 2, IN(0), IN(1), 0),
+                               node("softmax", F32, 1, 0, 0, 0) };
+    parity_graph_value v[2];
+    int i, k;
+    g[1].aAttr = aSoft;
+    g[1].nAttr = 1;
+    for (i = 0; i < R * C; i++)   /* causal-like -inf tail, and a few large negatives */
+        mask[i] = i % C > C - 1 - 9 * (i / C) ? -INFINITY : (i % 11 == 0 ? -1e4 : 0.0);
+    for (i = 0; i < R; i++) {
+        float m = -INFINITY, dSum = 0.0f, mE = -INFINITY, sE = 0.0f, v2[C];
+        for (k = 0; k < C; k++) {        /* the fused kernel: one pass, rescaled sums */
+            float val = (float)sc[i * C + k] + (float)mask[i * C + k], mNew = fmaxf(m, val);
+            v2[k] = val;
+            if (mNew == -INFINITY) continue;
+            dSum = dSum * expf(m - mNew) + expf(val - mNew);
+            m = mNew;
+        }
+        for (k = 0; k < C; k++) mE = fmaxf(mE, v2[k]);   /* eager: two passes */
+        for (k = 0; k < C; k++) sE += expf(v2[k] - mE);
+        for (k = 0; k < C; k++) {
+            aFused[i * C + k] = expf(v2[k] - m) / dSum;
+            aEager[i * C + k] = expf(v2[k] - mE) / sE;
+        }
+    }
+    propagate(g, 2, in, 2, v);
+    expect_both_pass(&v[1], aEager, aFused, "online softmax");
+    parity_graph_values_free(v, 2);
+    free(sc);
+}
+
+/* ---- 4. a fusion defect a flat multiplier misses ------------------------------------ */
+
+/* A tanh epilogue that saturates early: +-1 for |z| > 4 (1 - tanh(4) = 6.7e-4 off), as
+ * fast tanh approximations with a clamp do. */
+static float tanh_saturating(float z) { return fabsf(z) > 4.0f ? copysignf(1.0f, z) : tanhf(z); }
+
+Test(graph, early_saturating_tanh_epilogue_fails_the_region_not_a_flat_multiple)
+{
+    enum { M = 16, N = 32, K = 256, FLAT = 2 };
+    uint64_t dZ[2] = { M, N };
+    double aZ[M * N], aGood[M * N], aBad[M * N];
+    parity_judgement jGood, jBad;
+    parity_op_call lin, th;
+    parity_operand zOp = operand("z", F32, 2, dZ, aZ);
+    linear_region rg;
+    mpfr_t ref;
+    char zErr[256];
+    int i, k, nFlatFail = 0, nInDefectRange = 0;
+
+    linear_region_make(&rg, 5, F32, M, N, K, 0.19, "tanh");
+    for (i = 0; i < M * N; i++) {
+        float z = (float)rg.b[i % N];
+        for (k = K - 1; k >= 0; k--)
+            z = fmaf((float)rg.x[i / N * K + k], (float)rg.w[i % N * K + k], z);
+        aZ[i] = z;
+        aGood[i] = tanhf(z);
+        aBad[i] = tanh_saturating(z);
+        nInDefectRange += fabsf(z) > 4.0f && fabsf(z) < 7.0f;
+    }
+    cr_assert_gt(nInDefectRange, 10, "too few |z| in (4, 7): %d", nInDefectRange);
+    judge(&rg.v[1], NULL, aGood, &jGood);
+    judge(&rg.v[1], NULL, aBad, &jBad);
+    cr_assert_eq(jGood.nFail, 0, "tanhf fails: %llu", (unsigned long long)jGood.nFail);
+    cr_assert_geq(jBad.nFail, (uint64_t)nInDefectRange / 2, "the defect passed: %llu failures",
+                  (unsigned long long)jBad.nFail);
+
+    /* the flat alternative: tanh's reference from the compiled z (what a capture without
+     * the fused intermediate gives to chase), bound FLAT times the sum of the two ops'
+     * own bounds at the element */
+    mpfr_init2(ref, PARITY_REF_PREC);
+    cr_assert_eq(parity_op_begin(&lin, rg.g[0].pDef, rg.in, 3, F32, 2, dZ, PARITY_DT_INVALID,
+                                 NULL, 0, zErr, sizeof zErr), 0, "%s", zErr);
+    cr_assert_eq(parity_op_begin(&th, rg.g[1].pDef, &zOp, 1, F32, 2, dZ, PARITY_DT_INVALID, NULL, 0,
+                                 zErr, sizeof zErr), 0, "%s", zErr);
+    for (i = 0; i < M * N; i++) {
+        double bLin, bTanh, r;
+        cr_assert_eq(lin.pDef->xElement(&lin, (uint64_t)i, ref, &bLin), 0);
+        cr_assert_eq(th.pDef->xElement(&th, (uint64_t)i, ref, &bTanh), 0);
+        r = mpfr_get_d(ref, MPFR_RNDN);
+        nFlatFail += fabs(aBad[i] - r) > FLAT * (bLin + bTanh);
+    }
+    parity_op_end(&lin);
+    parity_op_end(&th);
+    mpfr_clear(ref);
+    cr_assert_eq(nFlatFail, 0, "the flat multiple caught %d: the case shows nothing", nFlatFail);
+    cr_log_info("saturating tanh: %d of %d elements with |z| in (4, 7); the region fails %llu "
+                "(worst %.3g x its radius), %d times the single-op bounds fails 0", nInDefectRange,
+                M * N, (unsigned long long)jBad.nFail, jBad.worstRatio, FLAT);
+    linear_region_free(&rg);
+}
+
+/* ---- 5. special values -------------------------------------------------------------- */
+
+Test(graph, a_nan_input_stays_exact_and_losing_it_fails)
+{
+    uint64_t d[1] = { 6 };
+    double x[6] = { 0.5, NAN, -1.0, 2.0, -0.25, 3.0 }, y[6] = { 0.1, 0.2, 0.3, 0.4, 0.5, 0.6 };
+    double c[6];
+    parity_operand in[2] = { operand("x", F32, 1, d, x), operand("y", F32, 1, d, y) };
+    parity_graph_node g[3] = { node("mul", F32, 2, IN(0), IN(1), 0), node("add", F32, 2, 0, IN(1), 0),
+                               node("gelu", F32, 1, 1, 0, 0) };
+    parity_graph_value v[3];
+    parity_judgement j;
+    int i;
+    propagate(g, 3, in, 2, v);
+    cr_assert(isnan(v[2].value.aValue[1]));
+    cr_assert_eq(v[2].aRadius[1], 0.0);
+    cr_assert_gt(v[2].aRadius[0], 0.0);
+    for (i = 0; i < 6; i++) c[i] = k_gelu((float)x[i] * (float)y[i] + (float)y[i]);
+    judge(&v[2], NULL, c, &j);
+    cr_assert_eq(j.nFail, 0);
+    c[1] = 0.0;                      /* a fused kernel that lost the NaN */
+    judge(&v[2], NULL, c, &j);
+    cr_assert_eq(j.nFail, 1);
+    cr_assert_eq(j.nNonFinite, 1);
+    parity_graph_values_free(v, 3);
+}
+
+Test(graph, a_box_reaching_a_domain_edge_is_vacuous_and_counted)
+{
+    uint64_t d[1] = { 4 };
+    double c[4];
+    parity_judgement j;
+    int i;
+    {
+        /* exp(x) - exp(y) with x = y: a box around 0, then log: vacuous */
+        double xs[4] = { 0.5, 1.0, 2.0, 0.25 }, ys[4] = { 0.5, 0.0, 0.0, 0.0 };
+        parity_operand in2[2] = { operand("x", F32, 1, d, xs), operand("y", F32, 1, d, ys) };
+        parity_graph_node g2[4] = { node("exp", F32, 1, IN(0), 0, 0), node("exp", F32, 1, IN(1), 0, 0),
+                                    node("sub", F32, 2, 0, 1, 0), node("log", F32, 1, 2, 0, 0) };
+        parity_graph_value v2[4];
+        for (i = 0; i < 4; i++) c[i] = logf(expf((float)xs[i]) - expf((float)ys[i]));
+        c[0] = 123.0;                 /* anything passes where the region is vacuous */
+        propagate(g2, 4, in2, 2, v2);
+        cr_assert_eq(v2[3].nVacuous, 1);
+        cr_assert(!(v2[3].aRadius[0] < INFINITY));
+        judge(&v2[3], NULL, c, &j);
+        cr_assert_eq(j.nFail, 0);
+        cr_assert_eq(j.nVacuous, 1);
+        c[2] = c[2] * 1.01;           /* but the others are judged */
+        judge(&v2[3], NULL, c, &j);
+        cr_assert_eq(j.nFail, 1);
+        parity_graph_values_free(v2, 4);
+    }
+}
+
+/* ---- 6. bad graphs ------------------------------------------------------------------- */
+
+static void expect_refused(const parity_graph_node *g, size_t n, const parity_operand *in,
+                           size_t nIn, const char *zWant)
+{
+    parity_graph_value v[8];
+    char zErr[512] = "";
+    cr_assert_eq(parity_graph_propagate(g, n, in, nIn, v, zErr, sizeof zErr), -1);
+    cr_assert(strstr(zErr, zWant), "reason \"%s\" lacks \"%s\"", zErr, zWant);
+    cr_assert(!strchr(zErr, '\n'));
+    cr_assert(v[0].value.aValue == NULL && v[0].aRadius == NULL, "left allocated");
+}
+
+Test(graph, bad_graphs_are_refused_with_a_reason)
+{
+    uint64_t d3[1] = { 3 }, d4[1] = { 4 }, d2x4[2] = { 2, 4 };
+    double a[3] = { 1, 2, 3 }, b[4] = { 1, 2, 3, 4 }, m[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+    double w4[4] = { 1, 1, 1, 1 }, z4[4] = { 0, 0, 0, 0 };
+    parity_operand in[5] = { operand("a", F32, 1, d3, a), operand("b", F32, 1, d4, b),
+                             operand("m", F32, 2, d2x4, m), operand("w", F32, 1, d4, w4),
+                             operand("z", F32, 1, d4, z4) };
+    parity_graph_node g[3];
+    parity_attr aNorm[1] = { attr_int(0, "normalized_shape", 4) };
+
+    g[0] = node("exp", F32, 1, 1, 0, 0);                  /* itself */
+    expect_refused(g, 1, in, 5, "neither an earlier node nor an input");
+    g[0] = node("exp", F32, 1, IN(7), 0, 0);              /* no such input */
+    expect_refused(g, 1, in, 5, "neither an earlier node nor an input");
+    g[0] = node("add", F32, 2, IN(0), IN(1), 0);          /* [3] + [4] */
+    expect_refused(g, 1, in, 5, "graph node 0 (add): add: shapes [3] and [4] do not broadcast");
+    /* layer_norm cannot carry an error yet: fine on exact inputs, refused after an op */
+    g[0] = node("layer_norm", F32, 3, IN(2), IN(3), IN(4));
+    g[0].aAttr = aNorm;
+    g[0].nAttr = 1;
+    {
+        parity_graph_value v[1];
+        propagate(g, 1, in, 5, v);
+        cr_assert_eq(v[0].nVacuous, 0);
+        parity_graph_values_free(v, 1);
+    }
+    g[1] = g[0];
+    g[0] = node("exp", F32, 1, IN(2), 0, 0);
+    g[1].aIn[0] = 0;
+    expect_refused(g, 2, in, 5, "graph node 1 (layer_norm): its model cannot carry the error");
+}

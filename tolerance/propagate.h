@@ -1,0 +1,60 @@
+/*
+ * propagate.h - what the ops' propagation hooks (ops.h, xPropagate) share: radii rounded
+ * up, so that every enclosure they give is an upper bound and never a rounding short.
+ *
+ * A radius is a sum of a few nonnegative binary64 terms (a reach and a bound). Rounding
+ * to nearest errs by at most half an ulp per operation, 2^-53 relative (Higham 2002,
+ * Sec. 2.2), and an operation whose result underflows by at most half the smallest
+ * subnormal; so k such operations on nonnegative values are at most (1 + 2^-53)^k times
+ * too small, plus k half-subnormals. parity_radius_up(v, k) returns v (1 + (k + 2) 2^-52)
+ * + k 2^-1074, which covers both for k < 2^40 (gamma_k(2^-53) < (k + 1) 2^-53 there).
+ * Every hook passes the count of operations behind its value: a dot product of K terms
+ * passes about 3 K, a unary op a handful.
+ */
+#ifndef PARITY_TOLERANCE_PROPAGATE_H
+#define PARITY_TOLERANCE_PROPAGATE_H
+
+#include <math.h>
+#include <mpfr.h>
+#include "tolerance/ops.h"
+
+/* v (>= 0, computed with k rounded operations on nonnegative values) made an upper bound
+ * of the exact value; +Inf and NaN become +Inf. */
+static inline double parity_radius_up(double v, double k)
+{
+    double r;
+    if (!(v < INFINITY)) return INFINITY;
+    r = v * (1.0 + (k + 2.0) * 0x1p-52) + k * 0x1p-1074;
+    return r;
+}
+
+/* The exact |a - b| of an MPFR value and a binary64 one, rounded up to binary64 (NaN and
+ * infinities give +Inf). */
+static inline double parity_radius_between(mpfr_srcptr a, double b)
+{
+    MPFR_DECL_INIT(t, PARITY_REF_PREC + 64);
+    if (!mpfr_number_p(a) || !isfinite(b)) return INFINITY;
+    mpfr_sub_d(t, a, b, MPFR_RNDA);      /* away from 0: |t| >= the exact |a - b| */
+    mpfr_abs(t, t, MPFR_RNDN);
+    return mpfr_get_d(t, MPFR_RNDU);
+}
+
+/* An element the box leaves undetermined: radius +Inf, and the judge takes any value
+ * there (overflowPossible and nonfiniteAny, ops.h), counting it vacuous. Returns 0. */
+static inline int parity_propagate_vacuous(parity_op_call *pCall, double *pRadius)
+{
+    *pRadius = INFINITY;
+    pCall->overflowPossible = 1;
+    pCall->nonfiniteAny = 1;
+    return 0;
+}
+
+/* The interval [x - r, x + r] widened outward by one ulp of binary64 at each end, so that
+ * it contains the exact interval; r > 0 and finite, x finite. */
+static inline void parity_propagate_box(double x, double r, double *pLo, double *pHi)
+{
+    *pLo = nextafter(x - r, -INFINITY);
+    *pHi = nextafter(x + r, INFINITY);
+}
+
+#endif
