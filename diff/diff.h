@@ -112,6 +112,13 @@ typedef struct {
     const char *zModel;        /* its model in one line (static string), or NULL */
     parity_dtype accDtype;     /* accumulation dtype the model assumed */
     char *zModelNote;          /* why no model judged this op tensor, or NULL */
+    /* Judged as the output of a fused region (diff/region_internal.h): the eager tensors
+     * the compiled side fused away, in execution order, and the region's inputs, the
+     * tensors both sides hold (or graph inputs and parameters). nRegionOp 0: not so. */
+    char **azRegionOp;
+    size_t nRegionOp;
+    char **azRegionInput;
+    size_t nRegionInput;
     int hasLocalCheck;         /* the reference was recomputed from compiled inputs */
     uint64_t nLocalFail;       /* elements failing against that local reference */
     char **azWarning;

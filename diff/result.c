@@ -114,6 +114,8 @@ void parity_diff_result_free(parity_diff_result *pRes)
         free(pR->zMessage);
         free(pR->zModelNote);
         free_strings(pR->azWarning, pR->nWarning);
+        free_strings(pR->azRegionOp, pR->nRegionOp);
+        free_strings(pR->azRegionInput, pR->nRegionInput);
     }
     free(pRes->aTensor);
     free(pRes->zEagerFile);

@@ -28,6 +28,7 @@
 #include "diff/semantic_internal.h"
 #include "diff/result_internal.h"
 #include "diff/operand_internal.h"
+#include "diff/region_internal.h"
 #include "diff/compare_internal.h"
 #include "formats/alloc.h"
 #include "tolerance/contract.h"
@@ -155,6 +156,27 @@ static void free_inputs(parity_operand_cache *pCache, parity_operand *aOp, size_
     for (k = 0; k < n; k++) parity_operand_cache_release(pCache, &aOp[k]);
 }
 
+/* The judge's plan for pE: the tolerance file's overrides, the progress beat, threads.
+ * Large outputs of costly ops are verified selectively (judge.h); the sample is drawn
+ * from a hash of the tensor's name, so a rerun checks the same elements. */
+static void make_plan(const parity_tensor_info *pE, const parity_tol_override *pOv,
+                      const parity_diff_options *pBeatOpt, parity_judge_plan *pPlan)
+{
+    const char *z;
+    parity_judge_plan_default(pPlan);
+    for (z = pE->zPath; *z; z++) pPlan->seed = pPlan->seed * 1099511628211ULL ^ (unsigned char)*z;
+    if (pOv->hasScale) pPlan->boundScale = pOv->scale;
+    if (pOv->hasExtraUlps) pPlan->extraUlps = pOv->extraUlps;
+    if (pOv->hasNanPolicy) pPlan->nanLenient = pOv->nanLenient;
+    if (pOv->hasBound) pPlan->probabilistic = pOv->probabilistic;
+    if (pOv->hasLambda) pPlan->lambda = pOv->lambda;
+    pPlan->identicalIsEager = 1;
+    pPlan->xBeat = pBeatOpt ? pBeatOpt->xBeat : NULL;
+    pPlan->pBeatCtx = pBeatOpt ? pBeatOpt->pProgressCtx : NULL;
+    pPlan->nThreads = pBeatOpt && pBeatOpt->nThreads > 0 ? pBeatOpt->nThreads
+                                                         : parity_cmp_default_threads();
+}
+
 /* Runs the op over aIn and judges aCompiled (and aEager when not NULL) against it; with
  * aEager NULL, an element of aCompiled bit-identical to aApprox cannot fail (judge.h,
  * identicalIsEager). Returns 0, or -1 with the tensor marked error. */
@@ -170,22 +192,8 @@ static int run_model(const parity_op_def *pDef, const parity_tensor_info *pE,
     parity_op_call call;
     char zErr[PARITY_ERR_LEN];
     int rc;
-    /* Large outputs of costly ops are verified selectively (judge.h); the sample is drawn
-     * from a hash of the tensor's name, so a rerun checks the same elements. */
     parity_judge_plan plan;
-    const char *z;
-    parity_judge_plan_default(&plan);
-    for (z = pE->zPath; *z; z++) plan.seed = plan.seed * 1099511628211ULL ^ (unsigned char)*z;
-    if (pOv->hasScale) plan.boundScale = pOv->scale;
-    if (pOv->hasExtraUlps) plan.extraUlps = pOv->extraUlps;
-    if (pOv->hasNanPolicy) plan.nanLenient = pOv->nanLenient;
-    if (pOv->hasBound) plan.probabilistic = pOv->probabilistic;
-    if (pOv->hasLambda) plan.lambda = pOv->lambda;
-    plan.identicalIsEager = 1;
-    plan.xBeat = pBeatOpt ? pBeatOpt->xBeat : NULL;
-    plan.pBeatCtx = pBeatOpt ? pBeatOpt->pProgressCtx : NULL;
-    plan.nThreads = pBeatOpt && pBeatOpt->nThreads > 0 ? pBeatOpt->nThreads
-                                                       : parity_cmp_default_threads();
+    make_plan(pE, pOv, pBeatOpt, &plan);
     if (parity_op_begin(&call, pDef, aIn, pE->nInput, outDtype, pE->rank, pE->aDim, accDtype,
                         pE->aAttr, pE->nAttr, zErr, sizeof zErr) != 0) {
         /* Bad parameters or operand shapes: a clear error for this tensor. */
@@ -401,6 +409,105 @@ static void decide_cause(parity_tensor_result *pR, const parity_judgement *pLoca
     adopt_failures(pR, &pR->judgement);
 }
 
+#define REGION_MODEL "fused region: every op within its own model, errors propagated " \
+                     "through eager's graph from the tensors both sides hold (tolerance/graph.h)"
+
+/* Records the region's ops and inputs by name in pR. */
+static void keep_region(parity_tensor_result *pR, parity_capture *pEagerCap,
+                        const parity_region *pReg)
+{
+    size_t i;
+    for (i = 0; i < pReg->nNode; i++)
+        parity_result_push(&pR->oom, &pR->azRegionOp, &pR->nRegionOp,
+                           parity_capture_tensor(pEagerCap, pReg->aNodeTensor[i])->zPath);
+    for (i = 0; i < pReg->nInput; i++)
+        parity_result_push(&pR->oom, &pR->azRegionInput, &pR->nRegionInput,
+                           parity_capture_tensor(pEagerCap, pReg->aInputTensor[i])->zPath);
+}
+
+/* pE's inputs were fused away: judges it as the output of the fused region that reaches
+ * back to the tensors both captures hold (region_internal.h). Divergence: both sides
+ * against the reference propagated from eager's region inputs; local: compiled against the
+ * one from the compiled side's (the same when they hold the same bits), so a failure is
+ * the fused region's own (cause local) or an echo of an upstream one. Where the region
+ * cannot be judged (an op without a model or without propagation, too large, another
+ * dtype on the compiled side), the per-dtype tolerance stands with a note saying why.
+ * Returns 0, or -1 with zErr-style message in pR on a read error. */
+static int judge_region(const parity_diff_options *pOpt, parity_operand_cache *pCache,
+                        parity_capture *pEagerCap, size_t iE, parity_capture *pCompCap,
+                        const parity_op_def *pDef, parity_dtype accDtype, double uOperand,
+                        const parity_tol_override *pOv, uint64_t nBudget, int upstreamFailed,
+                        const parity_operand *pOutE, const parity_operand *pOutC,
+                        parity_tensor_result *pR)
+{
+    const parity_tensor_info *pE = parity_capture_tensor(pEagerCap, iE);
+    parity_region reg;
+    parity_graph_value aE[REGION_MAX_NODES], aC[REGION_MAX_NODES];
+    parity_judge_plan plan;
+    parity_judgement local;
+    char zWhy[PARITY_ERR_LEN], zNote[PARITY_ERR_LEN + 160];
+    int rc, same = 0;
+
+    if (pOutE->dtype != pOutC->dtype) {
+        note(pR, "%s", "an input computed by another op was fused away on the compiled side, "
+                       "which computed in another dtype: per-dtype tolerance");
+        return 0;
+    }
+    if (parity_region_build(pEagerCap, pCompCap, iE, &reg, zWhy, sizeof zWhy) != 0)
+        goto fallback;
+    reg.aNode[reg.nNode - 1].accDtype = accDtype;   /* the judged tensor's own contract */
+    reg.aNode[reg.nNode - 1].uOperand = uOperand;
+    if (4 * reg.nElem > nBudget) {
+        snprintf(zWhy, sizeof zWhy, "its %llu elements exceed the reference's memory budget",
+                 (unsigned long long)reg.nElem);
+        goto fallback;
+    }
+    rc = parity_region_propagate(&reg, pCache, pEagerCap, NULL, aE, NULL, zWhy, sizeof zWhy);
+    if (rc < 0) goto read_error;
+    if (rc > 0) goto fallback;
+    rc = parity_region_propagate(&reg, pCache, pEagerCap, pCompCap, aC, &same, zWhy,
+                                 sizeof zWhy);
+    if (rc != 0) {
+        parity_graph_values_free(aE, reg.nNode);
+        if (rc < 0) goto read_error;
+        goto fallback;
+    }
+    make_plan(pE, pOv, pOpt, &plan);
+    rc = parity_graph_judge(&aE[reg.nNode - 1], pOutE->aValue, pOutC->aValue, pOutE->aValue,
+                            &plan, &pR->judgement, zWhy, sizeof zWhy);
+    if (rc == 0 && !same)
+        rc = parity_graph_judge(&aC[reg.nNode - 1], NULL, pOutC->aValue, pOutE->aValue, &plan,
+                                &local, zWhy, sizeof zWhy);
+    parity_graph_values_free(aE, reg.nNode);
+    if (!same) parity_graph_values_free(aC, reg.nNode);
+    if (rc != 0) {
+        pR->status = PARITY_ST_ERROR;
+        parity_result_set(&pR->oom, &pR->zMessage, zWhy);
+        return 0;
+    }
+    if (same) local = pR->judgement;
+    pR->hasJudgement = 1;
+    pR->zModelOp = pDef->zName;
+    pR->zModel = REGION_MODEL;
+    pR->accDtype = accDtype != PARITY_DT_INVALID ? accDtype
+                 : pE->dtype == PARITY_DT_F64 ? PARITY_DT_F64 : PARITY_DT_F32;
+    keep_region(pR, pEagerCap, &reg);
+    warn_vacuous(pR);
+    decide_cause(pR, &local, upstreamFailed, pOutE, pOutC);
+    check_metadata(pR, pDef);
+    return 0;
+fallback:
+    snprintf(zNote, sizeof zNote, "an input computed by another op was fused away on the "
+             "compiled side, and the fused region cannot be judged (%s): per-dtype tolerance",
+             zWhy);
+    note(pR, "%s", zNote);
+    return 0;
+read_error:
+    pR->status = PARITY_ST_ERROR;
+    parity_result_set(&pR->oom, &pR->zMessage, zWhy);
+    return -1;
+}
+
 void parity_semantic_judge(const parity_diff_options *pOpt, parity_operand_cache *pCache,
                            parity_capture *pEagerCap, size_t iE, parity_capture *pCompCap,
                            long iC, int upstreamFailed, parity_tensor_result *pR)
@@ -444,10 +551,11 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_operand_cache
     if (!haveInC && fused_intermediate(pEagerCap, pCompCap, pE)) {
         /* An input the compiled side fused away was itself computed: the compiled kernel
          * consumed its own, legitimately different, value of it, which the eager-input
-         * reference cannot account for. Judging by the model would cry wolf; the per-dtype
-         * tolerance stands, and the report says why. */
-        note(pR, "%s", "an input computed by another op was fused away on the compiled side: "
-                       "per-dtype tolerance");
+         * reference cannot account for; the region's reference, propagated from the tensors
+         * both sides hold, can (judge_region). */
+        rc = judge_region(pOpt, pCache, pEagerCap, iE, pCompCap, pDef, accDtype, uOperand,
+                          &ov, nBudget, upstreamFailed, &outE, &outC, pR);
+        if (rc < 0) goto read_error;
         goto done;
     }
     /* Both sides against the reference from the eager inputs: the classes, and the

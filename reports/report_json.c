@@ -355,6 +355,16 @@ static json_t *report_judgement(const parity_tensor_result *pT)
     rc |= parity_report_set(pObj, "local_check", pT->hasLocalCheck ? json_true() : json_false());
     rc |= parity_report_set(pObj, "local_failures",
                      pT->hasLocalCheck ? report_uint(pT->nLocalFail) : json_null());
+    if (pT->nRegionOp > 0) {
+        json_t *pRegion = json_object();
+        int rcR = parity_report_set(pRegion, "ops",
+                                    report_string_array(pT->azRegionOp, pT->nRegionOp));
+        rcR |= parity_report_set(pRegion, "inputs",
+                                 report_string_array(pT->azRegionInput, pT->nRegionInput));
+        rc |= parity_report_set(pObj, "fused_region", parity_report_finish(pRegion, rcR));
+    } else {
+        rc |= parity_report_set(pObj, "fused_region", json_null());
+    }
     return parity_report_finish(pObj, rc);
 }
 

@@ -248,6 +248,20 @@ static void report_put_stats(FILE *pOut, const parity_tensor_result *pT)
         fprintf(pOut, " (acc %s): ", parity_dtype_name(pT->accDtype));
         parity_escape_fputs(pT->zModel, pOut);
         fputc('\n', pOut);
+        if (pT->nRegionOp > 0) {
+            size_t i;
+            fprintf(pOut, "  fused region: %zu op%s (", pT->nRegionOp, pT->nRegionOp == 1 ? "" : "s");
+            for (i = 0; i < pT->nRegionOp; i++) {
+                if (i) fputs(", ", pOut);
+                parity_escape_fputs(pT->azRegionOp[i], pOut);
+            }
+            fputs(") from ", pOut);
+            for (i = 0; i < pT->nRegionInput; i++) {
+                if (i) fputs(", ", pOut);
+                parity_escape_fputs(pT->azRegionInput[i], pOut);
+            }
+            fputc('\n', pOut);
+        }
         if (pJ->nSuspicious > 0)
             fprintf(pOut, "  suspicious: %" PRIu64 " elements within the deterministic bound but beyond "
                     "the probabilistic one (lambda %g; reported, not failed)\n", pJ->nSuspicious,

@@ -103,7 +103,7 @@ static void judge(const parity_graph_value *pV, const double *aEager, const doub
                   parity_judgement *pJ)
 {
     char zErr[512] = "";
-    int rc = parity_graph_judge(pV, aEager, aCompiled, NULL, pJ, zErr, sizeof zErr);
+    int rc = parity_graph_judge(pV, aEager, aCompiled, aEager, NULL, pJ, zErr, sizeof zErr);
     cr_assert_eq(rc, 0, "judge failed: %s", zErr);
 }
 

@@ -1341,12 +1341,13 @@ Test(semantic_model, softmax_relative_bound_grows_with_n)
 
 /* Fused intermediates. x -> linear (w) -> softmax, where the compiled capture keeps only
  * x, w and the softmax: the linear was fused away. The compiled linear summed in another
- * (legitimate) order, so its softmax consumed slightly different logits; judging the
- * compiled softmax against a reference from the EAGER logits would cry wolf (softmax's
- * bound is a few ulps). The softmax must fall back to the per-dtype tolerance, with a
- * note, and pass. When instead the missing input is a graph input (no op), the model
- * still judges with the eager data. */
-Test(semantic, fused_intermediate_falls_back_to_dtype_tolerance)
+ * (legitimate) order, so its softmax consumed slightly different logits; a reference from
+ * the EAGER logits would cry wolf (softmax's bound is a few ulps). The softmax is judged
+ * as the output of the fused region linear -> softmax instead, its reference propagated
+ * from x and w (tolerance/graph.h). zLinOp names the linear's op in the eager capture;
+ * bugRel scales the compiled softmax's last two columns (a defect in the fused epilogue's
+ * tail). */
+static void fused_pair(const char *zLinOp, float bugRel, diff_run *pRun)
 {
     enum { R = 8, K = 512, N = 16 };
     float *x = xmalloc(sizeof(float) * R * K), *w = xmalloc(sizeof(float) * N * K);
@@ -1354,7 +1355,6 @@ Test(semantic, fused_intermediate_falls_back_to_dtype_tolerance)
     uint64_t dX[2] = { R, K }, dW[2] = { N, K }, dY[2] = { R, N }, seed = 77;
     const char *azLin[] = { "/x", "/w" }, *azSm[] = { "/logits" };
     parity_writer *pW;
-    diff_run run;
     int r, j, k, side, anyDiff = 0;
 
     fill_range(&seed, x, (size_t)R * K, -1.0f, 1.0f);
@@ -1379,7 +1379,8 @@ Test(semantic, fused_intermediate_falls_back_to_dtype_tolerance)
             float m = l[r * N], s = 0.0f;
             for (j = 1; j < N; j++) m = fmaxf(m, l[r * N + j]);
             for (j = 0; j < N; j++) s += expf(l[r * N + j] - m);
-            for (j = 0; j < N; j++) y[r * N + j] = expf(l[r * N + j] - m) / s;
+            for (j = 0; j < N; j++)
+                y[r * N + j] = expf(l[r * N + j] - m) / s * (side && j >= N - 2 ? 1.0f + bugRel : 1.0f);
         }
     }
     for (side = 0; side < 2; side++) {
@@ -1388,22 +1389,86 @@ Test(semantic, fused_intermediate_falls_back_to_dtype_tolerance)
         cap_f32(pW, "/w", 2, dW, w);
         if (!side) {
             cap_f32(pW, "/logits", 2, dY, le);
-            cap_op(pW, "/logits", "linear", azLin, 2, 0);
+            cap_op(pW, "/logits", zLinOp, azLin, 2, 0);
         }
         cap_f32(pW, "/probs", 2, dY, side ? sc : se);
         cap_op(pW, "/probs", "softmax", azSm, 1, 1);
         cr_assert(parity_writer_attr_int(pW, "/probs", "dim", -1) == 0);
         cap_close(pW);
     }
-    run_diff("e.h5", "c.h5", &run);
+    run_diff("e.h5", "c.h5", pRun);
+    free(x);
+    free(w);
+}
+
+/* The region's ops and inputs as the JSON report lists them, joined by spaces. */
+static void region_names(const diff_run *pRun, const char *zName, const char *zKey,
+                         char *zOut, size_t nOut)
+{
+    json_t *pList = json_object_get(json_object_get(judgement_of(pRun, zName), "fused_region"),
+                                    zKey);
+    size_t i;
+    zOut[0] = 0;
+    cr_assert(json_is_array(pList), "%s has no fused_region.%s", zName, zKey);
+    for (i = 0; i < json_array_size(pList); i++)
+        snprintf(zOut + strlen(zOut), nOut - strlen(zOut), "%s%s", i ? " " : "",
+                 json_string_value(json_array_get(pList, i)));
+}
+
+Test(semantic, fused_intermediate_is_judged_by_the_propagated_region)
+{
+    diff_run run;
+    char zOps[256], zIn[256];
+    fused_pair("linear", 0.0f, &run);
+    assert_exit(&run, 0);
+    cr_assert_str_eq(status_of(&run, "/probs"), "pass");
+    cr_assert(json_is_null(json_object_get(tensor_of(&run, "/probs"), "model_note")));
+    cr_assert_eq(class_of(&run, "/probs", "within"), 8 * 16);
+    region_names(&run, "/probs", "ops", zOps, sizeof zOps);
+    region_names(&run, "/probs", "inputs", zIn, sizeof zIn);
+    cr_assert_str_eq(zOps, "/logits /probs");
+    cr_assert_str_eq(zIn, "/x /w");
+    cr_assert_str_eq(status_of(&run, "/logits"), "missing_in_compiled");
+    cr_log_info("fused linear (K = 512) -> softmax: region bound up to %.3g, compiled error "
+                "%.3g, largest compiled error / bound %.3g",
+                real_of(judgement_of(&run, "/probs"), "max_bound"),
+                real_of(judgement_of(&run, "/probs"), "compiled_max_abs_err"),
+                real_of(judgement_of(&run, "/probs"), "compiled_max_bound_ratio"));
+    cr_assert(strstr(run.zOut, "fused region: 2 ops (/logits, /probs) from /x, /w") == NULL,
+              "a passing tensor's block is not shown");
+    diff_free(&run);
+}
+
+Test(semantic, fused_region_defect_fails_local_at_its_output)
+{
+    diff_run run;
+    fused_pair("linear", 0.05f, &run);
+    assert_exit(&run, 1);
+    cr_assert_str_eq(str_of(run.pJson, "first_divergence"), "/probs");
+    cr_assert_str_eq(status_of(&run, "/probs"), "fail");
+    cr_assert_str_eq(cause_of(&run, "/probs"), "local");
+    /* the defect's columns, every row */
+    {
+        const json_int_t aSlice[] = { 0, 8, 14, 16 };
+        assert_slice(&run, "/probs", 2, aSlice);
+    }
+    cr_assert(strstr(run.zOut, "fused region: 2 ops (/logits, /probs) from /x, /w"), "%s",
+              run.zOut);
+    diff_free(&run);
+}
+
+Test(semantic, fused_region_without_a_model_falls_back_with_the_reason)
+{
+    diff_run run;
+    fused_pair("my_custom_matmul", 0.0f, &run);
     assert_exit(&run, 0);
     cr_assert_str_eq(status_of(&run, "/probs"), "pass");
     cr_assert(json_is_null(json_object_get(tensor_of(&run, "/probs"), "judgement")));
-    cr_assert(strstr(str_of(tensor_of(&run, "/probs"), "model_note"), "fused away"));
-    cr_assert_str_eq(status_of(&run, "/logits"), "missing_in_compiled");
+    cr_assert(strstr(str_of(tensor_of(&run, "/probs"), "model_note"),
+                     "fused region cannot be judged (op 'my_custom_matmul' of fused /logits has "
+                     "no model): per-dtype tolerance"),
+              "%s", str_of(tensor_of(&run, "/probs"), "model_note"));
     diff_free(&run);
-    free(x);
-    free(w);
 }
 
 /* Round to TF32 (8 exponent bits, 10 stored significand bits), nearest even. */

@@ -107,6 +107,7 @@ static int propagate_node(const parity_graph_node *pNode, size_t iNode,
     }
     /* an operand the call appended (a scalar attribute, ops.h zScalarInput) is exact */
     for (i = pNode->nIn; i < call.nIn && i < PARITY_GRAPH_MAX_IN; i++) aRad[i] = kZero;
+    call.uOperand = pNode->uOperand;
     anyRadius = any_radius(aOp, aRad, pNode->nIn);
     if (anyRadius && !pNode->pDef->xPropagate) {
         snprintf(zErr, nErr, "graph node %zu (%s): its model cannot carry the error of the ops "
@@ -206,8 +207,9 @@ static const parity_op_def kGraphOutput = {
 };
 
 int parity_graph_judge(const parity_graph_value *pValue, const double *aEager,
-                       const double *aCompiled, const parity_judge_plan *pPlan,
-                       parity_judgement *pJ, char *zErr, size_t nErr)
+                       const double *aCompiled, const double *aApprox,
+                       const parity_judge_plan *pPlan, parity_judgement *pJ, char *zErr,
+                       size_t nErr)
 {
     parity_op_call call;
     parity_judge_plan plan;
@@ -226,5 +228,5 @@ int parity_graph_judge(const parity_graph_value *pValue, const double *aEager,
         parity_judge_plan_default(&plan);
         pPlan = &plan;
     }
-    return parity_judge_planned(&call, aEager, aCompiled, aEager, pPlan, pJ, zErr, nErr);
+    return parity_judge_planned(&call, aEager, aCompiled, aApprox, pPlan, pJ, zErr, nErr);
 }

@@ -60,6 +60,7 @@ typedef struct {
     uint64_t aOutDim[PARITY_MAX_RANK];
     const parity_attr *aAttr;
     size_t nAttr;
+    double uOperand;              /* the compute_dtype contract of a dot product (ops.h) */
 } parity_graph_node;
 
 /* What propagation leaves for one node. */
@@ -81,10 +82,11 @@ void parity_graph_values_free(parity_graph_value *aValue, size_t nValue);
 
 /* Judges a region output computed by a fused kernel (aCompiled) and by eager (aEager, may
  * be NULL) against a propagated node: its value is the reference and its radius the bound,
- * with the classes and counts of judge.h. pPlan may be NULL (the default plan). Returns 0,
- * or -1 with a reason. */
+ * with the classes and counts of judge.h; aApprox as parity_judge_planned's (may be NULL).
+ * pPlan may be NULL (the default plan). Returns 0, or -1 with a reason. */
 int parity_graph_judge(const parity_graph_value *pValue, const double *aEager,
-                       const double *aCompiled, const parity_judge_plan *pPlan,
-                       parity_judgement *pJ, char *zErr, size_t nErr);
+                       const double *aCompiled, const double *aApprox,
+                       const parity_judge_plan *pPlan, parity_judgement *pJ, char *zErr,
+                       size_t nErr);
 
 #endif

@@ -558,6 +558,84 @@ class RealModels(CaptureCase):
                 self.assertEqual(doc["_code"], 1, doc["_text"])
 
 
+class LinAct(torch.nn.Module):
+    """A linear and its activation in one leaf module, as a fused block: a compiler that
+    compiles the leaf fuses the activation into the GEMM's epilogue, and only the block's
+    output survives. saturate_at: the activation is a tanh that returns +-1 beyond that
+    |z| (an early-saturating fast tanh, the injected fusion bug)."""
+
+    def __init__(self, n_in, n_out, act, saturate_at=None):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(n_out, n_in) * (2.0 / n_in ** 0.5))
+        self.bias = torch.nn.Parameter(torch.randn(n_out) * 0.5)
+        self.act, self.saturate_at = act, saturate_at
+
+    def forward(self, x):
+        z = torch.nn.functional.linear(x, self.weight, self.bias)
+        if self.act == "gelu":
+            return torch.nn.functional.gelu(z)
+        if self.saturate_at is not None:
+            return torch.where(z.abs() > self.saturate_at, torch.sign(z), torch.tanh(z))
+        return torch.tanh(z)
+
+
+class FusedBlocks(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blk1 = LinAct(64, 128, "gelu")
+        self.blk2 = LinAct(128, 64, "tanh")
+        self.soft = torch.nn.Softmax(-1)
+
+    def forward(self, x):
+        return self.soft(self.blk2(self.blk1(x)) * 3.0)
+
+
+class FusedRegions(CaptureCase):
+    """Blocks whose intermediates the compiled side fused away are judged by the reference
+    propagated through the region (tolerance/graph.h), not by the per-dtype tolerance."""
+
+    def regions(self, compile_leaf, compiler):
+        torch.manual_seed(0)
+        model, x = FusedBlocks().eval(), torch.randn(32, 64)
+        eager, compiled = self.path("fb_eager.h5"), self.path("fb_%s.h5" % compiler)
+        pt.capture_eager(model, (x,), eager)
+        pt.capture_compiled(model, (x,), compiled, compile_leaf=compile_leaf, compiler=compiler)
+        doc = self.diff(eager, compiled)
+        self.assert_pass(doc)
+        for blk in ("blk1", "blk2"):
+            t = self.tensor(doc, "/%s/out" % blk)
+            self.assertEqual(self.tensor(doc, "/%s/0.linear" % blk)["status"],
+                             "missing_in_compiled")
+            self.assertIsNone(t["model_note"], t["model_note"])
+            region = t["judgement"]["fused_region"]
+            self.assertEqual(region["ops"], ["/%s/0.linear" % blk, "/%s/out" % blk])
+            self.assertEqual(set(region["inputs"]),
+                             {"/input/0" if blk == "blk1" else "/blk1/out",
+                              "/%s/weight" % blk, "/%s/bias" % blk})
+            self.assertEqual(t["judgement"]["classes"]["within"], t["elements"], t["name"])
+        # the fused bug: first divergence at the block that has it, cause local
+        buggy = copy.deepcopy(model)
+        buggy.blk2.saturate_at = 4.0
+        bug = self.path("fb_%s_bug.h5" % compiler)
+        pt.capture_compiled(model, (x,), bug, compile_leaf=compile_leaf, run_module=buggy,
+                            compiler=compiler + "-bug")
+        doc = self.diff(eager, bug)
+        self.assertEqual(doc["_code"], 1, doc["_text"])
+        self.assertEqual(doc["first_divergence"], "/blk2/out", doc["_text"])
+        t = self.tensor(doc, "/blk2/out")
+        self.assertEqual((t["status"], t["cause"]), ("fail", "local"), doc["_text"])
+        self.assertEqual(self.tensor(doc, "/blk1/out")["status"], "pass")
+        self.assertEqual(self.tensor(doc, "/out")["cause"], "propagated", doc["_text"])
+        return doc
+
+    def test_torchscript_freeze_regions(self):
+        self.regions(pt.torchscript_freeze, "torchscript")
+
+    @unittest.skipUnless(TORCH2, "torch.compile needs torch >= 2")
+    def test_torch_compile_regions(self):
+        self.regions(pt.torch_compile, "inductor")
+
+
 class Autocast(torch.nn.Module):
     """The model under CPU bf16 autocast."""
 
