@@ -508,6 +508,7 @@ int main(int argc, char **argv)
     parity_hdf5_no_exit_handler();   /* first: a full --out must not crash at exit */
     if (argc > 1 && strcmp(argv[1], "shrink") == 0) return parity_shrink_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "triage") == 0) return parity_triage_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "graph") == 0) return parity_graph_main(argc - 1, argv + 1);
     memset(&cli, 0, sizeof cli);
     parity_campaign_options_init(&cli.campaign);
     cli.campaign.seed = 1;

@@ -9,5 +9,7 @@
 int parity_shrink_main(int argc, char **argv);
 /* argv[0] is "triage"; returns the exit status. */
 int parity_triage_main(int argc, char **argv);
+/* `parityfuzz graph ...` (parityfuzz_graph.c). */
+int parity_graph_main(int argc, char **argv);
 
 #endif

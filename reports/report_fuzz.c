@@ -76,6 +76,19 @@ static json_t *times_json(const parity_target_times *pT)
                      "compile_share", comp > 0 ? pT->compileSeconds[1] / comp : 0.0);
 }
 
+/* Writes a built summary (NULL: memory ran out building it) and lets it go. */
+static int write_summary(json_t *pDoc, const char *zPath, char *zErr, size_t nErr)
+{
+    int rc;
+    if (!pDoc) {
+        snprintf(zErr, nErr, "out of memory building the JSON summary");
+        return -1;
+    }
+    rc = parity_report_json_write(pDoc, zPath, zErr, nErr);
+    json_decref(pDoc);
+    return rc;
+}
+
 int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPath, char *zErr,
                             size_t nErr)
 {
@@ -131,13 +144,7 @@ int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPat
                      "time", times_json(&pRes->times),
                      "trouble", pRes->trouble ? json_string(pRes->zTrouble) : json_null(),
                      "jobs", pRes->jobs);
-    if (!pDoc) {
-        snprintf(zErr, nErr, "out of memory building the JSON summary");
-        return -1;
-    }
-    rc = parity_report_json_write(pDoc, zPath, zErr, nErr);
-    json_decref(pDoc);
-    return rc;
+    return write_summary(pDoc, zPath, zErr, nErr);
 }
 
 static json_t *dims_json(int rank, const uint64_t *aDim)
@@ -159,7 +166,7 @@ int parity_report_shrink_json(const parity_stored_op *pS, const parity_stored_mi
     uint64_t aOffset[PARITY_MAX_RANK] = { 0 }, aCropDims[PARITY_MAX_RANK];
     const parity_tensor_info *pT = parity_capture_tensor(pS->pCompiledCap, (size_t)pS->iCompiled);
     json_t *pDoc;
-    int k, rc;
+    int k;
 
     parity_report_use_allocator();
     for (k = 0; k < pS->nAxis; k++) {
@@ -179,13 +186,7 @@ int parity_report_shrink_json(const parity_stored_op *pS, const parity_stored_mi
                      "detail", diverges ? json_string(pMin->result.zDetail) : json_null(),
                      "execs", (json_int_t)pMin->nExecs, "minimal", diverges && pMin->minimal,
                      "repro", zRepro ? json_string(zRepro) : json_null());
-    if (!pDoc) {
-        snprintf(zErr, nErr, "out of memory building the JSON summary");
-        return -1;
-    }
-    rc = parity_report_json_write(pDoc, zPath, zErr, nErr);
-    json_decref(pDoc);
-    return rc;
+    return write_summary(pDoc, zPath, zErr, nErr);
 }
 
 /* "max/min (relu, maximum) float32,bfloat16: nan lost, trigger nan input" */
@@ -217,4 +218,71 @@ int parity_report_root_causes_text(FILE *pOut, const parity_finding *aFinding,
         }
     }
     return ferror(pOut) ? -1 : 0;
+}
+
+/* ---- graph campaigns ---------------------------------------------------------------- */
+
+int parity_report_graph_fuzz_text(FILE *pOut, const parity_graph_campaign_result *pRes)
+{
+    size_t i;
+    for (i = 0; i < pRes->nCause; i++) {
+        const parity_graph_cause *p = &pRes->aCause[i];
+        fprintf(pOut, "root cause %zu: %s (%s) %s: %s; %llu finding%s\n", i + 1, p->zFamily,
+                p->zOps, parity_dtype_name(p->dtype),
+                p->nonFinite ? "non-finite values" : "accuracy beyond the bound",
+                (unsigned long long)p->count, p->count == 1 ? "" : "s");
+        fprintf(pOut, "  case: %s\n  judged: %s\n", p->zCase, p->zDetail);
+        if (p->zRepro[0]) fprintf(pOut, "  repro: %s\n", p->zRepro);
+    }
+    fprintf(pOut, "parityfuzz graph: %llu execs in %.1f s (%.1f exec/s): %llu judged, %llu "
+            "bit-identical to eager, %llu skipped, %llu errors; %llu findings in %zu root "
+            "cause%s (minimizing: %llu execs)\n",
+            (unsigned long long)pRes->nExecs, pRes->seconds,
+            pRes->seconds > 0 ? (double)pRes->nExecs / pRes->seconds : 0.0,
+            (unsigned long long)pRes->nJudged, (unsigned long long)pRes->nIdentical,
+            (unsigned long long)pRes->nSkipped, (unsigned long long)pRes->nErrors,
+            (unsigned long long)pRes->nFindings, pRes->nCause, pRes->nCause == 1 ? "" : "s",
+            (unsigned long long)pRes->nMinimizeExecs);
+    return ferror(pOut) ? -1 : 0;
+}
+
+int parity_report_graph_fuzz_json(const parity_graph_campaign_result *pRes, const char *zPath,
+                                  char *zErr, size_t nErr)
+{
+    json_t *pDoc, *pCauses, *pDefects;
+    size_t i;
+    int rc = 0;
+    parity_report_use_allocator();
+    pCauses = json_array();
+    pDefects = json_array();
+    for (i = 0; pCauses && i < pRes->nCause; i++) {
+        const parity_graph_cause *p = &pRes->aCause[i];
+        rc |= parity_report_append(pCauses, json_pack(
+            "{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:o}", "family", p->zFamily, "ops", p->zOps,
+            "dtype", parity_dtype_name(p->dtype),
+            "symptom", p->nonFinite ? "non-finite" : "accuracy", "count", (json_int_t)p->count,
+            "case", p->zCase, "judged", p->zDetail,
+            "repro", p->zRepro[0] ? json_string(p->zRepro) : json_null()));
+    }
+    for (i = 0; pDefects && i < parity_graph_defect_count; i++)
+        if (pRes->defects & parity_graph_defects[i].bit)
+            rc |= parity_report_append(pDefects, json_string(parity_graph_defects[i].zName));
+    if (!pCauses || !pDefects || rc != 0) {
+        json_decref(pCauses);
+        json_decref(pDefects);
+        snprintf(zErr, nErr, "out of memory building the JSON summary");
+        return -1;
+    }
+    pDoc = json_pack("{s:s, s:i, s:s, s:o, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+                     "tool", "parityfuzz graph", "schema_version", 1, "target", "builtin",
+                     "defects", pDefects, "seed", (json_int_t)pRes->seed,
+                     "execs", (json_int_t)pRes->nExecs, "elapsed_s", pRes->seconds,
+                     "judged", (json_int_t)pRes->nJudged,
+                     "bit_identical", (json_int_t)pRes->nIdentical,
+                     "skipped", (json_int_t)pRes->nSkipped,
+                     "errors", (json_int_t)pRes->nErrors,
+                     "findings", (json_int_t)pRes->nFindings,
+                     "minimize_execs", (json_int_t)pRes->nMinimizeExecs,
+                     "root_causes", pCauses);
+    return write_summary(pDoc, zPath, zErr, nErr);
 }

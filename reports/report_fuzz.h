@@ -35,4 +35,12 @@ int parity_report_shrink_json(const parity_stored_op *pS, const parity_stored_mi
                               int diverges, const char *zRepro, const char *zPath, char *zErr,
                               size_t nErr);
 
+/* A graph campaign's root causes and counts as text (the root causes first, then the
+ * summary line). 0, or -1 on a write error. */
+int parity_report_graph_fuzz_text(FILE *pOut, const parity_graph_campaign_result *pRes);
+/* Its JSON summary (fuzz/FUZZ.md, "Graph cases") to zPath ("-": stdout), atomically.
+ * Returns 0, or -1 with zErr. */
+int parity_report_graph_fuzz_json(const parity_graph_campaign_result *pRes, const char *zPath,
+                                  char *zErr, size_t nErr);
+
 #endif

@@ -116,4 +116,14 @@ int parity_repro_write_stored(const char *zDir, const parity_stored_op *pS,
 #define PARITY_SIGNATURE_MAX_BYTES (1u << 20)
 int parity_repro_signature(const char *zRepro, char *zSig, size_t nSig, char *zErr, size_t nErr);
 
+/* ---- graph repros (graph_repro.c) ---------------------------------------------------- */
+
+/* Writes a graph case's repro into zDir (made when absent): eager.h5 with the inputs,
+ * every intermediate and /out; compiled.h5 with the inputs and /out (the compiled output
+ * aCompiled) as a fusing compiler leaves it (FORMAT.md, "Graph cases"). Atomic per file.
+ * Returns 0, or -1 with zErr. */
+int parity_graph_repro_write(const char *zDir, const parity_graph_case *pG,
+                             double *const *aaEager, const double *aCompiled,
+                             const char *zTarget, char *zErr, size_t nErr);
+
 #endif

@@ -32,7 +32,7 @@ static void fuzz_plan(parity_judge_plan *pPlan)
     pPlan->skipIdentical = 1;
 }
 
-static int bit_identical(const double *a, const double *b, uint64_t n)
+int parity_outputs_identical(const double *a, const double *b, uint64_t n)
 {
     uint64_t i;
     for (i = 0; i < n; i++) {
@@ -94,7 +94,7 @@ static int oracle_judge(parity_target *pT, const parity_case *pCase, double *aEa
     case PARITY_RUN_CRASH: pR->cls = PARITY_FINDING_CRASH; return 0;
     case PARITY_RUN_HANG: pR->cls = PARITY_FINDING_HANG; return 0;
     }
-    if (bit_identical(aEager, aCompiled, pCase->nOut)) {
+    if (parity_outputs_identical(aEager, aCompiled, pCase->nOut)) {
         pR->bitIdentical = 1;
         pR->cls = PARITY_FINDING_NONE;
         return 0;

@@ -38,6 +38,9 @@ typedef struct {
     char zDetail[PARITY_ERR_LEN + 128];   /* the error text, or a one-line summary */
 } parity_oracle_result;
 
+/* 1 when two outputs hold the same bits (any NaN equals any NaN; +0 and -0 differ). */
+int parity_outputs_identical(const double *a, const double *b, uint64_t n);
+
 /* Runs both sides of pCase on pT and judges. The outputs are left in aEager/aCompiled
  * (pCase->nOut each, caller-allocated) for the repro writer. Returns 0, or -1 when the
  * judge itself failed or this process ran out of memory on the way (in a kernel, the
@@ -174,5 +177,74 @@ void parity_campaign_options_init(parity_campaign_options *pOpt);
 int parity_campaign_run(const parity_campaign_options *pOpt, parity_campaign_result *pRes,
                         char *zErr, size_t nErr);
 void parity_campaign_result_free(parity_campaign_result *pRes);
+
+/* ---- graph cases (graph_oracle.c, graph_campaign.c) ----------------------------------
+ *
+ * The oracle of a graph case runs eager op by op (every intermediate kept for the repro)
+ * and the compiled side's fused kernel, and judges the compiled output against the
+ * reference propagated through the graph from its inputs (tolerance/graph.h), with eager's
+ * output beside it: the same classes as a single op's. Targets: the builtin one (fused
+ * kernels and fusion defects, builtin_graph.c). */
+
+typedef struct {
+    parity_finding_class cls;
+    int judged, bitIdentical;
+    int nonFinite;            /* a divergence with non-finite elements */
+    parity_judgement judgement;
+    char zDetail[PARITY_ERR_LEN + 128];
+} parity_graph_oracle_result;
+
+/* Runs and judges pG with the builtin target's defect bits. aaEager (nNode slots) receives
+ * every node's eager output (parity_free each), aCompiled (pG->nOut values) the fused one.
+ * Returns 0, or -1 with zDetail when the run or the judge failed for a reason of ours. */
+int parity_graph_oracle_run(const parity_graph_case *pG, uint32_t defects, double **aaEager,
+                            double *aCompiled, parity_graph_oracle_result *pR);
+
+/* Shrinks a finding: drops the family's optional ops, simplifies the value recipes, then
+ * halves each dim while the finding keeps its class and kind (non-finite or accuracy);
+ * budget cases at most. *pSpec becomes the smallest spec found; returns the cases run. */
+uint64_t parity_graph_minimize(parity_graph_spec *pSpec, uint32_t defects,
+                               const parity_graph_oracle_result *pFirst, uint64_t budget);
+
+typedef struct {
+    double seconds;           /* time budget (0: none) */
+    uint64_t maxExecs;        /* case budget (0: none) */
+    uint64_t seed;
+    uint32_t defects;
+    uint32_t families;        /* bit per family index; 0: every family */
+    uint32_t dtypes;          /* bit (1 << dtype); 0: every drawable dtype */
+    const char *zOut;         /* repro folder root, or NULL */
+    const char *zJson;        /* summary JSON, or NULL */
+    int minimize;
+    int stopAfterFirst;
+} parity_graph_campaign_options;
+
+/* A root cause of a graph campaign: the findings whose minimized case has the same
+ * family, ops, dtype and kind; the first one's minimized repro stands for them. */
+typedef struct {
+    char zFamily[32];
+    char zOps[160];           /* "linear+gelu": the ops the minimizer could not remove */
+    parity_dtype dtype;
+    int nonFinite;            /* the kind: non-finite values, or accuracy beyond the bound */
+    uint64_t count;           /* findings (before minimization) of this cause */
+    char zCase[600];          /* the minimized case, described */
+    char zDetail[PARITY_ERR_LEN + 128];
+    char zRepro[4200];        /* its repro folder, or "" without --out */
+} parity_graph_cause;
+
+typedef struct {
+    uint64_t nExecs, nJudged, nSkipped, nIdentical, nErrors, nFindings, nMinimizeExecs;
+    double seconds;
+    uint64_t seed;
+    uint32_t defects;
+    parity_graph_cause *aCause;
+    size_t nCause;
+} parity_graph_campaign_result;
+
+/* Runs a graph campaign; progress lines on stderr. Returns 0, or -1 with zErr (the repro
+ * folder cannot be written, memory). */
+int parity_graph_campaign_run(const parity_graph_campaign_options *pOpt,
+                              parity_graph_campaign_result *pRes, char *zErr, size_t nErr);
+void parity_graph_campaign_result_free(parity_graph_campaign_result *pRes);
 
 #endif

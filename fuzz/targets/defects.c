@@ -49,11 +49,49 @@ const parity_defect parity_defects[] = {
 
 const size_t parity_defect_count = sizeof parity_defects / sizeof parity_defects[0];
 
-const parity_defect *parity_defect_find(const char *zName)
+static const parity_defect *find_in(const parity_defect *a, size_t n, const char *zName)
 {
     size_t i;
     if (!zName) return NULL;
-    for (i = 0; i < parity_defect_count; i++)
-        if (strcmp(parity_defects[i].zName, zName) == 0) return &parity_defects[i];
+    for (i = 0; i < n; i++)
+        if (strcmp(a[i].zName, zName) == 0) return &a[i];
     return NULL;
+}
+
+const parity_defect *parity_defect_find(const char *zName)
+{
+    return find_in(parity_defects, parity_defect_count, zName);
+}
+
+/* Fusion defects: the ops are right one by one, the fused kernel is not. Each lives in
+ * builtin_graph.c behind its bit, next to a comment citing the same bug. */
+const parity_defect parity_graph_defects[] = {
+    /* openxla/xla#46897: a bias folded into a GEMM epilogue is checked against the minor
+     * dim's length only, so on a square output it is broadcast along the wrong axis. */
+    { "epilogue_bias_axis", PARITY_DEFECT_EPILOGUE_BIAS_AXIS, "gemm_epilogue",
+      "a linear with a bias whose output is square (M == N > 1): the epilogue adds bias[i] "
+      "to row i instead of bias[j] to column j", "openxla/xla#46897" },
+    /* NVIDIA/apex#1390: the fused scale-mask-softmax kernel returns a uniform row where
+     * every key is masked (fixed in apex PR #1444). */
+    { "fused_masked_row_uniform", PARITY_DEFECT_FUSED_MASKED_ROW_UNIFORM, "masked_softmax",
+      "a fully masked row (every key -inf): the fused softmax gives 1/S instead of NaN",
+      "NVIDIA/apex#1390" },
+    /* pytorch/pytorch#122179 (and #101039): the fused division uses a fast, inexact
+     * reciprocal. */
+    { "approx_reciprocal", PARITY_DEFECT_APPROX_RECIPROCAL, "softmax_decomposed",
+      "a decomposed softmax fused into one pass: the sum's reciprocal is the 12-bit rcpps "
+      "value without a Newton step (relative error up to 2^-12)",
+      "pytorch/pytorch#122179; pytorch/pytorch#101039" },
+    /* microsoft/onnxruntime#29034: a fused residual + norm kernel accumulates in fp16. */
+    { "fused_half_accum", PARITY_DEFECT_FUSED_HALF_ACCUM, "pointwise_reduce",
+      "a bfloat16 or float16 product fused into its sum: the partial sums stay in the "
+      "16-bit dtype (stagnation past 256 ones in bf16, overflow past 65504 in f16)",
+      "microsoft/onnxruntime#29034" },
+};
+
+const size_t parity_graph_defect_count = sizeof parity_graph_defects / sizeof parity_graph_defects[0];
+
+const parity_defect *parity_graph_defect_find(const char *zName)
+{
+    return find_in(parity_graph_defects, parity_graph_defect_count, zName);
 }

@@ -257,6 +257,19 @@ int parity_kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t def
     return 0;
 }
 
+double parity_kern_activation(const kern_ctx *pK, const parity_op_def *pDef, int approxTanh,
+                              double x)
+{
+    unary_attrs attrs;
+    int iKind;
+    unary_kind kind;
+    if (!unary_kind_of(pDef, &iKind)) return NAN;
+    kind = (unary_kind)iKind;
+    if (kind == U_GELU && approxTanh) kind = U_GELU_TANH;
+    memset(&attrs, 0, sizeof attrs);
+    return unary_one(pK, kind, &attrs, 0, kern_acc(pK, x));
+}
+
 /* ---- binary --------------------------------------------------------------------------- */
 
 typedef enum { B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN } binary_kind;

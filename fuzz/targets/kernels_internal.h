@@ -81,6 +81,11 @@ double parity_kern_sqrt(const kern_ctx *pK, double x);
 /* relu, gelu, silu, sigmoid, tanh, exp, log, sqrt, rsqrt, reciprocal, erf, neg, abs,
  * softplus, elu, mish.
  * PARITY_DEFECT_FASTMATH_NAN in defects makes relu drop NaN (builtin_compiled.c). */
+/* An activation without attributes (gelu, its tanh form, relu, tanh, silu, sigmoid, ...)
+ * of x in the compute precision, torch's formula, not rounded to the output dtype: what a
+ * fused epilogue applies to its accumulator. NaN for an op that is not one. */
+double parity_kern_activation(const kern_ctx *pK, const parity_op_def *pDef, int approxTanh,
+                              double x);
 int parity_kern_unary(const parity_case *pCase, const kern_ctx *pK, uint32_t defects, double *aOut,
                       char *zErr, size_t nErr);
 /* add, sub (alpha), mul, div, maximum, minimum with broadcasting; FASTMATH_NAN as above. */

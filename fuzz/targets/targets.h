@@ -19,6 +19,7 @@
 #define PARITY_FUZZ_TARGETS_H
 
 #include "fuzz/cases/cases.h"
+#include "fuzz/cases/graph_cases.h"
 #include "fuzz/targets/target_times.h"
 
 typedef enum {
@@ -101,6 +102,18 @@ int parity_builtin_eager(const parity_case *pCase, double *aOut, char *zErr, siz
 int parity_builtin_compiled(const parity_case *pCase, uint32_t defects, double *aOut,
                             char *zErr, size_t nErr);
 
+/* ---- the builtin graph kernels (builtin_graph.c) ------------------------------------ */
+
+/* Eager: the graph op by op with the eager kernels, each node's output rounded to its
+ * dtype, into aaOut[0 .. nNode-1] (allocated here, parity_free each, also on failure).
+ * Returns 0, or -1 with zErr. */
+int parity_builtin_graph_eager(const parity_graph_case *pG, double **aaOut, char *zErr,
+                               size_t nErr);
+/* Compiled: the family's fused kernel with the fusion defect bits switched on; the output
+ * (pG->nOut values) in aOut. Returns 0, or -1 with zErr. */
+int parity_builtin_graph_fused(const parity_graph_case *pG, uint32_t defects, double *aOut,
+                               char *zErr, size_t nErr);
+
 /* ---- the defect catalogue (defects.c) ----------------------------------------------- */
 
 /* Defect bits (the catalogue in defects.c says what each does and which bug it models). */
@@ -112,6 +125,11 @@ int parity_builtin_compiled(const parity_case *pCase, uint32_t defects, double *
 #define PARITY_DEFECT_FASTMATH_NAN          (1u << 5)
 #define PARITY_DEFECT_PADDED_STRIDE_LEAK    (1u << 6)
 #define PARITY_DEFECT_WELFORD_MERGE         (1u << 7)
+/* Fusion defects: only the fused kernels of graph cases carry them (builtin_graph.c). */
+#define PARITY_DEFECT_EPILOGUE_BIAS_AXIS    (1u << 8)
+#define PARITY_DEFECT_FUSED_MASKED_ROW_UNIFORM (1u << 9)
+#define PARITY_DEFECT_APPROX_RECIPROCAL     (1u << 10)
+#define PARITY_DEFECT_FUSED_HALF_ACCUM      (1u << 11)
 
 typedef struct {
     const char *zName;
@@ -125,5 +143,9 @@ extern const parity_defect parity_defects[];
 extern const size_t parity_defect_count;
 /* The defect named zName, or NULL. */
 const parity_defect *parity_defect_find(const char *zName);
+/* The fusion defects of graph cases, with the graph families they affect in zOps. */
+extern const parity_defect parity_graph_defects[];
+extern const size_t parity_graph_defect_count;
+const parity_defect *parity_graph_defect_find(const char *zName);
 
 #endif

@@ -1,0 +1,183 @@
+/*
+ * graph_campaign.c - a campaign of graph cases against the builtin target: draw a case
+ * of a family, run and judge it (graph_oracle.c), minimize each finding, and keep one
+ * root cause per minimized (family, ops, dtype, kind) with its repro. Like campaign.c it
+ * writes repros, so it includes the findings room's header (search.h's one arrow up).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "formats/alloc.h"
+#include "formats/process.h"
+#include "fuzz/findings/findings.h"
+#include "fuzz/search/search.h"
+
+#define GRAPH_MINIMIZE_BUDGET 300
+
+void parity_graph_campaign_result_free(parity_graph_campaign_result *pRes)
+{
+    parity_free(pRes->aCause);
+    memset(pRes, 0, sizeof *pRes);
+}
+
+/* The root cause a minimized case belongs to (appended when new); NULL for no memory. */
+static parity_graph_cause *cause_of(parity_graph_campaign_result *pRes,
+                                    const parity_graph_case *pG, int nonFinite, int *pNew)
+{
+    char zOps[160];
+    size_t i;
+    parity_graph_cause *a;
+    parity_graph_case_ops(pG, zOps, sizeof zOps);
+    *pNew = 0;
+    for (i = 0; i < pRes->nCause; i++) {
+        parity_graph_cause *p = &pRes->aCause[i];
+        if (strcmp(p->zFamily, pG->pFam->zName) == 0 && strcmp(p->zOps, zOps) == 0 &&
+            p->dtype == pG->spec.dtype && p->nonFinite == nonFinite)
+            return p;
+    }
+    a = parity_realloc(pRes->aCause, (pRes->nCause + 1) * sizeof *a);
+    if (!a) return NULL;
+    pRes->aCause = a;
+    a = &pRes->aCause[pRes->nCause++];
+    memset(a, 0, sizeof *a);
+    snprintf(a->zFamily, sizeof a->zFamily, "%s", pG->pFam->zName);
+    snprintf(a->zOps, sizeof a->zOps, "%s", zOps);
+    a->dtype = pG->spec.dtype;
+    a->nonFinite = nonFinite;
+    *pNew = 1;
+    return a;
+}
+
+/* Runs the minimized spec again to describe it and store its repro in the cause. */
+static int keep_cause(const parity_graph_campaign_options *pOpt, parity_graph_cause *pC,
+                      const parity_graph_spec *pSpec, char *zErr, size_t nErr)
+{
+    parity_graph_case g;
+    parity_graph_oracle_result r;
+    double *aaEager[PARITY_GRAPH_CASE_MAX_NODES] = { 0 }, *aC = NULL;
+    size_t i;
+    int rc = 0;
+    if (parity_graph_case_expand(pSpec, &g, zErr, nErr) != 0) return -1;
+    parity_graph_case_describe(&g, pC->zCase, sizeof pC->zCase);
+    aC = parity_malloc((g.nOut ? g.nOut : 1) * sizeof(double));
+    if (!aC || parity_graph_oracle_run(&g, pOpt->defects, aaEager, aC, &r) != 0) {
+        snprintf(zErr, nErr, "%s", aC ? r.zDetail : "out of memory");
+        rc = -1;
+    } else {
+        snprintf(pC->zDetail, sizeof pC->zDetail, "%s", r.zDetail);
+        if (pOpt->zOut) {
+            char zName[200];
+            unsigned long long h = pSpec->seed ^ (unsigned long long)pSpec->variant * 0x9e3779b97f4a7c15ull;
+            snprintf(zName, sizeof zName, "%s-%s-%016llx", g.pFam->zName,
+                     parity_dtype_name(g.spec.dtype), h);
+            snprintf(pC->zRepro, sizeof pC->zRepro, "%s/%s", pOpt->zOut, zName);
+            rc = parity_graph_repro_write(pC->zRepro, &g, aaEager, aC, "builtin", zErr, nErr);
+        }
+    }
+    for (i = 0; i < g.nNode; i++) parity_free(aaEager[i]);
+    parity_free(aC);
+    parity_graph_case_free(&g);
+    return rc;
+}
+
+/* One finding: minimized (unless switched off), then counted under its root cause. */
+static int handle_finding(const parity_graph_campaign_options *pOpt,
+                          parity_graph_campaign_result *pRes, const parity_graph_case *pG,
+                          const parity_graph_oracle_result *pR, char *zErr, size_t nErr)
+{
+    parity_graph_spec spec = pG->spec;
+    parity_graph_case small;
+    parity_graph_cause *pC;
+    int isNew, rc;
+    pRes->nFindings++;
+    if (pOpt->minimize)
+        pRes->nMinimizeExecs += parity_graph_minimize(&spec, pOpt->defects, pR,
+                                                      GRAPH_MINIMIZE_BUDGET);
+    if (parity_graph_case_expand(&spec, &small, zErr, nErr) != 0) return -1;
+    pC = cause_of(pRes, &small, pR->nonFinite, &isNew);
+    parity_graph_case_free(&small);
+    if (!pC) {
+        snprintf(zErr, nErr, "out of memory");
+        return -1;
+    }
+    pC->count++;
+    if (!isNew) return 0;
+    rc = keep_cause(pOpt, pC, &spec, zErr, nErr);
+    if (rc == 0)
+        fprintf(stderr, "parityfuzz graph: root cause %zu: %s %s %s: %s\n", pRes->nCause,
+                pC->zOps, parity_dtype_name(pC->dtype),
+                pC->nonFinite ? "non-finite" : "accuracy", pC->zCase);
+    return rc;
+}
+
+int parity_graph_campaign_run(const parity_graph_campaign_options *pOpt,
+                              parity_graph_campaign_result *pRes, char *zErr, size_t nErr)
+{
+    parity_rng rng;
+    double t0 = parity_process_now(), lastSay = t0;
+    size_t nFam = parity_graph_family_count();
+    memset(pRes, 0, sizeof *pRes);
+    if (pOpt->zOut && mkdir(pOpt->zOut, 0777) != 0 && errno != EEXIST) {
+        snprintf(zErr, nErr, "%s: cannot create the repro folder: %s", pOpt->zOut,
+                 strerror(errno));
+        return -1;
+    }
+    pRes->seed = pOpt->seed;
+    pRes->defects = pOpt->defects;
+    parity_rng_seed(&rng, pOpt->seed);
+    for (;;) {
+        const parity_graph_family *pFam;
+        parity_graph_spec spec;
+        parity_graph_case g;
+        parity_graph_oracle_result r;
+        double *aaEager[PARITY_GRAPH_CASE_MAX_NODES] = { 0 }, *aC, now = parity_process_now();
+        char zWhy[PARITY_ERR_LEN];
+        size_t i;
+        int rc;
+        if (pOpt->maxExecs && pRes->nExecs >= pOpt->maxExecs) break;
+        if (pOpt->seconds > 0 && now - t0 >= pOpt->seconds) break;
+        if (pOpt->stopAfterFirst && pRes->nFindings > 0) break;
+        if (now - lastSay >= 10.0) {
+            fprintf(stderr, "parityfuzz graph: %.0f s, %llu execs, %llu judged, %zu root "
+                    "causes\n", now - t0, (unsigned long long)pRes->nExecs,
+                    (unsigned long long)pRes->nJudged, pRes->nCause);
+            lastSay = now;
+        }
+        i = (size_t)parity_rng_below(&rng, nFam);
+        if (pOpt->families && !(pOpt->families >> i & 1)) continue;
+        pFam = parity_graph_family_at(i);
+        parity_graph_spec_draw(&rng, pFam, pOpt->dtypes, &spec);
+        if (pOpt->dtypes && !(pOpt->dtypes >> spec.dtype & 1)) continue;
+        if (parity_graph_case_expand(&spec, &g, zWhy, sizeof zWhy) != 0) continue;
+        aC = parity_malloc((g.nOut ? g.nOut : 1) * sizeof(double));
+        if (!aC) {
+            parity_graph_case_free(&g);
+            snprintf(zErr, nErr, "out of memory");
+            return -1;
+        }
+        pRes->nExecs++;
+        rc = parity_graph_oracle_run(&g, pOpt->defects, aaEager, aC, &r);
+        for (i = 0; i < g.nNode; i++) parity_free(aaEager[i]);
+        parity_free(aC);
+        if (rc != 0) {
+            pRes->nErrors++;
+            fprintf(stderr, "parityfuzz graph: %s\n", r.zDetail);
+        } else if (r.cls == PARITY_FINDING_SKIPPED) {
+            pRes->nSkipped++;
+        } else if (r.bitIdentical) {
+            pRes->nIdentical++;
+        } else {
+            if (r.judged) pRes->nJudged++;
+            if (r.cls != PARITY_FINDING_NONE &&
+                handle_finding(pOpt, pRes, &g, &r, zErr, nErr) != 0) {
+                parity_graph_case_free(&g);
+                return -1;
+            }
+        }
+        parity_graph_case_free(&g);
+    }
+    pRes->seconds = parity_process_now() - t0;
+    return 0;
+}

@@ -1,0 +1,148 @@
+/*
+ * graph_oracle.c - running a graph case on the builtin target and judging it against the
+ * propagated reference, and shrinking a finding (search.h, "graph cases").
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "formats/alloc.h"
+#include "fuzz/search/search.h"
+
+int parity_graph_oracle_run(const parity_graph_case *pG, uint32_t defects, double **aaEager,
+                            double *aCompiled, parity_graph_oracle_result *pR)
+{
+    parity_graph_value aV[PARITY_GRAPH_CASE_MAX_NODES];
+    parity_judge_plan plan;
+    const double *aEager;
+    char zErr[PARITY_ERR_LEN];
+    const parity_judgement *pJ = &pR->judgement;
+    int rc;
+
+    memset(pR, 0, sizeof *pR);
+    if (parity_builtin_graph_eager(pG, aaEager, pR->zDetail, sizeof pR->zDetail) != 0) {
+        pR->cls = PARITY_FINDING_SKIPPED;
+        return 0;
+    }
+    aEager = aaEager[pG->nNode - 1];
+    if (parity_builtin_graph_fused(pG, defects, aCompiled, pR->zDetail,
+                                   sizeof pR->zDetail) != 0) {
+        pR->cls = PARITY_FINDING_ERROR;
+        return 0;
+    }
+    if (parity_outputs_identical(aEager, aCompiled, pG->nOut)) {
+        pR->bitIdentical = 1;
+        pR->cls = PARITY_FINDING_NONE;
+        return 0;
+    }
+    if (parity_graph_propagate(pG->aNode, pG->nNode, pG->aIn, pG->nIn, aV, zErr,
+                               sizeof zErr) != 0) {
+        snprintf(pR->zDetail, sizeof pR->zDetail, "propagation failed: %s", zErr);
+        return -1;
+    }
+    parity_judge_plan_default(&plan);
+    plan.skipIdentical = 1;
+    rc = parity_graph_judge(&aV[pG->nNode - 1], aEager, aCompiled, aEager, &plan,
+                            &pR->judgement, zErr, sizeof zErr);
+    parity_graph_values_free(aV, pG->nNode);
+    if (rc != 0) {
+        snprintf(pR->zDetail, sizeof pR->zDetail, "judge failed: %s", zErr);
+        return -1;
+    }
+    pR->judged = 1;
+    if (pJ->nFail > 0) {
+        pR->cls = PARITY_FINDING_DIVERGES;
+        pR->nonFinite = pJ->nNonFinite > 0;
+        snprintf(pR->zDetail, sizeof pR->zDetail,
+                 "%llu of %llu elements fail (%llu non-finite), worst error %.3g x bound at %llu",
+                 (unsigned long long)pJ->nFail, (unsigned long long)pJ->nChecked,
+                 (unsigned long long)pJ->nNonFinite, pJ->worstRatio,
+                 (unsigned long long)pJ->worstLinear);
+    }
+    return 0;
+}
+
+/* Whether spec s shows the same finding: class, and non-finite or not. */
+static int reproduces(const parity_graph_spec *pSpec, uint32_t defects,
+                      const parity_graph_oracle_result *pFirst, uint64_t *pnRun)
+{
+    parity_graph_case g;
+    parity_graph_oracle_result r;
+    double *aaEager[PARITY_GRAPH_CASE_MAX_NODES] = { 0 }, *aC;
+    char zErr[256];
+    size_t i;
+    int same = 0;
+    if (parity_graph_case_expand(pSpec, &g, zErr, sizeof zErr) != 0) return 0;
+    aC = parity_malloc((g.nOut ? g.nOut : 1) * sizeof(double));
+    if (aC && parity_graph_oracle_run(&g, defects, aaEager, aC, &r) == 0)
+        same = r.cls == pFirst->cls && r.nonFinite == pFirst->nonFinite;
+    (*pnRun)++;
+    for (i = 0; i < g.nNode; i++) parity_free(aaEager[i]);
+    parity_free(aC);
+    parity_graph_case_free(&g);
+    return same;
+}
+
+uint64_t parity_graph_minimize(parity_graph_spec *pSpec, uint32_t defects,
+                               const parity_graph_oracle_result *pFirst, uint64_t budget)
+{
+    const parity_graph_family *pFam = parity_graph_family_at(pSpec->family);
+    parity_graph_spec t;
+    uint64_t nRun = 0;
+    int bit, i, changed;
+    static const parity_value_kind aSimple[] = { PARITY_VAL_ONES, PARITY_VAL_INTS,
+                                                 PARITY_VAL_NORMAL };
+    if (!pFam) return 0;
+    /* 1. ops: each optional op the family can drop */
+    for (bit = 8; bit < 32 && nRun < budget; bit++) {
+        if (!(pFam->dropBits >> bit & 1) || (pSpec->variant >> bit & 1)) continue;
+        t = *pSpec;
+        t.variant |= 1u << bit;
+        if (reproduces(&t, defects, pFirst, &nRun)) *pSpec = t;
+    }
+    /* 2. value recipes, simplest first */
+    for (i = 0; i < PARITY_GRAPH_CASE_MAX_IN && nRun < budget; i++) {
+        size_t k;
+        for (k = 0; k < sizeof aSimple / sizeof aSimple[0] && nRun < budget; k++) {
+            if (pSpec->aRecipe[i].kind == aSimple[k]) break;
+            t = *pSpec;
+            t.aRecipe[i].kind = (uint8_t)aSimple[k];
+            t.aRecipe[i].scaleLog2 = 0;
+            if (reproduces(&t, defects, pFirst, &nRun)) {
+                *pSpec = t;
+                break;
+            }
+        }
+    }
+    /* 3. dims: d - d/2, d - d/4, ..., d - 1 for each, until a pass changes nothing */
+    do {
+        changed = 0;
+        for (i = 0; i < pFam->nDim && nRun < budget; i++) {
+            uint64_t step;
+            for (step = pSpec->aDim[i] / 2; step >= 1 && nRun < budget; step /= 2) {
+                if (pSpec->aDim[i] <= step) continue;
+                int j, tied = 0;
+                t = *pSpec;
+                t.aDim[i] -= step;
+                if (reproduces(&t, defects, pFirst, &nRun)) {
+                    *pSpec = t;
+                    changed = 1;
+                    break;
+                }
+                /* dims that are equal may matter as a pair (a square output): together */
+                t = *pSpec;
+                for (j = 0; j < pFam->nDim; j++)
+                    if (j != i && t.aDim[j] == pSpec->aDim[i]) {
+                        t.aDim[j] -= step;
+                        tied = 1;
+                    }
+                t.aDim[i] -= step;
+                if (tied && nRun < budget && reproduces(&t, defects, pFirst, &nRun)) {
+                    *pSpec = t;
+                    changed = 1;
+                    break;
+                }
+            }
+        }
+    } while (changed && nRun < budget);
+    return nRun;
+}

@@ -1,0 +1,217 @@
+/*
+ * test_fuzz_graph.c - graph cases (fuzz/cases/graph_cases.h) and `parityfuzz graph`:
+ * 1. every family expands through the registry (shapes, attributes), deterministically,
+ *    and its drop bits remove the ops they name;
+ * 2. each fusion defect is found by a short campaign, minimized to the ops it needs, and
+ *    stored as a pair paritydiff fails at /out, judged by the fused region, cause local;
+ * 3. the clean fused kernels give no finding, and judge cases (not only bit-identical ones);
+ * 4. bad usage is one line on stderr and exit 2.
+ */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz/cases/graph_cases.h"
+#include "fuzz/targets/targets.h"
+#include "support.h"
+
+static void make_dir(void)
+{
+    support_dir_create(TEST_BINARY_DIR, "fuzzgraph-");
+}
+
+TestSuite(fuzz_graph, .init = make_dir, .fini = support_dir_remove, .timeout = 600);
+
+/* ---- 1. expansion ------------------------------------------------------------------ */
+
+static void expand_ok(const parity_graph_spec *pS, parity_graph_case *pG)
+{
+    char zErr[256] = "";
+    cr_assert_eq(parity_graph_case_expand(pS, pG, zErr, sizeof zErr), 0, "%s", zErr);
+}
+
+Test(fuzz_graph, families_expand_through_the_registry_and_drop_their_ops)
+{
+    static const struct { const char *zFam; uint32_t variant; const char *zOps; } aWant[] = {
+        { "gemm_epilogue", 0, "linear+gelu" },
+        { "gemm_epilogue", 1, "linear+gelu" },                /* approximate="tanh" */
+        { "gemm_epilogue", 2 | 1u << 8, "linear+relu" },      /* no bias */
+        { "gemm_epilogue", 5 | 1u << 9, "linear" },           /* no activation */
+        { "masked_softmax", 0, "add+softmax+matmul" },
+        { "masked_softmax", 1u << 8, "softmax+matmul" },
+        { "masked_softmax", 1u << 9, "add+softmax" },
+        { "softmax_decomposed", 0, "amax+sub+exp+sum+div" },
+        { "softmax_decomposed", 1u << 8, "exp+sum+div" },
+        { "pointwise_reduce", 0, "mul+add+sum" },
+        { "pointwise_reduce", 1 | 1u << 8, "mul+mean" },
+    };
+    size_t i, k;
+    for (i = 0; i < sizeof aWant / sizeof aWant[0]; i++) {
+        const parity_graph_family *pFam = parity_graph_family_find(aWant[i].zFam);
+        parity_graph_spec s;
+        parity_graph_case g, h;
+        char zOps[160];
+        size_t f;
+        cr_assert_not_null(pFam);
+        memset(&s, 0, sizeof s);
+        for (f = 0; f < parity_graph_family_count(); f++)
+            if (parity_graph_family_at(f) == pFam) s.family = (uint8_t)f;
+        s.variant = aWant[i].variant;
+        s.dtype = PARITY_DT_F32;
+        for (k = 0; k < PARITY_GRAPH_CASE_MAX_DIMS; k++) s.aDim[k] = 3 + k;
+        s.seed = 99;
+        expand_ok(&s, &g);
+        cr_assert_str_eq(parity_graph_case_ops(&g, zOps, sizeof zOps), aWant[i].zOps,
+                         "%s variant %x", aWant[i].zFam, aWant[i].variant);
+        cr_assert_str_eq(g.azNodeName[g.nNode - 1], "/out");
+        cr_assert_gt(g.nOut, 0);
+        if (aWant[i].variant == 1) {
+            const parity_attr *pA = parity_attr_find(g.aNode[1].aAttr, g.aNode[1].nAttr,
+                                                     "approximate");
+            cr_assert(pA && strcmp(pA->azStr[0], "tanh") == 0);
+        }
+        expand_ok(&s, &h);      /* the same spec, the same values */
+        for (k = 0; k < g.nIn; k++)
+            cr_assert(memcmp(g.aIn[k].aValue, h.aIn[k].aValue,
+                             g.aIn[k].nElem * sizeof(double)) == 0);
+        parity_graph_case_free(&g);
+        parity_graph_case_free(&h);
+    }
+}
+
+Test(fuzz_graph, a_spec_the_registry_refuses_is_no_case)
+{
+    parity_graph_spec s;
+    parity_graph_case g;
+    char zErr[256] = "";
+    memset(&s, 0, sizeof s);
+    s.family = 0;
+    s.dtype = PARITY_DT_I32;
+    s.aDim[0] = s.aDim[1] = s.aDim[2] = 2;
+    cr_assert_eq(parity_graph_case_expand(&s, &g, zErr, sizeof zErr), -1);
+    cr_assert(strstr(zErr, "not a float dtype"), "%s", zErr);
+    s.dtype = PARITY_DT_F32;
+    s.family = 200;
+    cr_assert_eq(parity_graph_case_expand(&s, &g, zErr, sizeof zErr), -1);
+    cr_assert(strstr(zErr, "no family"), "%s", zErr);
+    s.family = 0;
+    s.aDim[0] = s.aDim[1] = 1024;       /* M N K = 2^30 terms: over the work bound */
+    s.aDim[2] = 1024;
+    cr_assert_eq(parity_graph_case_expand(&s, &g, zErr, sizeof zErr), -1);
+    cr_assert(strstr(zErr, "reference terms"), "%s", zErr);
+}
+
+/* ---- 2. the fusion defects --------------------------------------------------------- */
+
+static void run_tool(run_result *pR, const char *zBin, const char *const *azArg)
+{
+    const char *azArgv[32];
+    size_t n = 0;
+    azArgv[n++] = zBin;
+    while (*azArg && n < 31) azArgv[n++] = *azArg++;
+    azArgv[n] = NULL;
+    run_argv(azArgv, 300.0, pR);
+}
+
+Test(fuzz_graph, every_fusion_defect_is_found_minimized_and_fails_paritydiff_locally)
+{
+    /* the ops each one keeps once minimized: what it cannot do without */
+    static const char *const azKeeps[][2] = {
+        { "epilogue_bias_axis", "(linear)" },
+        { "fused_masked_row_uniform", "(softmax" },
+        { "approx_reciprocal", "(exp+sum+div)" },
+        { "fused_half_accum", "(mul+" },
+    };
+    size_t i;
+    cr_assert_eq(parity_graph_defect_count, 4);
+    for (i = 0; i < parity_graph_defect_count; i++) {
+        const char *zDefect = parity_graph_defects[i].zName;
+        char zOut[4200], zJson[4300], zE[8400], zC[8400];
+        const char *azArg[] = { "graph", "--time", "120", "--max-execs", "600",
+                                "--defect", zDefect, "--stop-after-first", "--out", zOut,
+                                "--json", zJson, NULL };
+        run_result r, d;
+        json_t *pDoc, *pCause;
+        const char *zRepro;
+        snprintf(zOut, sizeof zOut, "%s", tmp_path(zDefect));
+        snprintf(zJson, sizeof zJson, "%s.json", zOut);
+        run_tool(&r, PARITYFUZZ_BIN, azArg);
+        cr_assert_eq(r.code, 1, "%s: exit %d\n%s%s", zDefect, r.code, r.zOut, r.zErr);
+        cr_assert(strstr(r.zOut, azKeeps[i][1]), "%s minimized to:\n%s", zDefect, r.zOut);
+        pDoc = load_json_file(zJson);
+        pCause = json_array_get(json_object_get(pDoc, "root_causes"), 0);
+        cr_assert(json_is_object(pCause), "%s: no root cause", zDefect);
+        cr_assert_str_eq(json_string_value(json_array_get(json_object_get(pDoc, "defects"), 0)),
+                         zDefect);
+        zRepro = json_string_value(json_object_get(pCause, "repro"));
+        cr_assert_not_null(zRepro);
+        cr_log_info("%s: %lld execs, root cause %s (%s) %s", zDefect,
+                    (long long)json_integer_value(json_object_get(pDoc, "execs")),
+                    json_string_value(json_object_get(pCause, "ops")),
+                    json_string_value(json_object_get(pCause, "dtype")),
+                    json_string_value(json_object_get(pCause, "case")));
+        /* the repro: paritydiff fails /out as the fused region's own failure */
+        snprintf(zE, sizeof zE, "%s/eager.h5", zRepro);
+        snprintf(zC, sizeof zC, "%s/compiled.h5", zRepro);
+        {
+            const char *azDiff[] = { zE, zC, NULL };
+            run_tool(&d, PARITYDIFF_BIN, azDiff);
+        }
+        cr_assert_eq(d.code, 1, "%s: paritydiff exit %d\n%s%s", zDefect, d.code, d.zOut, d.zErr);
+        cr_assert(strstr(d.zOut, "first divergence: /out"), "%s:\n%s", zDefect, d.zOut);
+        cr_assert(strstr(d.zOut, "cause: local"), "%s:\n%s", zDefect, d.zOut);
+        json_decref(pDoc);
+        run_free(&r);
+        run_free(&d);
+    }
+}
+
+/* ---- 3. the clean fused kernels ------------------------------------------------------- */
+
+Test(fuzz_graph, clean_fused_kernels_give_no_finding)
+{
+    char zJson[4200];
+    const char *azArg[] = { "graph", "--time", "0", "--max-execs", "150", "--seed", "7",
+                            "--json", zJson, NULL };
+    run_result r;
+    json_t *pDoc;
+    snprintf(zJson, sizeof zJson, "%s", tmp_path("clean.json"));
+    run_tool(&r, PARITYFUZZ_BIN, azArg);
+    cr_assert_eq(r.code, 0, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    pDoc = load_json_file(zJson);
+    cr_assert_eq(json_integer_value(json_object_get(pDoc, "execs")), 150);
+    cr_assert_eq(json_array_size(json_object_get(pDoc, "root_causes")), 0);
+    cr_assert_gt(json_integer_value(json_object_get(pDoc, "judged")), 30, "%s", r.zOut);
+    cr_assert_eq(json_integer_value(json_object_get(pDoc, "errors")), 0);
+    json_decref(pDoc);
+    run_free(&r);
+}
+
+/* ---- 4. bad usage ------------------------------------------------------------------- */
+
+Test(fuzz_graph, bad_usage_is_one_line_and_exit_2)
+{
+    static const char *const aaArg[][6] = {
+        { "graph", "--defect", "gemm_k_tail", NULL },        /* a single-op defect */
+        { "graph", "--families", "gemm_epilogue,nope", NULL },
+        { "graph", "--dtypes", "int32", NULL },
+        { "graph", "--time", "0", NULL },
+        { "graph", "--time", "-1", NULL },
+        { "graph", "stray", NULL },
+    };
+    static const char *const azWant[] = { "unknown fusion defect 'gemm_k_tail'",
+                                          "unknown graph family 'nope'",
+                                          "'int32' is not a float dtype", "never end",
+                                          "--time needs", "unexpected argument 'stray'" };
+    size_t i;
+    for (i = 0; i < sizeof azWant / sizeof azWant[0]; i++) {
+        run_result r;
+        run_tool(&r, PARITYFUZZ_BIN, aaArg[i]);
+        cr_assert_eq(r.code, 2, "%s: exit %d", azWant[i], r.code);
+        cr_assert_eq(count_lines(r.zErr, 0, NULL, 0), 1, "%s:\n%s", azWant[i], r.zErr);
+        cr_assert(strstr(r.zErr, azWant[i]), "want '%s':\n%s", azWant[i], r.zErr);
+        run_free(&r);
+    }
+}
