@@ -26,13 +26,17 @@ static void graph_usage(void)
 {
     size_t i;
     printf(
-"Usage: parityfuzz graph [--time S] [--max-execs N] [--seed N] [--defect NAME]...\n"
+"Usage: parityfuzz graph [--target T] [--time S] [--max-execs N] [--seed N] [--defect NAME]...\n"
 "                        [--families F,...] [--dtypes D,...] [--out DIR] [--json FILE]\n"
 "                        [--no-minimize] [--stop-after-first]\n"
 "Fuzzes fused regions: small graphs of registry ops (the families below) run op by op on\n"
 "the eager side and as one fused kernel on the builtin compiled side, judged against the\n"
 "MPFR reference propagated through the graph (fuzz/FUZZ.md, \"Graph cases\").\n"
 "\n"
+"  --target T          builtin (default: fused kernels, --defect) or cmd:COMMAND, a worker\n"
+"                      that answers graphs= in its handshake (FORMAT.md); it runs the\n"
+"                      compiled side, the builtin eager kernels the eager side\n"
+"  --case-timeout S    a worker's seconds per case (default 30)\n"
 "  --time S            seconds to run (default 60; 0 with --max-execs: no time limit)\n"
 "  --max-execs N       cases to run at most\n"
 "  --defect NAME       switch a fusion defect on (repeatable; --defect list names them)\n"
@@ -96,6 +100,8 @@ int parity_graph_main(int argc, char **argv)
         { "families", required_argument, NULL, 'f' }, { "dtypes", required_argument, NULL, 'D' },
         { "out", required_argument, NULL, 'o' }, { "json", required_argument, NULL, 'j' },
         { "no-minimize", no_argument, NULL, 'M' }, { "stop-after-first", no_argument, NULL, '1' },
+        { "target", required_argument, NULL, 'T' },
+        { "case-timeout", required_argument, NULL, 'C' },
         { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
     };
     parity_graph_campaign_options opt;
@@ -146,6 +152,12 @@ int parity_graph_main(int argc, char **argv)
                 snprintf(zErr, sizeof zErr, "'%s' is not a float dtype", zBad);
                 return graph_fail(zErr);
             }
+            break;
+        case 'T': opt.zTarget = optarg; break;
+        case 'C':
+            opt.caseTimeout = strtod(optarg, &zEnd);
+            if (errno || *zEnd || !(opt.caseTimeout > 0))
+                return graph_fail("--case-timeout needs seconds > 0");
             break;
         case 'o': opt.zOut = optarg; break;
         case 'j': opt.zJson = optarg; break;

@@ -225,6 +225,7 @@ int parity_report_root_causes_text(FILE *pOut, const parity_finding *aFinding,
 int parity_report_graph_fuzz_text(FILE *pOut, const parity_graph_campaign_result *pRes)
 {
     size_t i;
+    if (pRes->zNotice[0]) fprintf(pOut, "parityfuzz graph: %s\n", pRes->zNotice);
     for (i = 0; i < pRes->nCause; i++) {
         const parity_graph_cause *p = &pRes->aCause[i];
         fprintf(pOut, "root cause %zu: %s (%s) %s: %s; %llu finding%s\n", i + 1, p->zFamily,
@@ -234,9 +235,9 @@ int parity_report_graph_fuzz_text(FILE *pOut, const parity_graph_campaign_result
         fprintf(pOut, "  case: %s\n  judged: %s\n", p->zCase, p->zDetail);
         if (p->zRepro[0]) fprintf(pOut, "  repro: %s\n", p->zRepro);
     }
-    fprintf(pOut, "parityfuzz graph: %llu execs in %.1f s (%.1f exec/s): %llu judged, %llu "
+    fprintf(pOut, "parityfuzz graph: %s: %llu execs in %.1f s (%.1f exec/s): %llu judged, %llu "
             "bit-identical to eager, %llu skipped, %llu errors; %llu findings in %zu root "
-            "cause%s (minimizing: %llu execs)\n",
+            "cause%s (minimizing: %llu execs)\n", pRes->zTarget,
             (unsigned long long)pRes->nExecs, pRes->seconds,
             pRes->seconds > 0 ? (double)pRes->nExecs / pRes->seconds : 0.0,
             (unsigned long long)pRes->nJudged, (unsigned long long)pRes->nIdentical,
@@ -274,7 +275,7 @@ int parity_report_graph_fuzz_json(const parity_graph_campaign_result *pRes, cons
         return -1;
     }
     pDoc = json_pack("{s:s, s:i, s:s, s:o, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
-                     "tool", "parityfuzz graph", "schema_version", 1, "target", "builtin",
+                     "tool", "parityfuzz graph", "schema_version", 1, "target", pRes->zTarget,
                      "defects", pDefects, "seed", (json_int_t)pRes->seed,
                      "execs", (json_int_t)pRes->nExecs, "elapsed_s", pRes->seconds,
                      "judged", (json_int_t)pRes->nJudged,

@@ -5,7 +5,9 @@
  * 2. each fusion defect is found by a short campaign, minimized to the ops it needs, and
  *    stored as a pair paritydiff fails at /out, judged by the fused region, cause local;
  * 3. the clean fused kernels give no finding, and judge cases (not only bit-identical ones);
- * 4. bad usage is one line on stderr and exit 2.
+ * 4. a worker (tests/fixtures/fake_worker.py) runs the graph families it answers in its
+ *    handshake (graphs=), and a worker that answers none is refused;
+ * 5. bad usage is one line on stderr and exit 2.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -189,7 +191,64 @@ Test(fuzz_graph, clean_fused_kernels_give_no_finding)
     run_free(&r);
 }
 
-/* ---- 4. bad usage ------------------------------------------------------------------- */
+/* ---- 4. workers: graph cases through the cmd: target ------------------------------------ */
+
+/* parityfuzz graph against tests/fixtures/fake_worker.py with its environment. */
+static void run_fake_graph(run_result *pR, const char *zMode, const char *zCaps,
+                           const char *zOut, const char *zJson)
+{
+    char zTarget[8192];
+    const char *azArg[] = { "graph", "--target", zTarget, "--families", "softmax_decomposed",
+                            "--dtypes", "float32", "--time", "0", "--max-execs", "40",
+                            "--out", zOut, "--json", zJson, NULL };
+    snprintf(zTarget, sizeof zTarget, "cmd:env FAKE_WORKER_MODE=%s FAKE_WORKER_CAPS='%s' %s "
+             "%s/fixtures/fake_worker.py", zMode, zCaps, SYSTEM_PYTHON, TEST_SOURCE_DIR);
+    run_tool(pR, PARITYFUZZ_BIN, azArg);
+}
+
+Test(fuzz_graph, a_worker_runs_graph_cases_it_answers)
+{
+    char zOut[4200], zJson[4200];
+    run_result r;
+    json_t *pDoc, *pCause;
+    snprintf(zOut, sizeof zOut, "%s", tmp_path("fake-ok"));
+    snprintf(zJson, sizeof zJson, "%s", tmp_path("fake-ok.json"));
+    run_fake_graph(&r, "ok", "graphs=softmax_decomposed", zOut, zJson);
+    cr_assert_eq(r.code, 0, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    pDoc = load_json_file(zJson);
+    cr_assert_gt(json_integer_value(json_object_get(pDoc, "judged")), 10, "%s", r.zOut);
+    cr_assert_eq(json_integer_value(json_object_get(pDoc, "skipped")), 0, "%s", r.zOut);
+    json_decref(pDoc);
+    run_free(&r);
+
+    /* a NaN-returning compiled graph: a non-finite root cause with its repro */
+    snprintf(zOut, sizeof zOut, "%s", tmp_path("fake-nan"));
+    snprintf(zJson, sizeof zJson, "%s", tmp_path("fake-nan.json"));
+    run_fake_graph(&r, "nan", "graphs=softmax_decomposed", zOut, zJson);
+    cr_assert_eq(r.code, 1, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    pDoc = load_json_file(zJson);
+    pCause = json_array_get(json_object_get(pDoc, "root_causes"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(pCause, "symptom")), "non-finite");
+    cr_assert(strstr(json_string_value(json_object_get(pDoc, "target")), "fake_worker.py"));
+    cr_assert(json_is_string(json_object_get(pCause, "repro")));
+    json_decref(pDoc);
+    run_free(&r);
+}
+
+Test(fuzz_graph, a_worker_without_graphs_is_refused_in_one_line)
+{
+    char zOut[4200], zJson[4200];
+    run_result r;
+    snprintf(zOut, sizeof zOut, "%s", tmp_path("fake-none"));
+    snprintf(zJson, sizeof zJson, "%s", tmp_path("fake-none.json"));
+    run_fake_graph(&r, "ok", "", zOut, zJson);
+    cr_assert_eq(r.code, 2, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    cr_assert_eq(count_lines(r.zErr, 0, NULL, 0), 1, "%s", r.zErr);
+    cr_assert(strstr(r.zErr, "runs none of the graph families"), "%s", r.zErr);
+    run_free(&r);
+}
+
+/* ---- 5. bad usage ------------------------------------------------------------------- */
 
 Test(fuzz_graph, bad_usage_is_one_line_and_exit_2)
 {

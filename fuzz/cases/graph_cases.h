@@ -82,6 +82,20 @@ const char *parity_graph_case_ops(const parity_graph_case *pG, char *zBuf, size_
 void parity_graph_spec_draw(parity_rng *pRng, const parity_graph_family *pFam,
                             uint32_t dtypeMask, parity_graph_spec *pSpec);
 
+/* ---- storage (graph_io.c) ------------------------------------------------------------ */
+
+/* Writes the case as a capture (FORMAT.md, "Graph cases"): the inputs, the spec and the
+ * graph as root attributes. aaNode (may be NULL) adds every node's values with op, inputs,
+ * order and attributes (a repro's eager side); else aOut (may be NULL) adds /out alone, with
+ * op and order (a compiled side that fused everything). NULL both: the case file a worker
+ * reads. zSide and zTarget (may be NULL) go to the root. Atomic. 0, or -1 with zErr. */
+int parity_graph_case_write(const parity_graph_case *pG, double *const *aaNode,
+                            const double *aOut, const char *zSide, const char *zTarget,
+                            const char *zFile, char *zErr, size_t nErr);
+/* Reads a worker's /out (pG->nOut values, the last node's dtype and shape). 0, or -1. */
+int parity_graph_case_read_output(const parity_graph_case *pG, const char *zFile,
+                                  double *aOut, char *zErr, size_t nErr);
+
 /* ---- helpers for the families' builders -------------------------------------------- */
 
 /* Input k: its name and shape (values come later from spec.aRecipe[k]). */

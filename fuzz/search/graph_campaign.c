@@ -51,8 +51,9 @@ static parity_graph_cause *cause_of(parity_graph_campaign_result *pRes,
 }
 
 /* Runs the minimized spec again to describe it and store its repro in the cause. */
-static int keep_cause(const parity_graph_campaign_options *pOpt, parity_graph_cause *pC,
-                      const parity_graph_spec *pSpec, char *zErr, size_t nErr)
+static int keep_cause(const parity_graph_campaign_options *pOpt, parity_target *pT,
+                      parity_graph_cause *pC, const parity_graph_spec *pSpec, char *zErr,
+                      size_t nErr)
 {
     parity_graph_case g;
     parity_graph_oracle_result r;
@@ -62,7 +63,7 @@ static int keep_cause(const parity_graph_campaign_options *pOpt, parity_graph_ca
     if (parity_graph_case_expand(pSpec, &g, zErr, nErr) != 0) return -1;
     parity_graph_case_describe(&g, pC->zCase, sizeof pC->zCase);
     aC = parity_malloc((g.nOut ? g.nOut : 1) * sizeof(double));
-    if (!aC || parity_graph_oracle_run(&g, pOpt->defects, aaEager, aC, &r) != 0) {
+    if (!aC || parity_graph_oracle_run(pT, &g, aaEager, aC, &r) != 0) {
         snprintf(zErr, nErr, "%s", aC ? r.zDetail : "out of memory");
         rc = -1;
     } else {
@@ -73,7 +74,7 @@ static int keep_cause(const parity_graph_campaign_options *pOpt, parity_graph_ca
             snprintf(zName, sizeof zName, "%s-%s-%016llx", g.pFam->zName,
                      parity_dtype_name(g.spec.dtype), h);
             snprintf(pC->zRepro, sizeof pC->zRepro, "%s/%s", pOpt->zOut, zName);
-            rc = parity_graph_repro_write(pC->zRepro, &g, aaEager, aC, "builtin", zErr, nErr);
+            rc = parity_graph_repro_write(pC->zRepro, &g, aaEager, aC, pT->zName, zErr, nErr);
         }
     }
     for (i = 0; i < g.nNode; i++) parity_free(aaEager[i]);
@@ -83,7 +84,7 @@ static int keep_cause(const parity_graph_campaign_options *pOpt, parity_graph_ca
 }
 
 /* One finding: minimized (unless switched off), then counted under its root cause. */
-static int handle_finding(const parity_graph_campaign_options *pOpt,
+static int handle_finding(const parity_graph_campaign_options *pOpt, parity_target *pT,
                           parity_graph_campaign_result *pRes, const parity_graph_case *pG,
                           const parity_graph_oracle_result *pR, char *zErr, size_t nErr)
 {
@@ -93,8 +94,7 @@ static int handle_finding(const parity_graph_campaign_options *pOpt,
     int isNew, rc;
     pRes->nFindings++;
     if (pOpt->minimize)
-        pRes->nMinimizeExecs += parity_graph_minimize(&spec, pOpt->defects, pR,
-                                                      GRAPH_MINIMIZE_BUDGET);
+        pRes->nMinimizeExecs += parity_graph_minimize(&spec, pT, pR, GRAPH_MINIMIZE_BUDGET);
     if (parity_graph_case_expand(&spec, &small, zErr, nErr) != 0) return -1;
     pC = cause_of(pRes, &small, pR->nonFinite, &isNew);
     parity_graph_case_free(&small);
@@ -104,7 +104,7 @@ static int handle_finding(const parity_graph_campaign_options *pOpt,
     }
     pC->count++;
     if (!isNew) return 0;
-    rc = keep_cause(pOpt, pC, &spec, zErr, nErr);
+    rc = keep_cause(pOpt, pT, pC, &spec, zErr, nErr);
     if (rc == 0)
         fprintf(stderr, "parityfuzz graph: root cause %zu: %s %s %s: %s\n", pRes->nCause,
                 pC->zOps, parity_dtype_name(pC->dtype),
@@ -116,6 +116,7 @@ int parity_graph_campaign_run(const parity_graph_campaign_options *pOpt,
                               parity_graph_campaign_result *pRes, char *zErr, size_t nErr)
 {
     parity_rng rng;
+    parity_target *pT;
     double t0 = parity_process_now(), lastSay = t0;
     size_t nFam = parity_graph_family_count();
     memset(pRes, 0, sizeof *pRes);
@@ -127,6 +128,17 @@ int parity_graph_campaign_run(const parity_graph_campaign_options *pOpt,
     pRes->seed = pOpt->seed;
     pRes->defects = pOpt->defects;
     parity_rng_seed(&rng, pOpt->seed);
+    pT = parity_target_open(pOpt->zTarget ? pOpt->zTarget : "builtin", pOpt->defects,
+                            pOpt->caseTimeout > 0 ? pOpt->caseTimeout : 30.0, zErr, nErr);
+    if (!pT) return -1;
+    snprintf(pRes->zTarget, sizeof pRes->zTarget, "%s", pOpt->zTarget ? pOpt->zTarget : "builtin");
+    if (pT->zNotice) snprintf(pRes->zNotice, sizeof pRes->zNotice, "%s", pT->zNotice);
+    if (!pT->xRunGraph || (pT->graphFamilies & (pOpt->families ? pOpt->families : ~0u)) == 0) {
+        snprintf(zErr, nErr, "target %s runs none of the graph families asked for",
+                 pRes->zTarget);
+        parity_target_close(pT);
+        return -1;
+    }
     for (;;) {
         const parity_graph_family *pFam;
         parity_graph_spec spec;
@@ -146,19 +158,23 @@ int parity_graph_campaign_run(const parity_graph_campaign_options *pOpt,
             lastSay = now;
         }
         i = (size_t)parity_rng_below(&rng, nFam);
-        if (pOpt->families && !(pOpt->families >> i & 1)) continue;
+        if ((pOpt->families && !(pOpt->families >> i & 1)) || !(pT->graphFamilies >> i & 1))
+            continue;
         pFam = parity_graph_family_at(i);
         parity_graph_spec_draw(&rng, pFam, pOpt->dtypes, &spec);
-        if (pOpt->dtypes && !(pOpt->dtypes >> spec.dtype & 1)) continue;
+        if ((pOpt->dtypes && !(pOpt->dtypes >> spec.dtype & 1)) ||
+            !parity_target_runs_dtype(pT, spec.dtype))
+            continue;
         if (parity_graph_case_expand(&spec, &g, zWhy, sizeof zWhy) != 0) continue;
         aC = parity_malloc((g.nOut ? g.nOut : 1) * sizeof(double));
         if (!aC) {
             parity_graph_case_free(&g);
+            parity_target_close(pT);
             snprintf(zErr, nErr, "out of memory");
             return -1;
         }
         pRes->nExecs++;
-        rc = parity_graph_oracle_run(&g, pOpt->defects, aaEager, aC, &r);
+        rc = parity_graph_oracle_run(pT, &g, aaEager, aC, &r);
         for (i = 0; i < g.nNode; i++) parity_free(aaEager[i]);
         parity_free(aC);
         if (rc != 0) {
@@ -171,13 +187,15 @@ int parity_graph_campaign_run(const parity_graph_campaign_options *pOpt,
         } else {
             if (r.judged) pRes->nJudged++;
             if (r.cls != PARITY_FINDING_NONE &&
-                handle_finding(pOpt, pRes, &g, &r, zErr, nErr) != 0) {
+                handle_finding(pOpt, pT, pRes, &g, &r, zErr, nErr) != 0) {
                 parity_graph_case_free(&g);
+                parity_target_close(pT);
                 return -1;
             }
         }
         parity_graph_case_free(&g);
     }
     pRes->seconds = parity_process_now() - t0;
+    parity_target_close(pT);
     return 0;
 }

@@ -8,9 +8,10 @@
 #include "formats/alloc.h"
 #include "fuzz/search/search.h"
 
-int parity_graph_oracle_run(const parity_graph_case *pG, uint32_t defects, double **aaEager,
+int parity_graph_oracle_run(parity_target *pT, const parity_graph_case *pG, double **aaEager,
                             double *aCompiled, parity_graph_oracle_result *pR)
 {
+    parity_run_status rs;
     parity_graph_value aV[PARITY_GRAPH_CASE_MAX_NODES];
     parity_judge_plan plan;
     const double *aEager;
@@ -24,10 +25,14 @@ int parity_graph_oracle_run(const parity_graph_case *pG, uint32_t defects, doubl
         return 0;
     }
     aEager = aaEager[pG->nNode - 1];
-    if (parity_builtin_graph_fused(pG, defects, aCompiled, pR->zDetail,
-                                   sizeof pR->zDetail) != 0) {
-        pR->cls = PARITY_FINDING_ERROR;
-        return 0;
+    rs = pT->xRunGraph ? pT->xRunGraph(pT, pG, aCompiled, pR->zDetail, sizeof pR->zDetail)
+                       : PARITY_RUN_SKIP;
+    switch (rs) {
+    case PARITY_RUN_OK: break;
+    case PARITY_RUN_SKIP: pR->cls = PARITY_FINDING_SKIPPED; return 0;
+    case PARITY_RUN_ERROR: pR->cls = PARITY_FINDING_ERROR; return 0;
+    case PARITY_RUN_CRASH: pR->cls = PARITY_FINDING_CRASH; return 0;
+    case PARITY_RUN_HANG: pR->cls = PARITY_FINDING_HANG; return 0;
     }
     if (parity_outputs_identical(aEager, aCompiled, pG->nOut)) {
         pR->bitIdentical = 1;
@@ -62,7 +67,7 @@ int parity_graph_oracle_run(const parity_graph_case *pG, uint32_t defects, doubl
 }
 
 /* Whether spec s shows the same finding: class, and non-finite or not. */
-static int reproduces(const parity_graph_spec *pSpec, uint32_t defects,
+static int reproduces(const parity_graph_spec *pSpec, parity_target *pT,
                       const parity_graph_oracle_result *pFirst, uint64_t *pnRun)
 {
     parity_graph_case g;
@@ -73,7 +78,7 @@ static int reproduces(const parity_graph_spec *pSpec, uint32_t defects,
     int same = 0;
     if (parity_graph_case_expand(pSpec, &g, zErr, sizeof zErr) != 0) return 0;
     aC = parity_malloc((g.nOut ? g.nOut : 1) * sizeof(double));
-    if (aC && parity_graph_oracle_run(&g, defects, aaEager, aC, &r) == 0)
+    if (aC && parity_graph_oracle_run(pT, &g, aaEager, aC, &r) == 0)
         same = r.cls == pFirst->cls && r.nonFinite == pFirst->nonFinite;
     (*pnRun)++;
     for (i = 0; i < g.nNode; i++) parity_free(aaEager[i]);
@@ -82,7 +87,7 @@ static int reproduces(const parity_graph_spec *pSpec, uint32_t defects,
     return same;
 }
 
-uint64_t parity_graph_minimize(parity_graph_spec *pSpec, uint32_t defects,
+uint64_t parity_graph_minimize(parity_graph_spec *pSpec, parity_target *pT,
                                const parity_graph_oracle_result *pFirst, uint64_t budget)
 {
     const parity_graph_family *pFam = parity_graph_family_at(pSpec->family);
@@ -97,7 +102,7 @@ uint64_t parity_graph_minimize(parity_graph_spec *pSpec, uint32_t defects,
         if (!(pFam->dropBits >> bit & 1) || (pSpec->variant >> bit & 1)) continue;
         t = *pSpec;
         t.variant |= 1u << bit;
-        if (reproduces(&t, defects, pFirst, &nRun)) *pSpec = t;
+        if (reproduces(&t, pT, pFirst, &nRun)) *pSpec = t;
     }
     /* 2. value recipes, simplest first */
     for (i = 0; i < PARITY_GRAPH_CASE_MAX_IN && nRun < budget; i++) {
@@ -107,7 +112,7 @@ uint64_t parity_graph_minimize(parity_graph_spec *pSpec, uint32_t defects,
             t = *pSpec;
             t.aRecipe[i].kind = (uint8_t)aSimple[k];
             t.aRecipe[i].scaleLog2 = 0;
-            if (reproduces(&t, defects, pFirst, &nRun)) {
+            if (reproduces(&t, pT, pFirst, &nRun)) {
                 *pSpec = t;
                 break;
             }
@@ -123,7 +128,7 @@ uint64_t parity_graph_minimize(parity_graph_spec *pSpec, uint32_t defects,
                 int j, tied = 0;
                 t = *pSpec;
                 t.aDim[i] -= step;
-                if (reproduces(&t, defects, pFirst, &nRun)) {
+                if (reproduces(&t, pT, pFirst, &nRun)) {
                     *pSpec = t;
                     changed = 1;
                     break;
@@ -136,7 +141,7 @@ uint64_t parity_graph_minimize(parity_graph_spec *pSpec, uint32_t defects,
                         tied = 1;
                     }
                 t.aDim[i] -= step;
-                if (tied && nRun < budget && reproduces(&t, defects, pFirst, &nRun)) {
+                if (tied && nRun < budget && reproduces(&t, pT, pFirst, &nRun)) {
                     *pSpec = t;
                     changed = 1;
                     break;

@@ -194,19 +194,24 @@ typedef struct {
     char zDetail[PARITY_ERR_LEN + 128];
 } parity_graph_oracle_result;
 
-/* Runs and judges pG with the builtin target's defect bits. aaEager (nNode slots) receives
- * every node's eager output (parity_free each), aCompiled (pG->nOut values) the fused one.
- * Returns 0, or -1 with zDetail when the run or the judge failed for a reason of ours. */
-int parity_graph_oracle_run(const parity_graph_case *pG, uint32_t defects, double **aaEager,
+/* Runs and judges pG: eager op by op with the builtin eager kernels, compiled on pT
+ * (xRunGraph: the builtin fused kernels with their defect bits, or a worker). aaEager
+ * (nNode slots) receives every node's eager output (parity_free each), aCompiled
+ * (pG->nOut values) the compiled one. A compiled side that errors, crashes or hangs is a
+ * finding of that class; a target that skips the case, a skip. Returns 0, or -1 with
+ * zDetail when the run or the judge failed for a reason of ours. */
+int parity_graph_oracle_run(parity_target *pT, const parity_graph_case *pG, double **aaEager,
                             double *aCompiled, parity_graph_oracle_result *pR);
 
 /* Shrinks a finding: drops the family's optional ops, simplifies the value recipes, then
  * halves each dim while the finding keeps its class and kind (non-finite or accuracy);
  * budget cases at most. *pSpec becomes the smallest spec found; returns the cases run. */
-uint64_t parity_graph_minimize(parity_graph_spec *pSpec, uint32_t defects,
+uint64_t parity_graph_minimize(parity_graph_spec *pSpec, parity_target *pT,
                                const parity_graph_oracle_result *pFirst, uint64_t budget);
 
 typedef struct {
+    const char *zTarget;      /* "builtin" (NULL: builtin) or "cmd:COMMAND" */
+    double caseTimeout;       /* a worker's case timeout (0: the default, 30 s) */
     double seconds;           /* time budget (0: none) */
     uint64_t maxExecs;        /* case budget (0: none) */
     uint64_t seed;
@@ -235,6 +240,8 @@ typedef struct {
 typedef struct {
     uint64_t nExecs, nJudged, nSkipped, nIdentical, nErrors, nFindings, nMinimizeExecs;
     double seconds;
+    char zTarget[256];
+    char zNotice[8192];       /* the target's notice (a worker's skips), or "" */
     uint64_t seed;
     uint32_t defects;
     parity_graph_cause *aCause;

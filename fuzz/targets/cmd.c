@@ -250,6 +250,11 @@ static int build_offer(char *z, size_t n)
         len += (size_t)snprintf(z + len, n - len, "%s%s", zSep, parity_dtype_name((parity_dtype)dt));
         zSep = ",";
     }
+    if (len < n) len += (size_t)snprintf(z + len, n - len, " graphs=");
+    for (i = 0, zSep = ""; i < parity_graph_family_count() && len < n; i++) {
+        len += (size_t)snprintf(z + len, n - len, "%s%s", zSep, parity_graph_family_at(i)->zName);
+        zSep = ",";
+    }
     if (len < n) len += (size_t)snprintf(z + len, n - len, "\n");
     return len < n ? 0 : -1;
 }
@@ -291,7 +296,7 @@ static int take_answer(cmd_target *p, const char *zLine, const char *zRest, char
                        size_t nErr)
 {
     cmd_fields f;
-    const char *zOps, *zDtypes, *zEager;
+    const char *zOps, *zDtypes, *zEager, *zGraphs;
     uint32_t dtypes = 0;
     size_t i, nWord;
     int dt;
@@ -310,6 +315,9 @@ static int take_answer(cmd_target *p, const char *zLine, const char *zRest, char
     zOps = field(&f, "ops");
     zDtypes = field(&f, "dtypes");
     zEager = field(&f, "eager");
+    zGraphs = field(&f, "graphs");
+    for (i = 0; zGraphs && i < parity_graph_family_count(); i++)   /* absent: none */
+        if (list_has(zGraphs, parity_graph_family_at(i)->zName)) p->base.graphFamilies |= 1u << i;
     if (zEager && strcmp(zEager, "builtin") != 0) {
         snprintf(zErr, nErr, "worker asked for eager=%.100s (parityfuzz knows eager=builtin)",
                  zEager);
@@ -475,14 +483,17 @@ static int take_ok_fields(cmd_target *p, parity_side side, const char *zLine, ch
     return 0;
 }
 
+static parity_run_status cmd_request(cmd_target *p, parity_side side, const char *zCase,
+                                     const char *zOutFile, const parity_case *pCase,
+                                     const parity_graph_case *pG, double *aOut, char *zErr,
+                                     size_t nErr);
+
 static parity_run_status cmd_run(parity_target *pT, parity_side side, const parity_case *pCase,
                                  double *aOut, char *zErr, size_t nErr)
 {
     cmd_target *p = (cmd_target *)pT;
-    char zCase[128], zOutFile[128], zReq[400], zLine[CMD_LINE_MAX];
+    char zCase[128], zOutFile[128];
     const char *zSide = side == PARITY_SIDE_EAGER ? "eager" : "compiled";
-    int rc;
-    size_t len;
 
     if (!cmd_supports(pT, pCase->spec.zOp)) {
         snprintf(zErr, nErr, "worker skips %s", pCase->spec.zOp);
@@ -496,6 +507,20 @@ static parity_run_status cmd_run(parity_target *pT, parity_side side, const pari
     snprintf(zOutFile, sizeof zOutFile, "%s/out-%s.h5", p->zDir, zSide);
     unlink(zOutFile);
     if (parity_case_write(pCase, NULL, NULL, NULL, NULL, NULL, zCase, zErr, nErr) != 0) return PARITY_RUN_ERROR;
+    return cmd_request(p, side, zCase, zOutFile, pCase, NULL, aOut, zErr, nErr);
+}
+
+/* Sends RUN for a written case file and takes the answer: the output read back (a single
+ * op's case pCase, or a graph case pG) on OK. */
+static parity_run_status cmd_request(cmd_target *p, parity_side side, const char *zCase,
+                                     const char *zOutFile, const parity_case *pCase,
+                                     const parity_graph_case *pG, double *aOut, char *zErr,
+                                     size_t nErr)
+{
+    char zReq[400], zLine[CMD_LINE_MAX];
+    const char *zSide = side == PARITY_SIDE_EAGER ? "eager" : "compiled";
+    int rc;
+    size_t len;
     len = (size_t)snprintf(zReq, sizeof zReq, "RUN %s %s %s\n", zSide, zCase, zOutFile);
     if (parity_process_write(&p->worker, zReq, len) != 0) {
         worker_stop(p, 1, "died", zErr, nErr);
@@ -516,7 +541,9 @@ static parity_run_status cmd_run(parity_target *pT, parity_side side, const pari
             worker_stop(p, 1, NULL, NULL, 0);
             return PARITY_RUN_ERROR;
         }
-        if (parity_case_read_output(pCase, zOutFile, aOut, zErr, nErr) != 0) return PARITY_RUN_ERROR;
+        if ((pG ? parity_graph_case_read_output(pG, zOutFile, aOut, zErr, nErr)
+                : parity_case_read_output(pCase, zOutFile, aOut, zErr, nErr)) != 0)
+            return PARITY_RUN_ERROR;
         return PARITY_RUN_OK;
     }
     if (strncmp(zLine, "SKIP", 4) == 0) {
@@ -530,6 +557,27 @@ static parity_run_status cmd_run(parity_target *pT, parity_side side, const pari
     snprintf(zErr, nErr, "worker broke the protocol: '%.200s'", zLine);
     worker_stop(p, 1, NULL, NULL, 0);
     return PARITY_RUN_ERROR;
+}
+
+/* A graph case's compiled side: the case file (graph_io.c) and one RUN compiled. */
+static parity_run_status cmd_run_graph(parity_target *pT, const parity_graph_case *pG,
+                                       double *aOut, char *zErr, size_t nErr)
+{
+    cmd_target *p = (cmd_target *)pT;
+    char zCase[128], zOutFile[128];
+    size_t i;
+    for (i = 0; i < parity_graph_family_count(); i++)
+        if (parity_graph_family_at(i) == pG->pFam && !(pT->graphFamilies >> i & 1)) {
+            snprintf(zErr, nErr, "worker skips graph family %s", pG->pFam->zName);
+            return PARITY_RUN_SKIP;
+        }
+    if (p->worker.pid <= 0 && worker_start(p, zErr, nErr) != 0) return PARITY_RUN_CRASH;
+    snprintf(zCase, sizeof zCase, "%s/graph.h5", p->zDir);
+    snprintf(zOutFile, sizeof zOutFile, "%s/out-graph.h5", p->zDir);
+    unlink(zOutFile);
+    if (parity_graph_case_write(pG, NULL, NULL, NULL, NULL, zCase, zErr, nErr) != 0)
+        return PARITY_RUN_ERROR;
+    return cmd_request(p, PARITY_SIDE_COMPILED, zCase, zOutFile, NULL, pG, aOut, zErr, nErr);
 }
 
 static void remove_dir(const char *zDir)
@@ -578,6 +626,7 @@ parity_target *parity_target_cmd_open(const char *zCommand, double caseTimeout, 
     }
     p->base.zName = "cmd";
     p->base.xRun = cmd_run;
+    p->base.xRunGraph = cmd_run_graph;
     p->base.xSupports = cmd_supports;
     p->base.xClose = cmd_close;
     if (worker_start(p, zErr, nErr) != 0) {

@@ -27,6 +27,13 @@ static int builtin_supports(parity_target *pT, const char *zOp)
     return parity_builtin_supports(parity_op_find(zOp));
 }
 
+static parity_run_status builtin_run_graph(parity_target *pT, const parity_graph_case *pG,
+                                           double *aOut, char *zErr, size_t nErr)
+{
+    return parity_builtin_graph_fused(pG, pT->defects, aOut, zErr, nErr) == 0 ? PARITY_RUN_OK
+                                                                             : PARITY_RUN_ERROR;
+}
+
 static void builtin_close(parity_target *pT) { free(pT); }
 
 parity_target *parity_target_open(const char *zSpec, uint32_t defects, double caseTimeout,
@@ -39,6 +46,8 @@ parity_target *parity_target_open(const char *zSpec, uint32_t defects, double ca
         pT->xRun = builtin_run;
         pT->xSupports = builtin_supports;
         pT->xClose = builtin_close;
+        pT->xRunGraph = builtin_run_graph;
+        pT->graphFamilies = (1u << parity_graph_family_count()) - 1;
         pT->defects = defects;
         return pT;
     }

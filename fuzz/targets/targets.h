@@ -47,6 +47,12 @@ struct parity_target {
     /* 1 when the target implements the op (generation skips the others). */
     int (*xSupports)(parity_target *pT, const char *zOp);
     void (*xClose)(parity_target *pT);
+    /* Optional (NULL: no graph cases): runs the compiled side of a graph case (the eager
+     * side of a graph case is always the builtin eager kernels', op by op); aOut holds
+     * pG->nOut values on PARITY_RUN_OK. graphFamilies: bit per family index it runs. */
+    parity_run_status (*xRunGraph)(parity_target *pT, const parity_graph_case *pG,
+                                   double *aOut, char *zErr, size_t nErr);
+    uint32_t graphFamilies;
     /* Optional (NULL: nothing to say): the identity of the compiled side for pCase. */
     int (*xIdentity)(parity_target *pT, const parity_case *pCase, parity_case_identity *pId);
     uint32_t defects;         /* builtin: the defect bits switched on */

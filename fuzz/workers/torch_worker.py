@@ -171,6 +171,46 @@ class Case:
             self.inputs = [read_tensor(f[name]) for name in self.input_names]
 
 
+class GraphCase(wb.GraphSpec):
+    """A graph case file (FORMAT.md, "Graph cases"): its graph and its inputs as tensors."""
+
+    def __init__(self, path):
+        with h5py.File(path, "r") as f:
+            super().__init__(f)
+            if self.out_dtype not in DTYPES:
+                raise CaseSkip("dtype %s is not supported by torch %s" %
+                               (self.out_dtype, torch.__version__))
+            self.inputs = [read_tensor(f[name]) for name in self.input_names]
+
+
+class Graph(nn.Module):
+    """A graph case's nodes as one module: each node the worker's module of its op, built
+    from the values an eager pass gives it (some builders read their inputs' shapes), run
+    in order on a list of values, the inputs first; the last node's value is the output.
+    torch.compile traces the whole region and fuses it."""
+
+    def __init__(self, case):
+        super().__init__()
+        names = list(case.input_names)
+        values = list(case.inputs)
+        self.steps = nn.ModuleList()
+        self.args = []
+        with torch.no_grad():
+            for name, op, ins, params, _ in case.nodes:
+                idx = [names.index(i) for i in ins]
+                m = make_module(op, params, [values[i] for i in idx]).eval()
+                values.append(m(*[values[i] for i in idx]))
+                names.append(name)
+                self.steps.append(m)
+                self.args.append(idx)
+
+    def forward(self, *xs):
+        values = list(xs)
+        for m, idx in zip(self.steps, self.args):
+            values.append(m(*[values[i] for i in idx]))
+        return values[-1]
+
+
 def write_output(path, case, t):
     """Writes /out atomically in the storage form FORMAT.md expects (worker_base)."""
     arr, mark = tensor_to_numpy(t)
@@ -660,7 +700,42 @@ class Worker:
             self.cache[key] = m
         return m
 
+    def run_graph(self, side, case_path, out_path):
+        """A graph case's compiled side (its eager side is parityfuzz's builtin kernels)."""
+        if side != "compiled":
+            raise ValueError("graph cases run their compiled side only (got %s)" % side)
+        case = GraphCase(case_path)
+        for _, op, _, _, _ in case.nodes:
+            if op in self.skip:
+                raise CaseSkip(self.skip[op])
+        key = ("graph", case.family, tuple((op, params_key(p)) for _, op, _, p, _ in case.nodes),
+               tuple(DTYPE_NAMES.get(t.dtype, str(t.dtype)) for t in case.inputs),
+               tuple(t.dim() for t in case.inputs))
+        t0 = time.perf_counter()
+        compiled0 = compile_seconds()
+        m = self.cache.get(key)
+        if m is None:
+            m = Graph(case).eval()
+            if self.mode == "freeze":
+                m = torch.jit.optimize_for_inference(
+                    torch.jit.freeze(torch.jit.trace(m, tuple(case.inputs), check_trace=False)))
+            elif self.mode.startswith("compile"):
+                m = torch.compile(m, dynamic=self.mode == "compile-dynamic")
+            self.cache[key] = m
+        with torch.no_grad():
+            y = m(*case.inputs)
+        self.side_s["compiled"] += time.perf_counter() - t0
+        self.cases += 1
+        got = DTYPE_NAMES.get(y.dtype, str(y.dtype))
+        if got != case.out_dtype or list(y.shape) != case.out_shape:
+            raise ValueError("the graph returned %s %s, the case expects %s %s" %
+                             (got, list(y.shape), case.out_dtype, case.out_shape))
+        write_output(out_path, case, y)
+        return None if compiled0 is None else compile_seconds() - compiled0
+
     def run(self, side, case_path, out_path):
+        if wb.case_version(case_path) == 2:
+            return self.run_graph(side, case_path, out_path)
         case = Case(case_path)
         if case.op in self.skip:
             raise CaseSkip(self.skip[case.op])
@@ -721,7 +796,7 @@ def main():
     w = Worker(args.mode)
     try:
         return wb.serve("torch_worker", "torch-%s-%s" % (torch.__version__, args.mode),
-                        IMPLEMENTATIONS, DTYPES, w.run, w.skip)
+                        IMPLEMENTATIONS, DTYPES, w.run, w.skip, graphs=True)
     finally:
         w.report()
 

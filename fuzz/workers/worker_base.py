@@ -117,6 +117,44 @@ class Case:
                 self.inputs.append(np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C"))
 
 
+def case_version(path):
+    """The case file's version: 1 (one op, "parity_case_version") or 2 (a graph case,
+    "case_version"; FORMAT.md, "Graph cases")."""
+    with h5py.File(path, "r") as f:
+        if "parity_case_version" in f.attrs:
+            return int(as_py(f.attrs["parity_case_version"]))
+        return int(as_py(f.attrs.get("case_version", 0)))
+
+
+class GraphSpec:
+    """A graph case file's graph, without its tensors: family, input names, nodes as
+    (name, op, input names, params, raw params) in order, and the output's dtype and shape.
+    The last node is /out; its op, params and order are what the worker's /out carries."""
+
+    def __init__(self, f):
+        a = f.attrs
+        self.family = as_str(a["graph_family"])
+        self.case_dtype = as_str(a["case_dtype"])
+        self.input_names = [str(x) for x in as_list(a["inputs"])]
+        self.out_dtype = str(as_list(a["output_dtypes"])[0])
+        self.out_shape = [int(x) for x in as_list(a.get("output_shape", []))]
+        self.nodes = []
+        names = [str(x) for x in as_list(a["graph_nodes"])]
+        for k, name in enumerate(names):
+            prefix = "node.%d." % k
+            params, raw = {}, {}
+            for key in a.keys():
+                if key.startswith(prefix) and key[len(prefix):] not in ("op", "inputs"):
+                    raw[key[len(prefix):]] = a[key]
+                    params[key[len(prefix):]] = as_py(a[key])
+            self.nodes.append((name, as_str(a[prefix + "op"]),
+                               [str(x) for x in as_list(a[prefix + "inputs"])], params, raw))
+        # what write_stored writes on /out: the last node's op and attributes; no inputs
+        # (a fused side keeps no record of what it fused), its order
+        self.op, self.raw_params = self.nodes[-1][1], self.nodes[-1][4]
+        self.out_inputs, self.out_order = None, len(self.nodes) - 1
+
+
 def write_stored(path, case, data, mark=None):
     """Writes /out atomically (a temporary file in the same folder, then a rename) from its
     storage form: data as stored, mark the FORMAT.md "dtype" of bit-pattern storage (or
@@ -130,8 +168,10 @@ def write_stored(path, case, data, mark=None):
             if mark is not None:
                 d.attrs["dtype"] = mark
             d.attrs["op"] = case.op
-            d.attrs["inputs"] = case.input_names
-            d.attrs["order"] = 1
+            inputs = getattr(case, "out_inputs", case.input_names)
+            if inputs is not None:
+                d.attrs["inputs"] = inputs
+            d.attrs["order"] = getattr(case, "out_order", 1)
             for name, value in case.raw_params.items():
                 d.attrs[name] = value
         os.replace(tmp, path)
@@ -176,15 +216,16 @@ def capabilities(line):
     return dict(w.split("=", 1) for w in line.split()[1:] if "=" in w)
 
 
-def serve(who, name, ops, dtypes, run, skip=None, eager_builtin=False):
+def serve(who, name, ops, dtypes, run, skip=None, eager_builtin=False, graphs=False):
     """The protocol: HELLO 2, READY 2 <name> with the answer to the offer from `ops` (op ->
     anything; the ops this worker maps) and `dtypes` (those it runs), then RUN requests
     answered by run(side, case_path, out_path) until QUIT or EOF. run may return the seconds
     of the request spent compiling (sent as OK compile_s=S), or None. who: the worker's file
     name, for its logs and skip reasons; skip: op -> reason, for mapped ops this
     installation cannot run; eager_builtin: the worker runs compiled sides only, parityfuzz
-    runs the eager side with its builtin kernels (READY's eager=builtin). Returns the exit
-    status."""
+    runs the eager side with its builtin kernels (READY's eager=builtin); graphs: the worker
+    runs graph cases (RUN compiled with a case of version 2), so it answers every offered
+    graph family (a case with an op it does not map is a SKIP). Returns the exit status."""
     skip = skip or {}
     name = name.replace(" ", "-")
     stdin = sys.stdin.buffer
@@ -203,9 +244,11 @@ def serve(who, name, ops, dtypes, run, skip=None, eager_builtin=False):
         else:
             runs.append(op)
     answer = [d for d in filter(None, offer.get("dtypes", "").split(",")) if d in dtypes]
-    say("READY %d %s ops=%s dtypes=%s%s" % (PROTOCOL_VERSION, name, ",".join(runs),
-                                           ",".join(answer),
-                                           " eager=builtin" if eager_builtin else ""))
+    families = [g for g in filter(None, offer.get("graphs", "").split(","))] if graphs else []
+    say("READY %d %s ops=%s dtypes=%s%s%s" % (PROTOCOL_VERSION, name, ",".join(runs),
+                                             ",".join(answer),
+                                             " eager=builtin" if eager_builtin else "",
+                                             " graphs=" + ",".join(families) if families else ""))
     while True:
         raw = stdin.readline()
         if not raw:

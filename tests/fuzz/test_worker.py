@@ -36,6 +36,7 @@ CONFIG = {
     "torch": {"ops": "gelu,softmax,layer_norm,linear",
               "args": ["--time", "60", "--values-per-shape", "20"], "worker_args": " --mode compile-dynamic",
               "compile_log": r"torch_worker: \d+ cases: eager [\d.]+ s, compiled [\d.]+ s \(compile-dynamic\)",
+              "graphs": ["--time", "60"],
               "unavailable": False},   # Debian's torch 1.13 is always there
     "ov": {"ops": "linear,matmul,softmax,layer_norm,rms_norm,sum,mean,gelu",
            "args": ["--time", "40", "--values-per-shape", "10"],
@@ -81,6 +82,29 @@ class Worker(unittest.TestCase):
                     q = subprocess.run([PARITYDIFF, "-q", os.path.join(f["repro"], "eager.h5"),
                                         os.path.join(f["repro"], "compiled.h5")])
                     self.assertEqual(q.returncode, 1, f)
+
+    def test_graph_cases_reach_the_compiler(self):
+        """parityfuzz graph through the worker: fused regions compiled as one graph (the
+        torch worker only so far), judged against the propagated reference."""
+        if not CONFIG.get("graphs"):
+            self.skipTest("%s_worker takes single ops only so far" % WHICH)
+        with tempfile.TemporaryDirectory() as tmp:
+            summary = os.path.join(tmp, "g.json")
+            p = subprocess.run([PARITYFUZZ, "graph", "--target",
+                                "cmd:%s %s%s" % (PYTHON, WORKER, CONFIG.get("worker_args", "")),
+                                *CONFIG["graphs"], "--seed", "1",
+                                "--out", os.path.join(tmp, "repros"), "--json", summary],
+                               capture_output=True, text=True, timeout=600)
+            self.assertIn(p.returncode, (0, 1), p.stderr)
+            with open(summary) as f:
+                doc = json.load(f)
+            self.assertGreaterEqual(doc["judged"], 10, doc)
+            self.assertEqual(doc["errors"], 0, p.stderr)
+            self.assertIn("%s_worker" % WHICH, doc["target"])
+            for c in doc["root_causes"]:
+                q = subprocess.run([PARITYDIFF, "-q", os.path.join(c["repro"], "eager.h5"),
+                                    os.path.join(c["repro"], "compiled.h5")])
+                self.assertEqual(q.returncode, 1, c)
 
     def test_unavailable_is_said(self):
         if not CONFIG.get("unavailable", True):
