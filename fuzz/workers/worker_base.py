@@ -100,21 +100,27 @@ class Case:
                     self.params[key[6:]] = as_py(a[key])
             if self.out_dtype not in NUMPY_DTYPES:
                 raise CaseSkip("dtype %s has no numpy type" % self.out_dtype)
-            self.inputs = []
-            for name in self.input_names:
-                ds = f[name]
-                mark = ds.attrs.get("dtype")
-                if mark is not None:
-                    mark = as_str(mark)
-                    if mark not in BIT_STORED or mark not in NUMPY_DTYPES:
-                        raise CaseSkip("dtype %s has no numpy type" % mark)
-                    bits = np.array(ds[()], dtype=BIT_STORED[mark], order="C")
-                    self.inputs.append(bits.view(NUMPY_DTYPES[mark]))
-                    continue
-                arr = np.asarray(ds[()])
-                if h5py.check_enum_dtype(ds.dtype) is not None:
-                    arr = arr.astype(np.bool_)
-                self.inputs.append(np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C"))
+            self.inputs = read_inputs(f, self.input_names)
+
+
+def read_inputs(f, names):
+    """The datasets named as numpy arrays (bfloat16 where ml_dtypes gives it a type)."""
+    inputs = []
+    for name in names:
+        ds = f[name]
+        mark = ds.attrs.get("dtype")
+        if mark is not None:
+            mark = as_str(mark)
+            if mark not in BIT_STORED or mark not in NUMPY_DTYPES:
+                raise CaseSkip("dtype %s has no numpy type" % mark)
+            bits = np.array(ds[()], dtype=BIT_STORED[mark], order="C")
+            inputs.append(bits.view(NUMPY_DTYPES[mark]))
+            continue
+        arr = np.asarray(ds[()])
+        if h5py.check_enum_dtype(ds.dtype) is not None:
+            arr = arr.astype(np.bool_)
+        inputs.append(np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C"))
+    return inputs
 
 
 def case_version(path):
@@ -153,6 +159,17 @@ class GraphSpec:
         # (a fused side keeps no record of what it fused), its order
         self.op, self.raw_params = self.nodes[-1][1], self.nodes[-1][4]
         self.out_inputs, self.out_order = None, len(self.nodes) - 1
+
+
+class GraphCase(GraphSpec):
+    """A graph case file with its inputs as numpy arrays (read_inputs)."""
+
+    def __init__(self, path):
+        with h5py.File(path, "r") as f:
+            super().__init__(f)
+            if self.out_dtype not in NUMPY_DTYPES:
+                raise CaseSkip("dtype %s has no numpy type" % self.out_dtype)
+            self.inputs = read_inputs(f, self.input_names)
 
 
 def write_stored(path, case, data, mark=None):

@@ -32,7 +32,8 @@ CONFIG = {
             "compile_log": r"ort_worker: compiled: \d+ sessions built in [\d.]+ s"},
     "jax": {"ops": "gelu,layer_norm,rms_norm,softmax,log_softmax",
             "args": ["--time", "90", "--jobs", "2", "--values-per-shape", "20"],
-            "compile_log": r"jax_worker: eager runs [\d.]+ s; jit: \d+ compiles in [\d.]+ s"},
+            "compile_log": r"jax_worker: eager runs [\d.]+ s; jit: \d+ compiles in [\d.]+ s",
+            "graphs": ["--time", "40"]},
     "torch": {"ops": "gelu,softmax,layer_norm,linear",
               "args": ["--time", "60", "--values-per-shape", "20"], "worker_args": " --mode compile-dynamic",
               "compile_log": r"torch_worker: \d+ cases: eager [\d.]+ s, compiled [\d.]+ s \(compile-dynamic\)",
@@ -85,7 +86,7 @@ class Worker(unittest.TestCase):
 
     def test_graph_cases_reach_the_compiler(self):
         """parityfuzz graph through the worker: fused regions compiled as one graph (the
-        torch worker only so far), judged against the propagated reference."""
+        torch and JAX workers so far), judged against the propagated reference."""
         if not CONFIG.get("graphs"):
             self.skipTest("%s_worker takes single ops only so far" % WHICH)
         with tempfile.TemporaryDirectory() as tmp:
