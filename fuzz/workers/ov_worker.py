@@ -30,6 +30,7 @@ is a SKIP, never a guess.
 """
 import argparse
 import time
+import types
 
 import worker_base as wb  # noqa: E402 (first: it moves stray output off the protocol)
 import numpy as np  # noqa: E402
@@ -201,10 +202,53 @@ class Worker:
             self.models[key] = entry
         return entry, took
 
+    def compiled_graph(self, case):
+        """A graph case's nodes as one model, compiled by the CPU plugin (which fuses what it
+        matches); inputs that some node takes as weights are constants, as for single ops."""
+        weights = set()
+        for _, op, ins, params, _ in case.nodes:
+            build, known, wslots = OPS[op]
+            for k in params:
+                if k not in known:
+                    raise wb.CaseSkip("%s does not map %s's parameter %s" % (NAME, op, k))
+            weights.update(case.input_names.index(ins[i]) for i in wslots
+                           if i < len(ins) and ins[i] in case.input_names)
+        b = Builder(case, weights)
+        env = {name: (b.x[i], a.ndim) for i, (name, a) in
+               enumerate(zip(case.input_names, case.inputs))}
+        for name, op, ins, params, _ in case.nodes:
+            # the node's view of a builder: its operands, and its first operand's rank
+            view = types.SimpleNamespace(
+                x=[env[i][0] for i in ins], const=b.const, axes=b.axes,
+                case=types.SimpleNamespace(inputs=[types.SimpleNamespace(ndim=env[ins[0]][1])],
+                                           case_dtype=case.case_dtype))
+            y = OPS[op][0](view, params)
+            rank = env[ins[0]][1]
+            if op in ("sum", "mean", "amax", "amin") and not bool(params.get("keepdim", 0)):
+                dims = params.get("dim")
+                rank = 0 if dims is None or dims == [] else rank - (len(dims) if isinstance(dims, list) else 1)
+            env[name] = (y, rank)
+        model = ov.Model([env[case.nodes[-1][0]][0]], [p for _, p in b.params], "graph")
+        t0 = time.perf_counter()
+        try:
+            c = self.core.compile_model(model, "CPU", self.config)
+        except RuntimeError as e:
+            raise wb.CaseSkip("the CPU plugin cannot compile it: %s" % wb.one_line(e))
+        took = time.perf_counter() - t0
+        self.compile_s += took
+        self.compiles += 1
+        return (c.create_infer_request(), [i for i, _ in b.params]), took
+
     def run(self, side, case_path, out_path):
         if side != "compiled":   # eager=builtin: parityfuzz runs the eager side itself
             raise ValueError("this worker runs compiled sides only (eager=builtin)")
-        case = wb.Case(case_path)
+        if wb.case_version(case_path) == 2:
+            case = wb.GraphCase(case_path)
+            for _, op, _, _, _ in case.nodes:
+                if op not in OPS:
+                    raise wb.CaseSkip("%s has no mapping for %s" % (NAME, op))
+        else:
+            case = wb.Case(case_path)
         if case.op not in OPS:
             raise wb.CaseSkip("%s has no mapping for %s" % (NAME, case.op))
         if case.case_dtype != self.dtype or case.out_dtype != self.dtype:
@@ -212,7 +256,8 @@ class Worker:
                                                                       self.dtype))
         if any(a.size == 0 for a in case.inputs):
             raise wb.CaseSkip("%s does not run empty tensors" % NAME)
-        (request, order), took = self.compiled(case)
+        (request, order), took = (self.compiled_graph(case) if isinstance(case, wb.GraphSpec)
+                                  else self.compiled(case))
         feed = {k: np.array(case.inputs[i], dtype=F32, order="C") for k, i in enumerate(order)}
         t0 = time.perf_counter()
         y = np.array(request.infer(feed)[0], dtype=F32, copy=True)
@@ -248,7 +293,7 @@ def main():
     w = Worker(core, hint, dtype)
     name = "openvino-%s-cpu-%s" % (ov.__version__.split("-")[0], effective)
     try:
-        return wb.serve(NAME, name, OPS, (dtype,), w.run, eager_builtin=True)
+        return wb.serve(NAME, name, OPS, (dtype,), w.run, eager_builtin=True, graphs=True)
     finally:
         w.report()
 

@@ -33,7 +33,7 @@ CONFIG = {
     "jax": {"ops": "gelu,layer_norm,rms_norm,softmax,log_softmax",
             "args": ["--time", "90", "--jobs", "2", "--values-per-shape", "20"],
             "compile_log": r"jax_worker: eager runs [\d.]+ s; jit: \d+ compiles in [\d.]+ s",
-            "graphs": ["--time", "40"]},
+            "graphs": ["--time", "30"]},
     "torch": {"ops": "gelu,softmax,layer_norm,linear",
               "args": ["--time", "60", "--values-per-shape", "20"], "worker_args": " --mode compile-dynamic",
               "compile_log": r"torch_worker: \d+ cases: eager [\d.]+ s, compiled [\d.]+ s \(compile-dynamic\)",
