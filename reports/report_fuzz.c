@@ -229,8 +229,7 @@ int parity_report_graph_fuzz_text(FILE *pOut, const parity_graph_campaign_result
     for (i = 0; i < pRes->nCause; i++) {
         const parity_graph_cause *p = &pRes->aCause[i];
         fprintf(pOut, "root cause %zu: %s (%s) %s: %s; %llu finding%s\n", i + 1, p->zFamily,
-                p->zOps, parity_dtype_name(p->dtype),
-                p->nonFinite ? "non-finite values" : "accuracy beyond the bound",
+                p->zOps, parity_dtype_name(p->dtype), p->zSymptom,
                 (unsigned long long)p->count, p->count == 1 ? "" : "s");
         fprintf(pOut, "  case: %s\n  judged: %s\n", p->zCase, p->zDetail);
         if (p->zRepro[0]) fprintf(pOut, "  repro: %s\n", p->zRepro);
@@ -261,7 +260,7 @@ int parity_report_graph_fuzz_json(const parity_graph_campaign_result *pRes, cons
         rc |= parity_report_append(pCauses, json_pack(
             "{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:o}", "family", p->zFamily, "ops", p->zOps,
             "dtype", parity_dtype_name(p->dtype),
-            "symptom", p->nonFinite ? "non-finite" : "accuracy", "count", (json_int_t)p->count,
+            "symptom", p->zSymptom, "count", (json_int_t)p->count,
             "case", p->zCase, "judged", p->zDetail,
             "repro", p->zRepro[0] ? json_string(p->zRepro) : json_null()));
     }

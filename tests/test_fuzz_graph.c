@@ -199,7 +199,7 @@ static void run_fake_graph(run_result *pR, const char *zMode, const char *zCaps,
 {
     char zTarget[8192];
     const char *azArg[] = { "graph", "--target", zTarget, "--families", "softmax_decomposed",
-                            "--dtypes", "float32", "--time", "0", "--max-execs", "40",
+                            "--dtypes", "float32", "--time", "0", "--max-execs", "20",
                             "--out", zOut, "--json", zJson, NULL };
     snprintf(zTarget, sizeof zTarget, "cmd:env FAKE_WORKER_MODE=%s FAKE_WORKER_CAPS='%s' %s "
              "%s/fixtures/fake_worker.py", zMode, zCaps, SYSTEM_PYTHON, TEST_SOURCE_DIR);
@@ -216,7 +216,7 @@ Test(fuzz_graph, a_worker_runs_graph_cases_it_answers)
     run_fake_graph(&r, "ok", "graphs=softmax_decomposed", zOut, zJson);
     cr_assert_eq(r.code, 0, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
     pDoc = load_json_file(zJson);
-    cr_assert_gt(json_integer_value(json_object_get(pDoc, "judged")), 10, "%s", r.zOut);
+    cr_assert_gt(json_integer_value(json_object_get(pDoc, "judged")), 5, "%s", r.zOut);
     cr_assert_eq(json_integer_value(json_object_get(pDoc, "skipped")), 0, "%s", r.zOut);
     json_decref(pDoc);
     run_free(&r);
@@ -228,7 +228,7 @@ Test(fuzz_graph, a_worker_runs_graph_cases_it_answers)
     cr_assert_eq(r.code, 1, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
     pDoc = load_json_file(zJson);
     pCause = json_array_get(json_object_get(pDoc, "root_causes"), 0);
-    cr_assert_str_eq(json_string_value(json_object_get(pCause, "symptom")), "non-finite");
+    cr_assert_str_eq(json_string_value(json_object_get(pCause, "symptom")), "nonfinite made");
     cr_assert(strstr(json_string_value(json_object_get(pDoc, "target")), "fake_worker.py"));
     cr_assert(json_is_string(json_object_get(pCause, "repro")));
     json_decref(pDoc);

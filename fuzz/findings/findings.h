@@ -65,6 +65,10 @@ void parity_signature_hash(const char *zSignature, char *zHex17);
 
 /* The cause of one finding: its minimized case (values loaded), its oracle result and its
  * compiled output (NULL when the compiled side gave none). */
+/* The symptom of a compiled value c against the reference r rounded to the output dtype
+ * dt (triage.c's first comment): "nan lost", "inf lost", "nan made", "sign", "nonfinite
+ * made", "subnormal flushed" or "accuracy". */
+const char *parity_triage_symptom(double r, double c, parity_dtype dt);
 void parity_triage_cause(const parity_case *pCase, const parity_oracle_result *pR,
                          const double *aCompiled, parity_root_key *pCause);
 /* Groups the findings that have a cause into root causes, most findings first. 0, or -1

@@ -110,6 +110,17 @@ static double reference_at(const parity_case *pCase, uint64_t linear, int *pOk)
     return r;
 }
 
+const char *parity_triage_symptom(double r, double c, parity_dtype dt)
+{
+    if (isnan(r) && !isnan(c)) return "nan lost";
+    if (isinf(r) && isfinite(c)) return "inf lost";
+    if (isinf(r) && isnan(c)) return "nan made";
+    if (isinf(r) && isinf(c) && signbit(r) != signbit(c)) return "sign";
+    if (isfinite(r) && !isfinite(c)) return "nonfinite made";
+    if (c == 0 && r != 0 && fabs(r) < parity_dtype_smallest_normal(dt)) return "subnormal flushed";
+    return "accuracy";
+}
+
 void parity_triage_cause(const parity_case *pCase, const parity_oracle_result *pR,
                          const double *aCompiled, parity_root_key *pCause)
 {
@@ -135,14 +146,8 @@ void parity_triage_cause(const parity_case *pCase, const parity_oracle_result *p
         double r = reference_at(pCase, w, &ok), c = w < pCase->nOut ? aCompiled[w] : NAN;
         double tiny = parity_dtype_smallest_normal(pCase->outDtype);
         double huge = parity_dtype_max_finite(pCase->outDtype);
-        const char *zSym = "accuracy";
-        if (!ok) zSym = "accuracy";   /* no reference to read a symptom from */
-        else if (isnan(r) && !isnan(c)) zSym = "nan lost";
-        else if (isinf(r) && isfinite(c)) zSym = "inf lost";
-        else if (isinf(r) && isnan(c)) zSym = "nan made";
-        else if (isinf(r) && isinf(c) && signbit(r) != signbit(c)) zSym = "sign";
-        else if (isfinite(r) && !isfinite(c)) zSym = "nonfinite made";
-        else if (c == 0 && r != 0 && fabs(r) < tiny) zSym = "subnormal flushed";
+        /* no reference to read a symptom from: accuracy */
+        const char *zSym = ok ? parity_triage_symptom(r, c, pCase->outDtype) : "accuracy";
         set(pCause->zSymptom, sizeof pCause->zSymptom, zSym);
         if (strcmp(zSym, "subnormal flushed") == 0 && !pCause->shape) {
             /* the dtype's flush, whatever op produced the subnormal */

@@ -22,19 +22,33 @@ void parity_graph_campaign_result_free(parity_graph_campaign_result *pRes)
     memset(pRes, 0, sizeof *pRes);
 }
 
+/* The symptom of a finding (triage.c's, at the worst element), or its class. */
+static const char *symptom_of(const parity_graph_oracle_result *pR, parity_dtype dt)
+{
+    if (pR->cls != PARITY_FINDING_DIVERGES || !pR->judged)
+        return parity_finding_class_name(pR->cls);
+    return parity_triage_symptom(pR->worstRef, pR->worstCompiled, dt);
+}
+
 /* The root cause a minimized case belongs to (appended when new); NULL for no memory. */
 static parity_graph_cause *cause_of(parity_graph_campaign_result *pRes,
-                                    const parity_graph_case *pG, int nonFinite, int *pNew)
+                                    const parity_graph_case *pG, const char *zSymptom,
+                                    int *pNew)
 {
-    char zOps[160];
+    char zOps[160], zFamily[32];
     size_t i;
     parity_graph_cause *a;
     parity_graph_case_ops(pG, zOps, sizeof zOps);
+    snprintf(zFamily, sizeof zFamily, "%s", pG->pFam->zName);
+    if (strcmp(zSymptom, "subnormal flushed") == 0) {   /* the dtype's flush: any ops */
+        snprintf(zOps, sizeof zOps, "*");
+        snprintf(zFamily, sizeof zFamily, "*");
+    }
     *pNew = 0;
     for (i = 0; i < pRes->nCause; i++) {
         parity_graph_cause *p = &pRes->aCause[i];
-        if (strcmp(p->zFamily, pG->pFam->zName) == 0 && strcmp(p->zOps, zOps) == 0 &&
-            p->dtype == pG->spec.dtype && p->nonFinite == nonFinite)
+        if (strcmp(p->zFamily, zFamily) == 0 && strcmp(p->zOps, zOps) == 0 &&
+            p->dtype == pG->spec.dtype && strcmp(p->zSymptom, zSymptom) == 0)
             return p;
     }
     a = parity_realloc(pRes->aCause, (pRes->nCause + 1) * sizeof *a);
@@ -42,10 +56,10 @@ static parity_graph_cause *cause_of(parity_graph_campaign_result *pRes,
     pRes->aCause = a;
     a = &pRes->aCause[pRes->nCause++];
     memset(a, 0, sizeof *a);
-    snprintf(a->zFamily, sizeof a->zFamily, "%s", pG->pFam->zName);
+    snprintf(a->zFamily, sizeof a->zFamily, "%s", zFamily);
     snprintf(a->zOps, sizeof a->zOps, "%s", zOps);
     a->dtype = pG->spec.dtype;
-    a->nonFinite = nonFinite;
+    snprintf(a->zSymptom, sizeof a->zSymptom, "%s", zSymptom);
     *pNew = 1;
     return a;
 }
@@ -91,12 +105,27 @@ static int handle_finding(const parity_graph_campaign_options *pOpt, parity_targ
     parity_graph_spec spec = pG->spec;
     parity_graph_case small;
     parity_graph_cause *pC;
+    char zSymptom[24];
     int isNew, rc;
     pRes->nFindings++;
     if (pOpt->minimize)
         pRes->nMinimizeExecs += parity_graph_minimize(&spec, pT, pR, GRAPH_MINIMIZE_BUDGET);
     if (parity_graph_case_expand(&spec, &small, zErr, nErr) != 0) return -1;
-    pC = cause_of(pRes, &small, pR->nonFinite, &isNew);
+    /* the symptom of the minimized case: it is the one stored */
+    {
+        parity_graph_oracle_result rSmall;
+        double *aaEager[PARITY_GRAPH_CASE_MAX_NODES] = { 0 };
+        double *aC = parity_malloc((small.nOut ? small.nOut : 1) * sizeof(double));
+        size_t k;
+        const parity_graph_oracle_result *pUse = pR;
+        if (aC && parity_graph_oracle_run(pT, &small, aaEager, aC, &rSmall) == 0 &&
+            rSmall.cls == pR->cls)
+            pUse = &rSmall;
+        snprintf(zSymptom, sizeof zSymptom, "%s", symptom_of(pUse, small.spec.dtype));
+        for (k = 0; k < small.nNode; k++) parity_free(aaEager[k]);
+        parity_free(aC);
+    }
+    pC = cause_of(pRes, &small, zSymptom, &isNew);
     parity_graph_case_free(&small);
     if (!pC) {
         snprintf(zErr, nErr, "out of memory");
@@ -107,8 +136,7 @@ static int handle_finding(const parity_graph_campaign_options *pOpt, parity_targ
     rc = keep_cause(pOpt, pT, pC, &spec, zErr, nErr);
     if (rc == 0)
         fprintf(stderr, "parityfuzz graph: root cause %zu: %s %s %s: %s\n", pRes->nCause,
-                pC->zOps, parity_dtype_name(pC->dtype),
-                pC->nonFinite ? "non-finite" : "accuracy", pC->zCase);
+                pC->zOps, parity_dtype_name(pC->dtype), pC->zSymptom, pC->zCase);
     return rc;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "formats/alloc.h"
 #include "fuzz/search/search.h"
+#include "tolerance/mpref.h"
 
 int parity_graph_oracle_run(parity_target *pT, const parity_graph_case *pG, double **aaEager,
                             double *aCompiled, parity_graph_oracle_result *pR)
@@ -48,6 +49,11 @@ int parity_graph_oracle_run(parity_target *pT, const parity_graph_case *pG, doub
     plan.skipIdentical = 1;
     rc = parity_graph_judge(&aV[pG->nNode - 1], aEager, aCompiled, aEager, &plan,
                             &pR->judgement, zErr, sizeof zErr);
+    if (rc == 0 && pJ->nChecked > 0 && pJ->worstLinear < pG->nOut) {
+        pR->worstRef = parity_round_double_to_dtype(aV[pG->nNode - 1].value.aValue[pJ->worstLinear],
+                                                    pG->aNode[pG->nNode - 1].outDtype);
+        pR->worstCompiled = aCompiled[pJ->worstLinear];
+    }
     parity_graph_values_free(aV, pG->nNode);
     if (rc != 0) {
         snprintf(pR->zDetail, sizeof pR->zDetail, "judge failed: %s", zErr);

@@ -190,6 +190,8 @@ typedef struct {
     parity_finding_class cls;
     int judged, bitIdentical;
     int nonFinite;            /* a divergence with non-finite elements */
+    double worstRef, worstCompiled;   /* at the judgement's worst element: the reference
+                                       * rounded to the output dtype, and compiled's value */
     parity_judgement judgement;
     char zDetail[PARITY_ERR_LEN + 128];
 } parity_graph_oracle_result;
@@ -225,12 +227,16 @@ typedef struct {
 } parity_graph_campaign_options;
 
 /* A root cause of a graph campaign: the findings whose minimized case has the same
- * family, ops, dtype and kind; the first one's minimized repro stands for them. */
+ * family, ops, dtype and symptom, except a flushed subnormal, which is the dtype's flush
+ * whatever ops made the subnormal (family and ops "*"); the first one's minimized repro
+ * stands for them. */
 typedef struct {
     char zFamily[32];
     char zOps[160];           /* "linear+gelu": the ops the minimizer could not remove */
     parity_dtype dtype;
-    int nonFinite;            /* the kind: non-finite values, or accuracy beyond the bound */
+    char zSymptom[24];        /* at the worst element: triage.c's symptoms ("accuracy",
+                               * "nan lost", "subnormal flushed", ...) or the class
+                               * ("error", "crash", "hang") */
     uint64_t count;           /* findings (before minimization) of this cause */
     char zCase[600];          /* the minimized case, described */
     char zDetail[PARITY_ERR_LEN + 128];
