@@ -5,14 +5,22 @@
  *
  * Exit status: 0 nothing found, 1 findings, 2 bad usage or trouble, and 2 when no case
  * was judged (every case skipped or bit-identical: a campaign that compared nothing).
+ *
+ * `parityfuzz graph replay DIR...` runs stored graph repros again (a repro folder, or a
+ * folder of them): each is "fixed", "diverges" or not replayed (unreadable, or skipped by
+ * the target); exit 0 when all are fixed (--expect-divergent: all diverge), 1 otherwise,
+ * 2 when one was not replayed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "formats/escape.h"
 #include "fuzz/parityfuzz_shrink.h"
+#include "fuzz/findings/findings.h"
 #include "fuzz/search/search.h"
 #include "reports/report_fuzz.h"
 
@@ -27,6 +35,7 @@ static void graph_usage(void)
     size_t i;
     printf(
 "Usage: parityfuzz graph [--target T] [--time S] [--max-execs N] [--seed N] [--defect NAME]...\n"
+"       parityfuzz graph replay DIR... [--target T] [--defect NAME]... [--expect-divergent]\n"
 "                        [--families F,...] [--dtypes D,...] [--out DIR] [--json FILE]\n"
 "                        [--no-minimize] [--stop-after-first]\n"
 "Fuzzes fused regions: small graphs of registry ops (the families below) run op by op on\n"
@@ -92,6 +101,125 @@ static int dtype_index(const char *z)
     return dt == PARITY_DT_INVALID || !parity_dtype_is_float(dt) ? -1 : (int)dt;
 }
 
+/* ---- parityfuzz graph replay ------------------------------------------------------- */
+
+/* 1 when zDir holds a repro (an eager.h5). */
+static int is_repro(const char *zDir)
+{
+    char zFile[4400];
+    struct stat st;
+    snprintf(zFile, sizeof zFile, "%s/eager.h5", zDir);
+    return stat(zFile, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Replays one repro; counts its outcome. Returns 0, or -1 after an error line. */
+static void replay_one(parity_target *pT, const char *zRepro, int *pnFixed, int *pnStill,
+                       int *pnTrouble)
+{
+    parity_graph_oracle_result r;
+    char zErr[PARITY_ERR_LEN];
+    if (parity_graph_replay(pT, zRepro, &r, zErr, sizeof zErr) != 0) {
+        printf("error %s: %s\n", zRepro, zErr);
+        (*pnTrouble)++;
+    } else if (r.cls == PARITY_FINDING_SKIPPED) {
+        printf("not run %s: %s\n", zRepro, r.zDetail);
+        (*pnTrouble)++;
+    } else if (r.cls == PARITY_FINDING_NONE) {
+        printf("fixed %s\n", zRepro);
+        (*pnFixed)++;
+    } else {
+        printf("diverges %s: %s: %s\n", zRepro, parity_finding_class_name(r.cls), r.zDetail);
+        (*pnStill)++;
+    }
+}
+
+static int graph_replay_main(int argc, char **argv)
+{
+    static const struct option aOpt[] = {
+        { "target", required_argument, NULL, 'T' }, { "defect", required_argument, NULL, 'd' },
+        { "expect-divergent", no_argument, NULL, 'x' },
+        { "case-timeout", required_argument, NULL, 'C' }, { NULL, 0, NULL, 0 }
+    };
+    const char *zTarget = "builtin";
+    uint32_t defects = 0;
+    double caseTimeout = 30.0;
+    int c, a, expect = 0, nFixed = 0, nStill = 0, nTrouble = 0;
+    parity_target *pT;
+    char zErr[PARITY_ERR_LEN], *zEnd;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", aOpt, NULL)) != -1) {
+        switch (c) {
+        case 'T': zTarget = optarg; break;
+        case 'x': expect = 1; break;
+        case 'C':
+            errno = 0;
+            caseTimeout = strtod(optarg, &zEnd);
+            if (errno || *zEnd || !(caseTimeout > 0)) return graph_fail("--case-timeout needs seconds > 0");
+            break;
+        case 'd': {
+            const parity_defect *p = parity_graph_defect_find(optarg);
+            if (!p) {
+                snprintf(zErr, sizeof zErr, "unknown fusion defect '%s'", optarg);
+                return graph_fail(zErr);
+            }
+            defects |= p->bit;
+            break;
+        }
+        default:
+            snprintf(zErr, sizeof zErr, "unknown option '%s'", argv[optind - 1]);
+            return graph_fail(zErr);
+        }
+    }
+    if (optind >= argc) return graph_fail("replay needs a repro folder (or a folder of them)");
+    if (!(pT = parity_target_open(zTarget, defects, caseTimeout, zErr, sizeof zErr)))
+        return graph_fail(zErr);
+    for (a = optind; a < argc; a++) {
+        DIR *pDir;
+        struct dirent *pE;
+        char **az = NULL;
+        size_t n = 0, i;
+        if (is_repro(argv[a])) {
+            replay_one(pT, argv[a], &nFixed, &nStill, &nTrouble);
+            continue;
+        }
+        if (!(pDir = opendir(argv[a]))) {
+            printf("error %s: not a repro folder nor a folder of them\n", argv[a]);
+            nTrouble++;
+            continue;
+        }
+        while ((pE = readdir(pDir)) != NULL) {   /* every repro below, in name order */
+            char zSub[4200], **azNew;
+            if (pE->d_name[0] == '.') continue;
+            snprintf(zSub, sizeof zSub, "%s/%s", argv[a], pE->d_name);
+            if (!is_repro(zSub) || !(azNew = realloc(az, (n + 1) * sizeof *az))) continue;
+            az = azNew;
+            az[n++] = strdup(zSub);
+        }
+        closedir(pDir);
+        if (n == 0) {
+            printf("error %s: no repro in it\n", argv[a]);
+            nTrouble++;
+        }
+        qsort(az, n, sizeof *az, cmp_str);
+        for (i = 0; i < n; i++) {
+            if (az[i]) replay_one(pT, az[i], &nFixed, &nStill, &nTrouble);
+            free(az[i]);
+        }
+        free(az);
+    }
+    parity_target_close(pT);
+    printf("parityfuzz graph replay: %d fixed, %d still diverge, %d not replayed\n", nFixed,
+           nStill, nTrouble);
+    if (nTrouble > 0) return 2;
+    return expect ? (nFixed == 0 ? 0 : 1) : (nStill == 0 ? 0 : 1);
+}
+
 int parity_graph_main(int argc, char **argv)
 {
     static const struct option aOpt[] = {
@@ -109,6 +237,7 @@ int parity_graph_main(int argc, char **argv)
     char zErr[PARITY_ERR_LEN], zBad[256], *zEnd;
     int c, rc;
 
+    if (argc > 1 && strcmp(argv[1], "replay") == 0) return graph_replay_main(argc - 1, argv + 1);
     memset(&opt, 0, sizeof opt);
     opt.seconds = 60.0;
     opt.seed = 1;

@@ -4,6 +4,7 @@
  *    and its drop bits remove the ops they name;
  * 2. each fusion defect is found by a short campaign, minimized to the ops it needs, and
  *    stored as a pair paritydiff fails at /out, judged by the fused region, cause local;
+ *    `parityfuzz graph replay` finds it still there with the defect and fixed without;
  * 3. the clean fused kernels give no finding, and judge cases (not only bit-identical ones);
  * 4. a worker (tests/fixtures/fake_worker.py) runs the graph families it answers in its
  *    handshake (graphs=), and a worker that answers none is refused;
@@ -164,6 +165,26 @@ Test(fuzz_graph, every_fusion_defect_is_found_minimized_and_fails_paritydiff_loc
         cr_assert_eq(d.code, 1, "%s: paritydiff exit %d\n%s%s", zDefect, d.code, d.zOut, d.zErr);
         cr_assert(strstr(d.zOut, "first divergence: /out"), "%s:\n%s", zDefect, d.zOut);
         cr_assert(strstr(d.zOut, "cause: local"), "%s:\n%s", zDefect, d.zOut);
+        /* replay: the defect still there, and fixed on the clean kernels */
+        {
+            const char *azStill[] = { "graph", "replay", zRepro, "--defect", zDefect,
+                                      "--expect-divergent", NULL };
+            const char *azFixed[] = { "graph", "replay", zOut, NULL };
+            run_result q;
+            run_tool(&q, PARITYFUZZ_BIN, azStill);
+            cr_assert_eq(q.code, 0, "%s: replay exit %d\n%s%s", zDefect, q.code, q.zOut, q.zErr);
+            cr_assert(strstr(q.zOut, "0 fixed, 1 still diverge, 0 not replayed"), "%s", q.zOut);
+            run_free(&q);
+            run_tool(&q, PARITYFUZZ_BIN, azFixed);
+            cr_assert_eq(q.code, 0, "%s: replay exit %d\n%s%s", zDefect, q.code, q.zOut, q.zErr);
+            cr_assert(strstr(q.zOut, "1 fixed, 0 still diverge, 0 not replayed"), "%s", q.zOut);
+            run_free(&q);
+            run_tool(&q, PARITYFUZZ_BIN, (const char *[]){ "graph", "replay", zRepro, "--defect",
+                                                          zDefect, NULL });
+            cr_assert_eq(q.code, 1, "%s: a divergent repro without --expect-divergent: exit %d",
+                         zDefect, q.code);
+            run_free(&q);
+        }
         json_decref(pDoc);
         run_free(&r);
         run_free(&d);
@@ -259,11 +280,13 @@ Test(fuzz_graph, bad_usage_is_one_line_and_exit_2)
         { "graph", "--time", "0", NULL },
         { "graph", "--time", "-1", NULL },
         { "graph", "stray", NULL },
+        { "graph", "replay", NULL },
     };
     static const char *const azWant[] = { "unknown fusion defect 'gemm_k_tail'",
                                           "unknown graph family 'nope'",
                                           "'int32' is not a float dtype", "never end",
-                                          "--time needs", "unexpected argument 'stray'" };
+                                          "--time needs", "unexpected argument 'stray'",
+                                          "replay needs a repro folder" };
     size_t i;
     for (i = 0; i < sizeof azWant / sizeof azWant[0]; i++) {
         run_result r;

@@ -206,6 +206,17 @@ int parity_case_write_values(parity_writer *pW, const char *zPath, parity_dtype 
 /* Writes attribute pA as zName on zPath (root: "/"): strings, string arrays, integers,
  * integer arrays and float scalars; -1 for anything else (a float array, an uninterpreted
  * type) or a writer error. */
+/* Root attribute zName of a case file, of kind (and one value unless needArray); NULL
+ * with zErr ("not a parity fuzz case", "has the wrong type") otherwise. */
+const parity_attr *parity_case_root_attr(const parity_attr *aAttr, size_t nAttr,
+                                         const char *zName, parity_attr_kind kind,
+                                         int needArray, const char *zFile, char *zErr,
+                                         size_t nErr);
+/* Loads tensor zName of pCap (values owned by the caller, parity_free), checking its dtype
+ * and shape against what the case's layout expects. 0, or -1 with zErr. */
+int parity_case_load_tensor(parity_capture *pCap, const char *zFile, const char *zName,
+                            parity_dtype dt, int rank, const uint64_t *aDim, double **paValue,
+                            char *zErr, size_t nErr);
 int parity_case_write_attr(parity_writer *pW, const char *zPath, const char *zName,
                            const parity_attr *pA);
 /* Reads a case file (or a repro's eager.h5/compiled.h5) back: the spec from the root

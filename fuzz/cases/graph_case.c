@@ -129,9 +129,8 @@ static int graph_shapes(parity_graph_case *pG, char *zErr, size_t nErr)
     return 0;
 }
 
-/* Layout only: inputs' shapes, nodes, their shapes. */
-static int graph_layout(const parity_graph_spec *pSpec, parity_graph_case *pG, char *zErr,
-                        size_t nErr)
+int parity_graph_case_layout(const parity_graph_spec *pSpec, parity_graph_case *pG,
+                             char *zErr, size_t nErr)
 {
     memset(pG, 0, sizeof *pG);
     pG->spec = *pSpec;
@@ -165,7 +164,7 @@ int parity_graph_case_expand(const parity_graph_spec *pSpec, parity_graph_case *
                              char *zErr, size_t nErr)
 {
     size_t i;
-    if (graph_layout(pSpec, pG, zErr, nErr) != 0) return -1;
+    if (parity_graph_case_layout(pSpec, pG, zErr, nErr) != 0) return -1;
     if (pG->work > GRAPH_MAX_WORK) {
         snprintf(zErr, nErr, "graph %s: %llu reference terms, over the bound %u",
                  pG->pFam->zName, (unsigned long long)pG->work, GRAPH_MAX_WORK);
@@ -266,7 +265,7 @@ void parity_graph_spec_draw(parity_rng *pRng, const parity_graph_family *pFam,
         parity_graph_case g;
         char zErr[256];
         int iMax = 0, d;
-        if (graph_layout(pSpec, &g, zErr, sizeof zErr) == 0 && g.work <= GRAPH_MAX_WORK) return;
+        if (parity_graph_case_layout(pSpec, &g, zErr, sizeof zErr) == 0 && g.work <= GRAPH_MAX_WORK) return;
         for (d = 1; d < pFam->nDim; d++)
             if (pSpec->aDim[d] > pSpec->aDim[iMax]) iMax = d;
         if (pSpec->aDim[iMax] <= 1) return;

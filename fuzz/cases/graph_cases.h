@@ -73,6 +73,9 @@ const parity_graph_family *parity_graph_family_find(const char *zName);
  * (nothing allocated) when the spec is not a legal case. */
 int parity_graph_case_expand(const parity_graph_spec *pSpec, parity_graph_case *pG,
                              char *zErr, size_t nErr);
+/* Layout only: the inputs' shapes (no values), the nodes and their shapes. */
+int parity_graph_case_layout(const parity_graph_spec *pSpec, parity_graph_case *pG,
+                             char *zErr, size_t nErr);
 void parity_graph_case_free(parity_graph_case *pG);
 /* "gemm_epilogue float32 x[3, 67] w[5, 67] b[5]: linear gelu" */
 const char *parity_graph_case_describe(const parity_graph_case *pG, char *zBuf, size_t nBuf);
@@ -92,6 +95,12 @@ void parity_graph_spec_draw(parity_rng *pRng, const parity_graph_family *pFam,
 int parity_graph_case_write(const parity_graph_case *pG, double *const *aaNode,
                             const double *aOut, const char *zSide, const char *zTarget,
                             const char *zFile, char *zErr, size_t nErr);
+/* Reads a graph case back from a capture written by parity_graph_case_write (a repro's
+ * eager.h5): the spec from its root attributes, laid out again by the family, and the
+ * inputs' stored values (never re-drawn: a minimized repro's are not the recipe's). 0, or
+ * -1 with zErr (not a graph case, an unknown family, a stored input whose dtype or shape
+ * is not the layout's). */
+int parity_graph_case_read(const char *zFile, parity_graph_case *pG, char *zErr, size_t nErr);
 /* Reads a worker's /out (pG->nOut values, the last node's dtype and shape). 0, or -1. */
 int parity_graph_case_read_output(const parity_graph_case *pG, const char *zFile,
                                   double *aOut, char *zErr, size_t nErr);

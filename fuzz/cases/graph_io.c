@@ -4,6 +4,7 @@
  * with every intermediate, compiled.h5 with /out alone), and a worker's output read back.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "fuzz/cases/graph_cases.h"
 
@@ -122,4 +123,83 @@ int parity_graph_case_read_output(const parity_graph_case *pG, const char *zFile
     memcpy(c.aOutDim, pLast->aOutDim, sizeof c.aOutDim);
     c.nOut = pG->nOut;
     return parity_case_read_output(&c, zFile, aOut, zErr, nErr);
+}
+
+/* The spec of a graph case file from its root attributes. 0, or -1 with zErr. */
+static int read_spec(const parity_attr *aRoot, size_t nRoot, const char *zFile,
+                     parity_graph_spec *pSpec, char *zErr, size_t nErr)
+{
+    const parity_attr *pA;
+    size_t i;
+    memset(pSpec, 0, sizeof *pSpec);
+    if (!(pA = parity_case_root_attr(aRoot, nRoot, "case_version", PARITY_ATTR_INT, 0, zFile,
+                                     zErr, nErr)))
+        return -1;
+    if (pA->aInt[0] != PARITY_CASE_VERSION_GRAPH) {
+        snprintf(zErr, nErr, "%s: case_version %lld is not a graph case (%d)", zFile,
+                 (long long)pA->aInt[0], PARITY_CASE_VERSION_GRAPH);
+        return -1;
+    }
+    if (!(pA = parity_case_root_attr(aRoot, nRoot, "graph_family", PARITY_ATTR_STRING, 0, zFile,
+                                     zErr, nErr)))
+        return -1;
+    for (i = 0; i < parity_graph_family_count(); i++)
+        if (strcmp(parity_graph_family_at(i)->zName, pA->azStr[0]) == 0) break;
+    if (i == parity_graph_family_count()) {
+        snprintf(zErr, nErr, "%s: unknown graph family '%.64s'", zFile, pA->azStr[0]);
+        return -1;
+    }
+    pSpec->family = (uint8_t)i;
+    if (!(pA = parity_case_root_attr(aRoot, nRoot, "variant", PARITY_ATTR_INT, 0, zFile, zErr,
+                                     nErr)))
+        return -1;
+    pSpec->variant = (uint32_t)pA->aInt[0];
+    if (!(pA = parity_case_root_attr(aRoot, nRoot, "case_dtype", PARITY_ATTR_STRING, 0, zFile,
+                                     zErr, nErr)))
+        return -1;
+    pSpec->dtype = parity_dtype_from_name(pA->azStr[0]);
+    if (!(pA = parity_case_root_attr(aRoot, nRoot, "dims", PARITY_ATTR_INT, 1, zFile, zErr,
+                                     nErr)))
+        return -1;
+    if (pA->n != (size_t)parity_graph_family_at(pSpec->family)->nDim) {
+        snprintf(zErr, nErr, "%s: %zu dims, family %s has %d", zFile, pA->n,
+                 parity_graph_family_at(pSpec->family)->zName,
+                 parity_graph_family_at(pSpec->family)->nDim);
+        return -1;
+    }
+    for (i = 0; i < pA->n; i++) {
+        if (pA->aInt[i] < 0) {
+            snprintf(zErr, nErr, "%s: a negative dim", zFile);
+            return -1;
+        }
+        pSpec->aDim[i] = (uint64_t)pA->aInt[i];
+    }
+    if (!(pA = parity_case_root_attr(aRoot, nRoot, "seed", PARITY_ATTR_INT, 0, zFile, zErr,
+                                     nErr)))
+        return -1;
+    pSpec->seed = (uint64_t)pA->aInt[0];
+    return 0;
+}
+
+int parity_graph_case_read(const char *zFile, parity_graph_case *pG, char *zErr, size_t nErr)
+{
+    parity_capture *pCap = NULL;
+    parity_graph_spec spec;
+    const parity_attr *aRoot;
+    size_t nRoot, i;
+    int rc = -1;
+    if (parity_capture_open(zFile, &pCap, zErr, nErr) != 0) return -1;
+    aRoot = parity_capture_root_attrs(pCap, &nRoot);
+    if (read_spec(aRoot, nRoot, zFile, &spec, zErr, nErr) == 0 &&
+        parity_graph_case_layout(&spec, pG, zErr, nErr) == 0) {
+        rc = 0;
+        for (i = 0; i < pG->nIn && rc == 0; i++) {
+            parity_operand *pIn = &pG->aIn[i];
+            rc = parity_case_load_tensor(pCap, zFile, pIn->zName, pIn->dtype, pIn->rank,
+                                         pIn->aDim, &pIn->aValue, zErr, nErr);
+        }
+        if (rc != 0) parity_graph_case_free(pG);
+    }
+    parity_capture_close(pCap);
+    return rc;
 }

@@ -123,9 +123,10 @@ write_fail:
 
 /* ---- reading ----------------------------------------------------------------------- */
 
-static const parity_attr *root_attr(const parity_attr *aAttr, size_t nAttr, const char *zName,
-                                    parity_attr_kind kind, int needArray, const char *zFile,
-                                    char *zErr, size_t nErr)
+const parity_attr *parity_case_root_attr(const parity_attr *aAttr, size_t nAttr,
+                                         const char *zName, parity_attr_kind kind,
+                                         int needArray, const char *zFile, char *zErr,
+                                         size_t nErr)
 {
     const parity_attr *pA = parity_attr_find(aAttr, nAttr, zName);
     if (!pA) {
@@ -139,11 +140,9 @@ static const parity_attr *root_attr(const parity_attr *aAttr, size_t nAttr, cons
     return pA;
 }
 
-/* Loads tensor zName of pCap into pOut (values owned by the caller), checking dtype and
- * shape against what the case's layout expects. */
-static int load_checked(parity_capture *pCap, const char *zFile, const char *zName,
-                        parity_dtype dt, int rank, const uint64_t *aDim, double **paValue,
-                        char *zErr, size_t nErr)
+int parity_case_load_tensor(parity_capture *pCap, const char *zFile, const char *zName,
+                            parity_dtype dt, int rank, const uint64_t *aDim, double **paValue,
+                            char *zErr, size_t nErr)
 {
     long iT = parity_capture_find(pCap, zName);
     const parity_tensor_info *pT;
@@ -176,33 +175,33 @@ static int read_spec_fields(const parity_attr *aRoot, size_t nRoot, const char *
 {
     const parity_attr *pA;
     size_t i;
-    if (!(pA = root_attr(aRoot, nRoot, "parity_case_version", PARITY_ATTR_INT, 0, zFile, zErr, nErr)))
+    if (!(pA = parity_case_root_attr(aRoot, nRoot, "parity_case_version", PARITY_ATTR_INT, 0, zFile, zErr, nErr)))
         return -1;
     if (pA->aInt[0] != PARITY_CASE_VERSION) {
         snprintf(zErr, nErr, "%s: case version %lld, this parityfuzz reads version %d", zFile,
                  (long long)pA->aInt[0], PARITY_CASE_VERSION);
         return -1;
     }
-    if (!(pA = root_attr(aRoot, nRoot, "op", PARITY_ATTR_STRING, 0, zFile, zErr, nErr))) return -1;
+    if (!(pA = parity_case_root_attr(aRoot, nRoot, "op", PARITY_ATTR_STRING, 0, zFile, zErr, nErr))) return -1;
     if (strlen(pA->azStr[0]) >= sizeof pSpec->zOp) {
         snprintf(zErr, nErr, "%s: op name too long", zFile);
         return -1;
     }
     strcpy(pSpec->zOp, pA->azStr[0]);
-    if (!(pA = root_attr(aRoot, nRoot, "variant", PARITY_ATTR_INT, 0, zFile, zErr, nErr))) return -1;
+    if (!(pA = parity_case_root_attr(aRoot, nRoot, "variant", PARITY_ATTR_INT, 0, zFile, zErr, nErr))) return -1;
     if (pA->aInt[0] < 0 || pA->aInt[0] > 0xFFFF) {
         snprintf(zErr, nErr, "%s: variant %lld out of range", zFile, (long long)pA->aInt[0]);
         return -1;
     }
     pSpec->variant = (uint32_t)pA->aInt[0];
-    if (!(pA = root_attr(aRoot, nRoot, "case_dtype", PARITY_ATTR_STRING, 0, zFile, zErr, nErr)))
+    if (!(pA = parity_case_root_attr(aRoot, nRoot, "case_dtype", PARITY_ATTR_STRING, 0, zFile, zErr, nErr)))
         return -1;
     pSpec->dtype = parity_dtype_from_name(pA->azStr[0]);
     if (pSpec->dtype == PARITY_DT_INVALID) {
         snprintf(zErr, nErr, "%s: unknown case_dtype '%s'", zFile, pA->azStr[0]);
         return -1;
     }
-    if (!(pA = root_attr(aRoot, nRoot, "dims", PARITY_ATTR_INT, 1, zFile, zErr, nErr))) return -1;
+    if (!(pA = parity_case_root_attr(aRoot, nRoot, "dims", PARITY_ATTR_INT, 1, zFile, zErr, nErr))) return -1;
     if (pA->n > PARITY_CASE_MAX_DIMS) {
         snprintf(zErr, nErr, "%s: %zu dims (at most %d)", zFile, pA->n, PARITY_CASE_MAX_DIMS);
         return -1;
@@ -216,7 +215,7 @@ static int read_spec_fields(const parity_attr *aRoot, size_t nRoot, const char *
         }
         pSpec->aDim[i] = (uint64_t)pA->aInt[i];
     }
-    if (!(pA = root_attr(aRoot, nRoot, "seed", PARITY_ATTR_INT, 0, zFile, zErr, nErr))) return -1;
+    if (!(pA = parity_case_root_attr(aRoot, nRoot, "seed", PARITY_ATTR_INT, 0, zFile, zErr, nErr))) return -1;
     pSpec->seed = (uint64_t)pA->aInt[0];
     return 0;
 }
@@ -266,7 +265,7 @@ static int load_inputs(parity_capture *pCap, const char *zFile, const parity_att
                      i, pInputs->azStr[i], pIn->zName);
             return -1;
         }
-        if (load_checked(pCap, zFile, pIn->zName, pIn->dtype, pIn->rank, pIn->aDim,
+        if (parity_case_load_tensor(pCap, zFile, pIn->zName, pIn->dtype, pIn->rank, pIn->aDim,
                          &pIn->aValue, zErr, nErr) != 0)
             return -1;
     }
@@ -285,9 +284,9 @@ int parity_case_read(const char *zFile, parity_case *pCase, char *zErr, size_t n
     if (parity_capture_open(zFile, &pCap, zErr, nErr) != 0) return -1;
     aRoot = parity_capture_root_attrs(pCap, &nRoot);
     if (read_spec_fields(aRoot, nRoot, zFile, &spec, zErr, nErr) != 0) goto fail;
-    if (!(pRecipes = root_attr(aRoot, nRoot, "recipes", PARITY_ATTR_STRING, 1, zFile, zErr, nErr)) ||
-        !(pScales = root_attr(aRoot, nRoot, "recipe_scale_log2", PARITY_ATTR_INT, 1, zFile, zErr, nErr)) ||
-        !(pInputs = root_attr(aRoot, nRoot, "inputs", PARITY_ATTR_STRING, 1, zFile, zErr, nErr)))
+    if (!(pRecipes = parity_case_root_attr(aRoot, nRoot, "recipes", PARITY_ATTR_STRING, 1, zFile, zErr, nErr)) ||
+        !(pScales = parity_case_root_attr(aRoot, nRoot, "recipe_scale_log2", PARITY_ATTR_INT, 1, zFile, zErr, nErr)) ||
+        !(pInputs = parity_case_root_attr(aRoot, nRoot, "inputs", PARITY_ATTR_STRING, 1, zFile, zErr, nErr)))
         goto fail;
     if (read_spec_recipes(pRecipes, pScales, zFile, &spec, zErr, nErr) != 0) goto fail;
     /* The layout says what the inputs must be; the stored tensors must match it. */
@@ -315,7 +314,7 @@ int parity_case_read_output(const parity_case *pCase, const char *zFile, double 
     parity_capture *pCap = NULL;
     double *aValue = NULL;
     if (parity_capture_open(zFile, &pCap, zErr, nErr) != 0) return -1;
-    if (load_checked(pCap, zFile, "out", pCase->outDtype, pCase->outRank, pCase->aOutDim,
+    if (parity_case_load_tensor(pCap, zFile, "out", pCase->outDtype, pCase->outRank, pCase->aOutDim,
                      &aValue, zErr, nErr) != 0) {
         parity_capture_close(pCap);
         return -1;

@@ -129,5 +129,10 @@ int parity_repro_signature(const char *zRepro, char *zSig, size_t nSig, char *zE
 int parity_graph_repro_write(const char *zDir, const parity_graph_case *pG,
                              double *const *aaEager, const double *aCompiled,
                              const char *zTarget, char *zErr, size_t nErr);
+/* Runs a stored graph repro (zRepro/eager.h5: its stored inputs, its graph laid out again)
+ * through the graph oracle on pT (graph_replay.c). Returns 0 with the result, or -1 with
+ * zErr (the repro cannot be read, or the oracle failed for a reason of ours). */
+int parity_graph_replay(parity_target *pT, const char *zRepro, parity_graph_oracle_result *pR,
+                        char *zErr, size_t nErr);
 
 #endif
