@@ -53,10 +53,32 @@ static void graph_usage(void)
 "  --dtypes D,...      float32, bfloat16, float16, float64 (default: all)\n"
 "  --out DIR           store each root cause's minimized repro under DIR\n"
 "  --json FILE         the summary as JSON (- for stdout)\n"
+"  --list-families     each family and its ops, one per line\n"
 "Families:");
     for (i = 0; i < parity_graph_family_count(); i++)
         printf(" %s", parity_graph_family_at(i)->zName);
     printf("\nExit status: 0 nothing found, 1 findings, 2 trouble or nothing judged.\n");
+}
+
+/* One line per family: its name and its ops with every optional op in ("gemm_epilogue
+ * linear+gelu"), for scripts (campaigns.py --by graph). */
+static int list_families(void)
+{
+    size_t i;
+    for (i = 0; i < parity_graph_family_count(); i++) {
+        parity_graph_spec s;
+        parity_graph_case g;
+        char zErr[256], zOps[160];
+        int d;
+        memset(&s, 0, sizeof s);
+        s.family = (uint8_t)i;
+        s.dtype = PARITY_DT_F32;
+        for (d = 0; d < PARITY_GRAPH_CASE_MAX_DIMS; d++) s.aDim[d] = 2;
+        if (parity_graph_case_layout(&s, &g, zErr, sizeof zErr) != 0) return graph_fail(zErr);
+        printf("%s %s\n", parity_graph_family_at(i)->zName,
+               parity_graph_case_ops(&g, zOps, sizeof zOps));
+    }
+    return 0;
 }
 
 static int list_graph_defects(void)
@@ -230,6 +252,7 @@ int parity_graph_main(int argc, char **argv)
         { "no-minimize", no_argument, NULL, 'M' }, { "stop-after-first", no_argument, NULL, '1' },
         { "target", required_argument, NULL, 'T' },
         { "case-timeout", required_argument, NULL, 'C' },
+        { "list-families", no_argument, NULL, 'L' },
         { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
     };
     parity_graph_campaign_options opt;
@@ -293,6 +316,7 @@ int parity_graph_main(int argc, char **argv)
         case 'M': opt.minimize = 0; break;
         case '1': opt.stopAfterFirst = 1; break;
         case 'h': graph_usage(); return 0;
+        case 'L': return list_families();
         default:
             snprintf(zErr, sizeof zErr, "unknown option '%s' (--help lists them)",
                      argv[optind - 1]);

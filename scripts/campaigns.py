@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """campaigns.py - long parityfuzz campaigns against one target, resumable across sessions.
 
-Every cell, an (op, dtype) pair with --by op (the oneDNN campaigns) or an (op family,
-dtype) pair with --by family (the compiler workers': a family's ops in one campaign), gets
+Every cell, an (op, dtype) pair with --by op (the oneDNN campaigns), an (op family,
+dtype) pair with --by family (the compiler workers': a family's ops in one campaign), or a
+graph family with --by graph (`parityfuzz graph`: fused regions, every dtype the target
+runs, in one campaign), gets
 --minutes of campaign time in slices of --slice seconds (one parityfuzz process each, one
 OpenMP thread). A slice that finishes leaves its JSON summary in STATE/<cell>/slice-<n>.json
 (written by parityfuzz, renamed into place only when the slice ran to its end, with the
@@ -52,9 +54,20 @@ def target_ops(parityfuzz, target):
     return runs
 
 
+def graph_families(parityfuzz):
+    """[family] of `parityfuzz graph --list-families`."""
+    p = subprocess.run([parityfuzz, "graph", "--list-families"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{parityfuzz} graph --list-families: exit {p.returncode}: {p.stderr.strip()}")
+    return [line.split(" ")[0] for line in p.stdout.splitlines() if line.strip()]
+
+
 def cells(args):
     """[(cell name, ops, dtype)] in the registry's order: one op, or a family's ops, the
-    target runs in that dtype."""
+    target runs in that dtype; with --by graph, [(family, [family], "")]."""
+    if args.by == "graph":
+        return [(fam, [fam], "") for fam in args.families]
     out, seen = [], {}
     for op in args.ops:
         dtypes, family = args.runs[op]
@@ -85,9 +98,14 @@ def run_slice(args, cell, ops, dtype, n):
     os.makedirs(d, exist_ok=True)
     final = os.path.join(d, f"slice-{n}.json")
     tmp = final + ".tmp"
-    cmd = [args.parityfuzz, "--target", args.target, "--ops", ",".join(ops), "--dtypes", dtype,
-           "--time", str(args.slice), "--seed", str(n), "--out", os.path.join(args.out, cell)]
-    if args.values_per_shape > 1:
+    if args.by == "graph":
+        cmd = [args.parityfuzz, "graph", "--target", args.target, "--families", ops[0],
+               "--time", str(args.slice), "--seed", str(n), "--out", os.path.join(args.out, cell)]
+    else:
+        cmd = [args.parityfuzz, "--target", args.target, "--ops", ",".join(ops), "--dtypes",
+               dtype, "--time", str(args.slice), "--seed", str(n), "--out",
+               os.path.join(args.out, cell)]
+    if args.values_per_shape > 1 and args.by != "graph":
         cmd += ["--values-per-shape", str(args.values_per_shape)]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     t0 = time.time()
@@ -111,8 +129,15 @@ def run_slice(args, cell, ops, dtype, n):
         json.dump(res, f, indent=1)
     os.replace(tmp, final)
     print(f"{cell:24s} slice {n}: {res['execs']} execs ({res['judged']} judged), "
-          f"{len(res['findings'])} findings, {res['elapsed_s']:.0f} s", flush=True)
+          f"{len(found(res))} findings, {res['elapsed_s']:.0f} s", flush=True)
     return True
+
+
+def found(res):
+    """A slice's unique findings: single-op signatures, or graph root causes."""
+    if isinstance(res.get("findings"), list):
+        return {f["signature"] for f in res["findings"]}
+    return {(c["family"], c["ops"], c["dtype"], c["symptom"]) for c in res.get("root_causes", [])}
 
 
 def pending(args):
@@ -134,13 +159,16 @@ def pending(args):
 
 
 def table(args):
-    label = "op" if args.by == "op" else "family (ops)"
-    print(f"| {label} | " + " | ".join(f"{d} execs" for d in args.dtypes) +
-          " | unique signatures (" + " / ".join(SHORT.get(d, d) for d in args.dtypes) + ") |")
+    label = {"op": "op", "family": "family (ops)", "graph": "graph family"}[args.by]
+    if args.by == "graph":
+        print(f"| {label} | execs | root causes |")
+    else:
+        print(f"| {label} | " + " | ".join(f"{d} execs" for d in args.dtypes) +
+              " | unique signatures (" + " / ".join(SHORT.get(d, d) for d in args.dtypes) + ") |")
     print("|---|" + "---:|" * len(args.dtypes) + "---:|")
     rows, total, cpu, guessed = {}, 0, 0.0, False
     for cell, ops, dtype in cells(args):
-        name = cell[:-len(dtype) - 1]
+        name = cell[:-len(dtype) - 1] if dtype else cell
         rows.setdefault(name, (ops, {}))[1][dtype] = slices_done(args.state, cell)
     for name, (ops, by_dtype) in rows.items():
         cells_txt, sigs = [], []
@@ -160,9 +188,8 @@ def table(args):
                 cells_txt.append(f"{execs:,} ({secs / 60:.0f} min)")
             else:
                 cells_txt.append("not yet run")
-            sigs.append(str(len({f["signature"] for s in done for f in s["findings"]}))
-                        if done else "-")
-        shown = name if args.by == "op" else f"{name} ({', '.join(ops)})"
+            sigs.append(str(len(set().union(*[found(s) for s in done]))) if done else "-")
+        shown = name if args.by in ("op", "graph") else f"{name} ({', '.join(ops)})"
         print(f"| {shown} | {' | '.join(cells_txt)} | {' / '.join(sigs)} |")
     print(f"\n{total:,} cases in all, {cpu / 3600:.2f} CPU hours" +
           (" (a slice's wall time where it predates the CPU count)." if guessed else "."))
@@ -174,8 +201,9 @@ def main():
     ap.add_argument("--state", required=True, help="folder of slice summaries (resumable)")
     ap.add_argument("--out", help="folder for repros")
     ap.add_argument("--target", default="onednn")
-    ap.add_argument("--by", choices=("op", "family"), default="op",
-                    help="a campaign per (op, dtype) or per (op family, dtype)")
+    ap.add_argument("--by", choices=("op", "family", "graph"), default="op",
+                    help="a campaign per (op, dtype), per (op family, dtype), or per graph "
+                         "family (parityfuzz graph)")
     ap.add_argument("--minutes", type=float, default=10.0, help="campaign time per cell")
     ap.add_argument("--slice", type=int, default=300, help="seconds per slice")
     ap.add_argument("--parallel", type=int, default=2, help="slices at once")
@@ -185,6 +213,19 @@ def main():
     ap.add_argument("--dtypes", help="comma-separated (default: every dtype it runs)")
     ap.add_argument("--table", action="store_true")
     args = ap.parse_args()
+    if args.by == "graph":
+        args.families = graph_families(args.parityfuzz)
+        args.runs, args.ops, args.dtypes = {}, [], [""]
+        if args.table:
+            table(args)
+            return 0
+        if not args.out:
+            ap.error("--out is needed to run campaigns")
+        todo = pending(args)
+        print(f"{len(todo)} slices of {args.slice} s to run", flush=True)
+        with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+            ok = all(pool.map(lambda t: run_slice(args, *t), todo))
+        return 0 if ok else 1
     args.runs = target_ops(args.parityfuzz, args.target)
     every_dtype = [d for d in SHORT if any(d in ds for ds, _ in args.runs.values())]
     args.ops = args.ops.split(",") if args.ops else list(args.runs)

@@ -4,11 +4,9 @@
  * root cause per minimized (family, ops, dtype, kind) with its repro. Like campaign.c it
  * writes repros, so it includes the findings room's header (search.h's one arrow up).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "formats/alloc.h"
 #include "formats/process.h"
 #include "fuzz/findings/findings.h"
@@ -148,11 +146,7 @@ int parity_graph_campaign_run(const parity_graph_campaign_options *pOpt,
     double t0 = parity_process_now(), lastSay = t0;
     size_t nFam = parity_graph_family_count();
     memset(pRes, 0, sizeof *pRes);
-    if (pOpt->zOut && mkdir(pOpt->zOut, 0777) != 0 && errno != EEXIST) {
-        snprintf(zErr, nErr, "%s: cannot create the repro folder: %s", pOpt->zOut,
-                 strerror(errno));
-        return -1;
-    }
+    if (pOpt->zOut && parity_make_dirs(pOpt->zOut, zErr, nErr) != 0) return -1;
     pRes->seed = pOpt->seed;
     pRes->defects = pOpt->defects;
     parity_rng_seed(&rng, pOpt->seed);
