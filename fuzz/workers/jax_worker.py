@@ -17,6 +17,10 @@ jit compiles once per (op, parameters, input dtypes and shapes): XLA specializes
 the 512 most recently used programs are kept.
 The worker times compilation (the first call of a new jit) apart from runs and logs both at
 exit. One CPU device; XLA's own thread pool is left as it is.
+
+Graph cases (`parityfuzz graph`, FORMAT.md "Graph cases"): the nodes' functions composed
+into one function under `jax.jit`, so XLA fuses across them; their eager side is
+parityfuzz's builtin kernels (IEEE subnormals: XLA:CPU flushes them, which shows there).
 """
 import argparse
 import collections

@@ -12,14 +12,20 @@ no fusion to make (relu, softmax, matmul, the reductions) run the same kernel on
 and come out bit-identical: the campaign counts them as such (parityfuzz's summary line says
 how many cases were judged).
 
-    parityfuzz --target "cmd:$(bash scripts/setup-compilers-venv.sh) fuzz/workers/ort_worker.py" \\
+    PY=$(bash scripts/setup-venv.sh scripts/requirements-compilers.txt)
+    parityfuzz --target "cmd:$PY fuzz/workers/ort_worker.py" \\
                --ops gelu,layer_norm,rms_norm,linear --time 60
+    parityfuzz graph --target "cmd:$PY fuzz/workers/ort_worker.py" --time 60
 
 Sessions are cached per (op, parameters, input dtypes and ranks, side): the graphs have
 symbolic dims, so one session serves every shape; its creation (the graph optimizer's
 work, the "compile") is timed apart from its runs and logged at exit on stderr. One
 intra-op thread, so a case replays to the same bits. float32 only: ONNX Runtime's CPU
 kernels for most of these ops have no float16 or bfloat16 form, and numpy no bfloat16.
+
+Graph cases (`parityfuzz graph`, FORMAT.md "Graph cases"): the nodes become one ONNX graph
+run with ORT_ENABLE_ALL, so the optimizer fuses across them (Gemm + activation, the
+decomposed softmax); their eager side is parityfuzz's builtin kernels.
 """
 import argparse
 import time

@@ -27,6 +27,10 @@ FullyConnected kernel and repack the weight, and costs a compilation per case. C
 is timed apart from runs (OK compile_s=, and a log line at exit). One inference thread and
 one stream, so a case replays to the same bits. An op parameter this worker does not map
 is a SKIP, never a guess.
+
+Graph cases (`parityfuzz graph`, FORMAT.md "Graph cases"): the nodes become one model (the
+inputs a node takes as weights are constants), compiled once per case, so the plugin fuses
+across them.
 """
 import argparse
 import time

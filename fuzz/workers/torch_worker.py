@@ -46,6 +46,10 @@ Test hooks (for parityfuzz's own tests of crash and hang handling; comma-separat
     PARITY_WORKER_HANG_ON=<op>    the compiled side of <op> sleeps forever
 parityfuzz starts the worker under /bin/sh -c and reports a crash as "killed by signal 11"
 whether the shell exec'd the worker or reported its death as status 128 + 11.
+
+Graph cases (`parityfuzz graph`, FORMAT.md "Graph cases"): the nodes' modules become one
+module (Graph below), compiled as a whole, so Inductor fuses across them; their eager side
+is parityfuzz's builtin kernels.
 """
 import argparse
 import os
