@@ -91,6 +91,12 @@ static parity_graph_node node(const char *zOp, parity_dtype dt, int nIn, int i0,
     return n;
 }
 
+static void with_attrs(parity_graph_node *pN, const parity_attr *aAttr, size_t nAttr)
+{
+    pN->aAttr = aAttr;
+    pN->nAttr = nAttr;
+}
+
 static void propagate(const parity_graph_node *aNode, size_t nNode, const parity_operand *aIn,
                       size_t nIn, parity_graph_value *aOut)
 {
@@ -216,8 +222,7 @@ Test(graph, emulated_correct_implementations_stay_within_the_radius)
                 node("sigmoid", dt, 1, 7, 0, 0), node("mish", dt, 1, 5, 0, 0),
                 node("mean", dt, 1, 9, 0, 0), node("div", dt, 2, 8, 9, 0),
             };
-            g[10].aAttr = aMean;
-            g[10].nAttr = 1;
+            with_attrs(&g[10], aMean, 1);
             n = soundness(g, 12, in, 3, 20, 101 + iDt);
             cr_assert_gt(n, 20 * 8 * 4 * 10, "checked %llu", (unsigned long long)n);
         }
@@ -238,8 +243,7 @@ Test(graph, emulated_correct_implementations_stay_within_the_radius)
                 node("amax", dt, 1, 3, 0, 0), node("sigmoid", dt, 1, 1, 0, 0),
                 node("linear", dt, 2, 1, IN(6), 0), node("matmul", dt, 2, 3, IN(5), 0),
             };
-            g[4].aAttr = aMax;
-            g[4].nAttr = 1;
+            with_attrs(&g[4], aMax, 1);
             n = soundness(g, 8, in, 7, 20, 202 + iDt);
             cr_assert_gt(n, 20 * (64 + 30 + 128 + 96));
         }
@@ -255,12 +259,28 @@ Test(graph, emulated_correct_implementations_stay_within_the_radius)
                 node("div", dt, 2, 0, 1, 0), node("add", dt, 2, IN(1), IN(2), 0),
                 node("softmax", dt, 1, 3, 0, 0), node("mul", dt, 2, 4, 4, 0),
             };
-            g[1].aAttr = aSum;
-            g[1].nAttr = 2;
-            g[4].aAttr = aSoft;
-            g[4].nAttr = 1;
+            with_attrs(&g[1], aSum, 2);
+            with_attrs(&g[4], aSoft, 1);
             n = soundness(g, 6, in, 3, 20, 303 + iDt);
             cr_assert_gt(n, 20 * (48 + 3 + 48 + 128));
+        }
+        {
+            /* residual add -> layer_norm (weight, bias) -> gelu; a layer_norm after a sum */
+            uint64_t d6x32[2] = { 6, 32 }, d32[1] = { 32 };
+            double *h = values(&s, 192, dt, 1.0, 0.5), *res = values(&s, 192, dt, 0.3, 0.0);
+            double *lw = values(&s, 32, dt, 0.3, 1.0), *lb = values(&s, 32, dt, 0.2, 0.0);
+            parity_operand in[4] = { operand("h", dt, 2, d6x32, h), operand("res", dt, 2, d6x32, res),
+                                     operand("lw", dt, 1, d32, lw), operand("lb", dt, 1, d32, lb) };
+            parity_attr aLn[2] = { attr_int(3, "normalized_shape", 32), attr_float(4, "eps", 1e-5) };
+            parity_graph_node g[4] = {
+                node("add", dt, 2, IN(0), IN(1), 0), node("layer_norm", dt, 3, 0, IN(2), IN(3)),
+                node("gelu", dt, 1, 1, 0, 0), node("layer_norm", dt, 1, 0, 0, 0),
+            };
+            with_attrs(&g[1], aLn, 2);
+            with_attrs(&g[3], aLn, 2);
+            n = soundness(g, 4, in, 4, 20, 404 + iDt);
+            cr_assert_gt(n, 20 * 4 * 192 * 9 / 10, "checked %llu", (unsigned long long)n);
+            free(h); free(res); free(lw); free(lb);
         }
         free(x); free(y); free(z); free(a); free(w); free(b); free(e); free(q); free(r);
         free(sc); free(mask);
@@ -443,8 +463,7 @@ Test(graph, multiplying_by_a_reciprocal_passes)
                                node("div", F32, 2, 0, 1, 0) };
     parity_graph_value v[3];
     int i, k;
-    g[1].aAttr = aSum;
-    g[1].nAttr = 2;
+    with_attrs(&g[1], aSum, 2);
     for (i = 0; i < R; i++) {
         float e[C], sF = 0.0f, sE = 0.0f, inv;
         for (k = 0; k < C; k++) e[k] = expf((float)x[i * C + k]);
@@ -473,8 +492,7 @@ Test(graph, online_softmax_under_a_mask_passes)
                                node("softmax", F32, 1, 0, 0, 0) };
     parity_graph_value v[2];
     int i, k;
-    g[1].aAttr = aSoft;
-    g[1].nAttr = 1;
+    with_attrs(&g[1], aSoft, 1);
     for (i = 0; i < R * C; i++)   /* causal-like -inf tail, and a few large negatives */
         mask[i] = i % C > C - 1 - 9 * (i / C) ? -INFINITY : (i % 11 == 0 ? -1e4 : 0.0);
     for (i = 0; i < R; i++) {
@@ -637,7 +655,7 @@ Test(graph, bad_graphs_are_refused_with_a_reason)
                              operand("m", F32, 2, d2x4, m), operand("w", F32, 1, d4, w4),
                              operand("z", F32, 1, d4, z4) };
     parity_graph_node g[3];
-    parity_attr aNorm[1] = { attr_int(0, "normalized_shape", 4) };
+    parity_attr aNorm[1] = { attr_int(0, "dim", -1) };
 
     g[0] = node("exp", F32, 1, 1, 0, 0);                  /* itself */
     expect_refused(g, 1, in, 5, "neither an earlier node nor an input");
@@ -645,10 +663,9 @@ Test(graph, bad_graphs_are_refused_with_a_reason)
     expect_refused(g, 1, in, 5, "neither an earlier node nor an input");
     g[0] = node("add", F32, 2, IN(0), IN(1), 0);          /* [3] + [4] */
     expect_refused(g, 1, in, 5, "graph node 0 (add): add: shapes [3] and [4] do not broadcast");
-    /* layer_norm cannot carry an error yet: fine on exact inputs, refused after an op */
-    g[0] = node("layer_norm", F32, 3, IN(2), IN(3), IN(4));
-    g[0].aAttr = aNorm;
-    g[0].nAttr = 1;
+    /* log_softmax cannot carry an error yet: fine on exact inputs, refused after an op */
+    g[0] = node("log_softmax", F32, 1, IN(2), 0, 0);
+    with_attrs(&g[0], aNorm, 1);
     {
         parity_graph_value v[1];
         propagate(g, 1, in, 5, v);
@@ -658,5 +675,5 @@ Test(graph, bad_graphs_are_refused_with_a_reason)
     g[1] = g[0];
     g[0] = node("exp", F32, 1, IN(2), 0, 0);
     g[1].aIn[0] = 0;
-    expect_refused(g, 2, in, 5, "graph node 1 (layer_norm): its model cannot carry the error");
+    expect_refused(g, 2, in, 5, "graph node 1 (log_softmax): its model cannot carry the error");
 }

@@ -26,6 +26,8 @@
  * ulp (the references are within 2^-120 relative, mpref.h), and from its monotone pieces:
  * gelu, silu and mish fall to one minimum and rise after it, and where the box holds
  * that minimum's neighbourhood a stated lower bound of it is used (op_unary.c).
+ * layer_norm's reach comes from the mean value theorem with its gradient bounded over the
+ * box (op_layer_norm.c); no other op needs a derivative.
  * An element whose box reaches a special value, a pole or an overflow has radius +Inf
  * and is vacuous: the judge takes any value there and counts it (judge.h, nVacuous).
  * Ops without xPropagate take exact operands only (graph inputs, or earlier nodes whose

@@ -38,6 +38,7 @@
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
 #include "tolerance/rows.h"
+#include "tolerance/propagate.h"
 #include "formats/alloc.h"
 
 #define C_RSQRT 4.0
@@ -55,6 +56,13 @@ typedef struct {
     unsigned char *aRMade;
     uint64_t nInit;
     double gammaMean, gammaVar;   /* gamma_{n+1}(u), gamma_{2n+4}(u): the same every row */
+    /* Propagation (ln_propagate), for the row it last served (propRow; UINT64_MAX: none):
+     * the radii's mean and root mean square, the variance's least and largest value on the
+     * box, the least sqrt(v + eps), and q = (1/n) sum_j |yhat_j|max r_j; bad: a radius or
+     * value in the row that leaves the box undetermined. */
+    uint64_t propRow;
+    double propMeanR, propVLo, propVHi, propSMin, propQ;
+    int propBad;
 } ln_params;
 
 static void ln_free(void *p)
@@ -102,6 +110,7 @@ static int ln_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nA
     pP->nRow = pG->nRow;
     pP->pWeight = pG->hasWeight ? pCall->aIn[1].aValue : NULL;
     pP->pBias = pG->hasBias ? pCall->aIn[2].aValue : NULL;
+    pP->propRow = UINT64_MAX;
     return 0;
 }
 
@@ -187,40 +196,55 @@ static mpfr_ptr ln_row_r(const parity_op_call *pCall, ln_params *pP, uint64_t iR
     return pP->aRRef[iRow];
 }
 
+/* The bound (file comment) of an element given the magnitudes it grows with: |mu|, the
+ * row's variance between vLo and vHi (equal for one point; the numerator of rho takes the
+ * largest, its denominator and r the least), mean |x|, |x - mu|, |w|, |b|, |y|. Every term
+ * grows with each of them, so for a box of operands (propagation) their largest values
+ * give the largest bound on it. */
+static double ln_bound_at(const parity_op_call *pCall, const ln_params *pP, double absMu,
+                          double vLo, double vHi, double meanAbs, double absD, double absW,
+                          double absB, double absY)
+{
+    double u = parity_unit_roundoff(pCall->accDtype), n = (double)pP->nNorm;
+    double r = 1.0 / sqrt(vLo + pP->eps), eMu, eV, rho;
+
+    /* The mean also rounds on the subnormal grid (each Welford update, or the division):
+     * up to n half-subnormals of acc_dtype, absolute. */
+    eMu = pP->gammaMean * meanAbs + n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    /* Two-pass: the mean's error adds eMu^2 (the cross term vanishes); one-pass
+     * (sum x^2 / n - mu^2): squaring the computed mean adds 2 |mu| eMu + eMu^2. */
+    eV = pP->gammaVar * (vHi + absMu * absMu) + eMu * eMu + 2.0 * absMu * eMu;
+    {
+        /* rsqrt of the computed v + eps: not linearised, since a one-pass kernel can lose
+         * all of v (E_v >= v + eps when |mu| >> sigma). r^ <= 1/sqrt(vLow) with
+         * vLow = max(v - E_v, 0) + eps rounded once more, so the relative error of r^ is
+         * at most sqrt((v + eps) / vLow) - 1, plus the rsqrt's own C_RSQRT ulps. */
+        double vPlus = vHi + pP->eps;
+        double vLow = (vLo - eV > 0.0 ? vLo - eV : 0.0) + pP->eps;
+        vLow -= u * vLow;
+        rho = vLow > 0.0 ? sqrt(vPlus / vLow) - 1.0 : INFINITY;
+        {
+            /* v^ above v: smaller r^ */
+            double rhoHigh = (eV + u * vPlus) / (2.0 * (vLo + pP->eps));
+            if (rhoHigh > rho) rho = rhoHigh;
+        }
+        rho = rho * (1.0 + C_RSQRT * u) + C_RSQRT * u;
+    }
+    /* The centering error meets the computed r^ <= r (1 + rho), not r. */
+    return absW * r * (1.0 + rho) * (eMu + u * absD) + absD * absW * r * (rho + 2.0 * u) +
+           u * (absD * r * absW + absB) + 0.5 * parity_ulp_at(pCall->outDtype, absY) +
+           n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+}
+
 /* The bound of element k of row iRow whose value is y (file comment). The row's v and r
  * are the binary64 ones of the load, for the MPFR path too: the bound is first order in
  * them, and one set of figures makes the fast path's bound the MPFR path's. */
 static double ln_bound(const parity_op_call *pCall, const ln_params *pP, uint64_t iRow,
                        double x, double w, double b, double y)
 {
-    double u = parity_unit_roundoff(pCall->accDtype), n = (double)pP->nNorm;
-    double mu = pP->aMu[iRow], v = pP->aVar[iRow], r = pP->aR[iRow], d = x - mu, eMu, eV, rho;
-
-    /* The mean also rounds on the subnormal grid (each Welford update, or the division):
-     * up to n half-subnormals of acc_dtype, absolute. */
-    eMu = pP->gammaMean * pP->aMeanAbs[iRow] + n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
-    /* Two-pass: the mean's error adds eMu^2 (the cross term vanishes); one-pass
-     * (sum x^2 / n - mu^2): squaring the computed mean adds 2 |mu| eMu + eMu^2. */
-    eV = pP->gammaVar * (v + mu * mu) + eMu * eMu + 2.0 * fabs(mu) * eMu;
-    {
-        /* rsqrt of the computed v + eps: not linearised, since a one-pass kernel can lose
-         * all of v (E_v >= v + eps when |mu| >> sigma). r^ <= 1/sqrt(vLow) with
-         * vLow = max(v - E_v, 0) + eps rounded once more, so the relative error of r^ is
-         * at most sqrt((v + eps) / vLow) - 1, plus the rsqrt's own C_RSQRT ulps. */
-        double vPlus = v + pP->eps;
-        double vLow = (v - eV > 0.0 ? v - eV : 0.0) + pP->eps;
-        vLow -= u * vLow;
-        rho = vLow > 0.0 ? sqrt(vPlus / vLow) - 1.0 : INFINITY;
-        {
-            double rhoHigh = (eV + u * vPlus) / (2.0 * vPlus);   /* v^ above v: smaller r^ */
-            if (rhoHigh > rho) rho = rhoHigh;
-        }
-        rho = rho * (1.0 + C_RSQRT * u) + C_RSQRT * u;
-    }
-    /* The centering error meets the computed r^ <= r (1 + rho), not r. */
-    return fabs(w) * r * (1.0 + rho) * (eMu + u * fabs(d)) + fabs(d * w) * r * (rho + 2.0 * u) +
-           u * (fabs(d * r * w) + fabs(b)) + 0.5 * parity_ulp_at(pCall->outDtype, fabs(y)) +
-           n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    double mu = pP->aMu[iRow], v = pP->aVar[iRow];
+    return ln_bound_at(pCall, pP, fabs(mu), v, v, pP->aMeanAbs[iRow], fabs(x - mu), fabs(w),
+                       fabs(b), fabs(y));
 }
 
 static int ln_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
@@ -296,6 +320,84 @@ static int ln_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, d
     return 1;
 }
 
+/* ---- propagation (ops.h, xPropagate; graph.h) --------------------------------------
+ * With yhat = P x / s (P the centering, s = sqrt(|P x|^2 / n + eps)), yhat_i's gradient is
+ * (1/s)(P_ij - yhat_i yhat_j / n), so by the mean value theorem, for x' anywhere within
+ * the radii r_j of x, |yhat_i' - yhat_i| <= (1/sMin)(r_i + mean r + |yhat_i|max q), with
+ * sMin the least s on the box and q = (1/n) sum_j |yhat_j|max r_j. On the box the standard
+ * deviation sigma' = |P x'| / sqrt n lies within sigma +- R (R = |r|_2 / sqrt n: |P d| <=
+ * |d|), |x_j' - mu'| <= |x_j - mu| + r_j + mean r, and |yhat_j| <= min(sqrt n, that / sMin)
+ * (sum yhat^2 <= n). y = yhat w + b then moves by |dyhat| (|w| + r_w) + |yhat|max r_w + r_b,
+ * and ln_bound_at takes every magnitude at its largest (the variance at both ends). */
+
+/* Row iRow's box figures, made once per row (elements come in increasing order). */
+static void ln_row_box(const parity_op_call *pCall, ln_params *pP, const double *rad,
+                       uint64_t iRow)
+{
+    const double *x = pCall->aIn[0].aValue + iRow * pP->nNorm;
+    const double *r = rad + iRow * pP->nNorm;
+    double n = (double)pP->nNorm, sumR = 0.0, sumR2 = 0.0, q = 0.0, sigma, R, sLo;
+    uint64_t k;
+    pP->propRow = iRow;
+    pP->propBad = 0;
+    for (k = 0; k < pP->nNorm; k++) {
+        if (!isfinite(x[k]) || !(r[k] < INFINITY)) pP->propBad = 1;
+        sumR += r[k];
+        sumR2 += r[k] * r[k];
+    }
+    pP->propMeanR = parity_radius_up(sumR / n, 2.0 * n + 2.0);
+    R = sqrt(parity_radius_up(sumR2 / n, 3.0 * n + 2.0)) * (1.0 + 0x1p-50);
+    /* v is within 2^-50 of exact (ln_load); sigma's ends with room for that */
+    sigma = sqrt(pP->aVar[iRow]);
+    sLo = sigma * (1.0 - 0x1p-46) - R;
+    pP->propVLo = sLo > 0.0 ? sLo * sLo * (1.0 - 0x1p-50) : 0.0;
+    pP->propVHi = parity_radius_up((sigma * (1.0 + 0x1p-46) + R) * (sigma * (1.0 + 0x1p-46) + R), 4.0);
+    pP->propSMin = sqrt(pP->propVLo + pP->eps) * (1.0 - 0x1p-50);
+    for (k = 0; k < pP->nNorm; k++) {
+        double yMax = parity_radius_up(fabs(x[k] - pP->aMu[iRow]) + r[k] + pP->propMeanR, 3.0) /
+                      pP->propSMin;
+        if (!(yMax <= sqrt(n))) yMax = sqrt(n) * (1.0 + 0x1p-50);
+        q += yMax * r[k];
+    }
+    pP->propQ = parity_radius_up(q / n, 3.0 * n + 4.0);
+}
+
+static int ln_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                        mpfr_t ref, double *pRadius)
+{
+    ln_params *pP = pCall->pParams;
+    uint64_t iRow = linear / pP->nNorm, k = linear % pP->nNorm;
+    const double *rad = aRad[0];
+    double x = pCall->aIn[0].aValue[linear], rx = rad[linear];
+    double w = pP->pWeight ? pP->pWeight[k] : 1.0, b = pP->pBias ? pP->pBias[k] : 0.0;
+    double rw = pP->pWeight ? aRad[1][k] : 0.0, rb = pP->pBias ? aRad[2][k] : 0.0;
+    double n = (double)pP->nNorm, absMu, absD, yHat, dYHat, reach, yMax, bound;
+    uint64_t j;
+    int moved = rw != 0.0 || rb != 0.0;
+
+    if (ln_element(pCall, linear, ref, pRadius) != 0) return -1;
+    for (j = 0; j < pP->nNorm && !moved; j++) moved = rad[iRow * pP->nNorm + j] != 0.0;
+    if (!moved) return 0;
+    if (pP->propRow != iRow) ln_row_box(pCall, pP, rad, iRow);
+    if (pP->propBad || !mpfr_number_p(ref) || !isfinite(w) || !isfinite(b) ||
+        !(rw < INFINITY) || !(rb < INFINITY) || pCall->overflowPossible)
+        return parity_propagate_vacuous(pCall, pRadius);
+    absMu = parity_radius_up(fabs(pP->aMu[iRow]) + pP->propMeanR, 1.0);
+    absD = parity_radius_up(fabs(x - pP->aMu[iRow]) + rx + pP->propMeanR, 3.0);
+    if (!(n * (pP->propVHi + absMu * absMu) < parity_dtype_max_finite(pCall->accDtype)))
+        return parity_propagate_vacuous(pCall, pRadius);   /* a sum of squares may overflow */
+    yHat = absD / pP->propSMin;
+    if (!(yHat <= sqrt(n))) yHat = sqrt(n) * (1.0 + 0x1p-50);
+    dYHat = parity_radius_up((rx + pP->propMeanR + yHat * pP->propQ) / pP->propSMin, 6.0);
+    reach = parity_radius_up(dYHat * (fabs(w) + rw) + yHat * rw + rb, 6.0);
+    yMax = parity_radius_up(fabs(mpfr_get_d(ref, MPFR_RNDA)) + reach, 1.0);
+    bound = ln_bound_at(pCall, pP, absMu, pP->propVLo, pP->propVHi,
+                        parity_radius_up(pP->aMeanAbs[iRow] + pP->propMeanR, 2.0), absD,
+                        fabs(w) + rw, fabs(b) + rb, yMax);
+    *pRadius = parity_radius_up(reach + parity_radius_up(bound, 40.0), 2.0);
+    return 0;
+}
+
 /* generated cases set eps = 1e-5 (fuzz/cases/layout.c) */
 static const parity_op_case_attr aLnCase[] = {
     { "eps", PARITY_ATTR_FLOAT, { 1e-5, NAN }, { NULL, NULL } },
@@ -308,5 +410,5 @@ const parity_op_def parity_op_layer_norm = {
     .family = PARITY_FAMILY_NORM,
     .aCaseAttr = aLnCase, .nCaseAttr = 1,
     .xPrepare = ln_prepare, .xLoad = ln_load, .xElement = ln_element, .xFreeParams = ln_free,
-    .xFast = ln_fast,
+    .xFast = ln_fast, .xPropagate = ln_propagate,
 };
