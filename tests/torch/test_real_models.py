@@ -628,6 +628,27 @@ class FusedRegions(CaptureCase):
         self.assertEqual(self.tensor(doc, "/out")["cause"], "propagated", doc["_text"])
         return doc
 
+    def test_whole_model_is_one_region(self):
+        """The MLP compiled whole keeps only /out: linear, gelu, layer_norm, linear, gelu
+        (tanh) and softmax are one fused region, judged from the input and parameters."""
+        fns = [("torchscript", pt.torchscript_freeze)]
+        if TORCH2:
+            fns.append(("inductor", pt.torch_compile))
+        for name, fn in fns:
+            with self.subTest(compiler=name):
+                model, args = make("mlp")
+                eager, whole = self.path("mlp_e.h5"), self.path("mlp_whole_%s.h5" % name)
+                pt.capture_eager(model, args, eager)
+                pt.capture_compiled(model, args, whole, whole_model=pt.whole(fn), compiler=name)
+                doc = self.diff(eager, whole)
+                self.assert_pass(doc)
+                t = self.tensor(doc, "/out")
+                self.assertIsNone(t["model_note"], t["model_note"])
+                self.assertEqual(t["judgement"]["fused_region"]["ops"],
+                                 ["/fc1/out", "/act/out", "/norm/out", "/fc2/out", "/act2/out",
+                                  "/out"])
+                self.assertIn("/input/0", t["judgement"]["fused_region"]["inputs"])
+
     def test_torchscript_freeze_regions(self):
         self.regions(pt.torchscript_freeze, "torchscript")
 
