@@ -49,6 +49,8 @@ Test(fuzz_graph, families_expand_through_the_registry_and_drop_their_ops)
         { "softmax_decomposed", 1u << 8, "exp+sum+div" },
         { "pointwise_reduce", 0, "mul+add+sum" },
         { "pointwise_reduce", 1 | 1u << 8, "mul+mean" },
+        { "residual_norm", 0, "add+layer_norm" },
+        { "residual_norm", 1u << 8, "layer_norm" },
     };
     size_t i, k;
     for (i = 0; i < sizeof aWant / sizeof aWant[0]; i++) {

@@ -18,6 +18,9 @@
  *                       max shift (the unstable form).
  *   pointwise_reduce    mul(x, y) -> add z -> sum(-1) (or mean: choice 1): a pointwise
  *                       producer fused into its reduction. Dims R, C. Drop bit 8: no add.
+ *   residual_norm       add(x [R, C], res [R, C]) -> layer_norm(C, weight w [C], bias b [C];
+ *                       eps 1e-5, the default): the residual add fused into the norm.
+ *                       Dims R, C. Drop bit 8: no residual.
  */
 #include <stdio.h>
 #include <string.h>
@@ -107,6 +110,24 @@ static int build_pointwise_reduce(parity_graph_case *pG, char *zErr, size_t nErr
     return 0;
 }
 
+static int build_residual_norm(parity_graph_case *pG, char *zErr, size_t nErr)
+{
+    uint64_t dX[2] = { pG->spec.aDim[0], pG->spec.aDim[1] }, dC[1] = { pG->spec.aDim[1] };
+    int aAdd[2] = { IN(0), IN(1) }, i = IN(0), iLn, nRes = DROPPED(pG, 8) ? 0 : 1;
+    int aLn[3];
+    parity_graph_case_input(pG, "x", 2, dX);
+    if (nRes) parity_graph_case_input(pG, "res", 2, dX);
+    parity_graph_case_input(pG, "w", 1, dC);
+    parity_graph_case_input(pG, "b", 1, dC);
+    if (nRes && (i = parity_graph_case_node(pG, "add", 2, aAdd, zErr, nErr)) < 0) return -1;
+    aLn[0] = i;
+    aLn[1] = IN(1 + nRes);
+    aLn[2] = IN(2 + nRes);
+    if ((iLn = parity_graph_case_node(pG, "layer_norm", 3, aLn, zErr, nErr)) < 0) return -1;
+    parity_graph_case_attr_int(pG, iLn, "normalized_shape", (int64_t)pG->spec.aDim[1]);
+    return 0;
+}
+
 static const parity_graph_family aFamily[] = {
     { "gemm_epilogue", 3, { PARITY_ROLE_TILE, PARITY_ROLE_TILE, PARITY_ROLE_K }, 3, 6,
       (1u << 8) | (1u << 9), build_gemm_epilogue },
@@ -117,6 +138,8 @@ static const parity_graph_family aFamily[] = {
       build_softmax_decomposed },
     { "pointwise_reduce", 2, { PARITY_ROLE_ROW, PARITY_ROLE_REDUCE }, 3, 2, 1u << 8,
       build_pointwise_reduce },
+    { "residual_norm", 2, { PARITY_ROLE_ROW, PARITY_ROLE_REDUCE }, 4, 1, 1u << 8,
+      build_residual_norm },
 };
 
 const parity_graph_family *parity_graph_family_at(size_t i)

@@ -8,7 +8,7 @@
  * cases) and rounded once at the output, a GEMM's K loop in 8 interleaved partial sums
  * with FMA and the bias first, an online softmax over tiles of 16 with the running sum
  * rescaled, the decomposed softmax multiplied by the reciprocal of its sum, a pointwise
- * producer never materialised. All of that is inside each op's model, so the clean fused
+ * producer never materialised, a residual sum normalized without being stored. All of that is inside each op's model, so the clean fused
  * kernels pass the propagated bound (tolerance/graph.h); the fusion defects
  * (parity_graph_defects, defects.c) break it, each on its rare shape or value.
  */
@@ -237,6 +237,45 @@ static int fused_pointwise_reduce(const parity_graph_case *pG, const kern_ctx *p
     return 0;
 }
 
+/* [add(x, res)] -> layer_norm(w, b) in one pass over each row: the sum kept in the compute
+ * precision (never rounded to the dtype), mean and variance in FUSED_LANES partial sums
+ * (two passes), then (s - mean) rsqrt(var + eps) w + b, one rounding. eps 1e-5, the
+ * family's. */
+static int fused_residual_norm(const parity_graph_case *pG, const kern_ctx *pK,
+                               uint32_t defects, double *aOut)
+{
+    int hasRes = pG->nNode > 1;
+    const parity_operand *pX = &pG->aIn[0], *pR = hasRes ? &pG->aIn[1] : NULL;
+    const double *w = pG->aIn[hasRes ? 2 : 1].aValue, *b = pG->aIn[hasRes ? 3 : 2].aValue;
+    uint64_t R = pX->aDim[0], C = pX->aDim[1], r, c;
+    double *t = parity_malloc((C ? C : 1) * sizeof(double));
+    (void)defects;
+    if (!t) return -1;
+    for (r = 0; r < R; r++) {
+        double mean, var, rstd;
+        for (c = 0; c < C; c++)
+            t[c] = pR ? kern_acc(pK, pX->aValue[r * C + c] + pR->aValue[r * C + c])
+                      : pX->aValue[r * C + c];
+        mean = kern_acc(pK, lanes_sum(pK, t, 1, C, 0, pK->out) / (double)C);
+        {
+            double lane[FUSED_LANES] = { 0 }, sq = 0.0;
+            int l;
+            for (c = 0; c < C; c++) {
+                double d = kern_acc(pK, t[c] - mean);
+                lane[c % FUSED_LANES] = kern_acc(pK, lane[c % FUSED_LANES] + kern_acc(pK, d * d));
+            }
+            for (l = 0; l < FUSED_LANES; l++) sq = kern_acc(pK, sq + lane[l]);
+            var = kern_acc(pK, sq / (double)C);
+        }
+        rstd = kern_acc(pK, 1.0 / parity_kern_sqrt(pK, kern_acc(pK, var + kern_acc(pK, 1e-5))));
+        for (c = 0; c < C; c++)
+            aOut[r * C + c] = kern_out(pK, kern_acc(pK, kern_acc(pK, kern_acc(pK, t[c] - mean) *
+                                                                  rstd) * w[c]) + b[c]);
+    }
+    parity_free(t);
+    return 0;
+}
+
 int parity_builtin_graph_fused(const parity_graph_case *pG, uint32_t defects, double *aOut,
                                char *zErr, size_t nErr)
 {
@@ -252,6 +291,8 @@ int parity_builtin_graph_fused(const parity_graph_case *pG, uint32_t defects, do
         rc = fused_softmax_decomposed(pG, &k, defects, aOut);
     else if (strcmp(zFam, "pointwise_reduce") == 0)
         rc = fused_pointwise_reduce(pG, &k, defects, aOut);
+    else if (strcmp(zFam, "residual_norm") == 0)
+        rc = fused_residual_norm(pG, &k, defects, aOut);
     else {
         snprintf(zErr, nErr, "builtin: no fused kernel for graph family %s", zFam);
         return -1;
