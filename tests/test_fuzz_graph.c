@@ -122,12 +122,13 @@ static void run_tool(run_result *pR, const char *zBin, const char *const *azArg)
 
 Test(fuzz_graph, every_fusion_defect_is_found_minimized_and_fails_paritydiff_locally)
 {
-    /* the ops each one keeps once minimized: what it cannot do without */
-    static const char *const azKeeps[][2] = {
-        { "epilogue_bias_axis", "(linear)" },
-        { "fused_masked_row_uniform", "(softmax" },
-        { "approx_reciprocal", "(exp+sum+div)" },
-        { "fused_half_accum", "(mul+" },
+    /* the ops each one keeps once minimized (what it cannot do without), and one its
+     * family has that it must have dropped */
+    static const char *const azKeeps[][3] = {
+        { "epilogue_bias_axis", "(linear)", "gelu" },
+        { "fused_masked_row_uniform", "softmax) ", "matmul" },
+        { "approx_reciprocal", "(exp+sum+div)", "amax" },
+        { "fused_half_accum", "(mul+", "add+" },
     };
     size_t i;
     cr_assert_eq(parity_graph_defect_count, 4);
@@ -145,6 +146,13 @@ Test(fuzz_graph, every_fusion_defect_is_found_minimized_and_fails_paritydiff_loc
         run_tool(&r, PARITYFUZZ_BIN, azArg);
         cr_assert_eq(r.code, 1, "%s: exit %d\n%s%s", zDefect, r.code, r.zOut, r.zErr);
         cr_assert(strstr(r.zOut, azKeeps[i][1]), "%s minimized to:\n%s", zDefect, r.zOut);
+        {
+            const char *zLine = strstr(r.zOut, "root cause 1: ");
+            const char *zEnd = zLine ? strchr(zLine, '\n') : NULL;
+            const char *zHit = zLine ? strstr(zLine, azKeeps[i][2]) : NULL;
+            cr_assert(zLine && (!zHit || zHit > zEnd), "%s kept %s:\n%s", zDefect,
+                      azKeeps[i][2], r.zOut);
+        }
         pDoc = load_json_file(zJson);
         pCause = json_array_get(json_object_get(pDoc, "root_causes"), 0);
         cr_assert(json_is_object(pCause), "%s: no root cause", zDefect);
