@@ -1,0 +1,73 @@
+"""The findings in torch.compile (README, "XLA and torch.compile: campaigns under way"),
+stored as minimized repros under corpus/torch/repros/.
+
+Without torch: every stored pair is one that paritydiff fails at /out with a local cause,
+and its signature says how it was found and how to replay it. With the pinned current
+torch's python (scripts/requirements-torch.txt): every repro replays against
+fuzz/workers/torch_worker.py --mode compile-dynamic as the same divergence (parityfuzz
+replay --expect-divergent), so a stored finding that stops reproducing in this torch
+fails here. Replay needs the version the repros were found in (2.15); elsewhere that half
+is skipped, and says why.
+argv: PARITYDIFF PARITYFUZZ SOURCE_DIR [TORCH_PYTHON]
+"""
+import os
+import subprocess
+import sys
+import unittest
+
+PARITYDIFF, PARITYFUZZ, SOURCE = sys.argv[1:4]
+PYTHON = sys.argv[4] if len(sys.argv) > 4 else None
+CORPUS = os.path.join(SOURCE, "corpus", "torch", "repros")
+WORKER = os.path.join(SOURCE, "fuzz", "workers", "torch_worker.py")
+VERSION = "2.15."
+
+
+def repros():
+    return sorted(os.path.join(CORPUS, n) for n in os.listdir(CORPUS)) if os.path.isdir(CORPUS) else []
+
+
+def torch_here():
+    """None when the stored findings can be replayed here, else why not."""
+    if not PYTHON:
+        return "no current torch's python (scripts/run-tests.sh passes PARITY_VENV_PYTHON)"
+    p = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"],
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        return "torch does not import: %s" % p.stderr.strip()[-200:]
+    if not p.stdout.startswith(VERSION):
+        return "torch %s, the repros are %sx's" % (p.stdout.strip(), VERSION)
+    return None
+
+
+class Corpus(unittest.TestCase):
+    def test_there_are_repros(self):
+        self.assertGreater(len(repros()), 0)
+
+    def test_paritydiff_fails_each_pair_at_out_with_a_local_cause(self):
+        for r in repros():
+            with self.subTest(repro=r):
+                p = subprocess.run([PARITYDIFF, os.path.join(r, "eager.h5"),
+                                    os.path.join(r, "compiled.h5")],
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+                self.assertIn("first divergence: /out", p.stdout)
+                self.assertIn("cause: local", p.stdout)
+                with open(os.path.join(r, "signature")) as f:
+                    sig = f.read()
+                self.assertIn("found by: ", sig)
+                self.assertIn("replay: parityfuzz replay corpus/torch/repros/", sig)
+                self.assertIn("fuzz/workers/torch_worker.py --mode compile-dynamic", sig)
+
+    def test_each_repro_still_diverges_in_this_torch(self):
+        why = torch_here()
+        if why:
+            self.skipTest(why)
+        p = subprocess.run([PARITYFUZZ, "replay", CORPUS, "--target",
+                            "cmd:%s %s --mode compile-dynamic" % (PYTHON, WORKER),
+                            "--expect-divergent"], capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.stdout.count(": same: "), len(repros()), p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)
