@@ -213,26 +213,17 @@ def main():
     ap.add_argument("--dtypes", help="comma-separated (default: every dtype it runs)")
     ap.add_argument("--table", action="store_true")
     args = ap.parse_args()
-    if args.by == "graph":
+    if args.by == "graph":      # cells are graph families; each runs every dtype
         args.families = graph_families(args.parityfuzz)
         args.runs, args.ops, args.dtypes = {}, [], [""]
-        if args.table:
-            table(args)
-            return 0
-        if not args.out:
-            ap.error("--out is needed to run campaigns")
-        todo = pending(args)
-        print(f"{len(todo)} slices of {args.slice} s to run", flush=True)
-        with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-            ok = all(pool.map(lambda t: run_slice(args, *t), todo))
-        return 0 if ok else 1
-    args.runs = target_ops(args.parityfuzz, args.target)
-    every_dtype = [d for d in SHORT if any(d in ds for ds, _ in args.runs.values())]
-    args.ops = args.ops.split(",") if args.ops else list(args.runs)
-    args.dtypes = args.dtypes.split(",") if args.dtypes else every_dtype
-    for op in args.ops:
-        if op not in args.runs:
-            ap.error(f"target {args.target} does not run '{op}' (see parityfuzz --list-ops)")
+    else:
+        args.runs = target_ops(args.parityfuzz, args.target)
+        every_dtype = [d for d in SHORT if any(d in ds for ds, _ in args.runs.values())]
+        args.ops = args.ops.split(",") if args.ops else list(args.runs)
+        args.dtypes = args.dtypes.split(",") if args.dtypes else every_dtype
+        for op in args.ops:
+            if op not in args.runs:
+                ap.error(f"target {args.target} does not run '{op}' (see parityfuzz --list-ops)")
     if args.table:
         table(args)
         return 0

@@ -160,15 +160,31 @@ class Worker:
         self.eager_s = 0.0
         self.compiles = 0
 
+    def run_jitted(self, key, fn, args):
+        """fn(*args) under jax.jit, the compiled program cached by key (least recently used
+        dropped past JIT_CACHE): the result as numpy, and the seconds compiling took now."""
+        compile_s = 0.0
+        f = self.jitted.get(key)
+        t0 = time.perf_counter()
+        if f is not None:
+            self.jitted.move_to_end(key)
+        else:
+            f = jax.jit(fn).lower(*args).compile()
+            self.jitted[key] = f
+            if len(self.jitted) > JIT_CACHE:
+                self.jitted.popitem(last=False)
+            self.compiles += 1
+            compile_s = time.perf_counter() - t0
+            self.compile_s += compile_s
+            t0 = time.perf_counter()
+        y = np.asarray(f(*args))
+        self.run_s += time.perf_counter() - t0
+        return y, compile_s
+
     def run_graph(self, side, case_path, out_path):
         """A graph case's compiled side: the nodes composed into one function under jax.jit,
         which XLA fuses as it chooses (the eager side is parityfuzz's builtin kernels)."""
-        if side != "compiled":
-            raise ValueError("graph cases run their compiled side only (got %s)" % side)
-        case = wb.GraphCase(case_path)
-        for _, op, _, _, _ in case.nodes:
-            if op not in OPS:
-                raise wb.CaseSkip("%s has no mapping for %s" % (NAME, op))
+        case = wb.graph_case_for(NAME, case_path, side, OPS)
         if any(a.size == 0 for a in case.inputs):
             raise wb.CaseSkip("%s does not run empty tensors" % NAME)
         nodes = [(name, OPS[op], ins, params) for name, op, ins, params, _ in case.nodes]
@@ -182,22 +198,7 @@ class Worker:
         args = [jnp.asarray(a) for a in case.inputs]
         key = ("graph", case.family, tuple((n[1], params_key(n[3])) for n in case.nodes),
                tuple((a.dtype.str, a.shape) for a in case.inputs))
-        compile_s = 0.0
-        f = self.jitted.get(key)
-        t0 = time.perf_counter()
-        if f is not None:
-            self.jitted.move_to_end(key)
-        else:
-            f = jax.jit(region).lower(*args).compile()
-            self.jitted[key] = f
-            if len(self.jitted) > JIT_CACHE:
-                self.jitted.popitem(last=False)
-            self.compiles += 1
-            compile_s = time.perf_counter() - t0
-            self.compile_s += compile_s
-            t0 = time.perf_counter()
-        y = np.asarray(f(*args))
-        self.run_s += time.perf_counter() - t0
+        y, compile_s = self.run_jitted(key, region, args)
         if y.size == int(np.prod(case.out_shape, dtype=np.int64)):
             y = y.reshape(case.out_shape)
         wb.write_output(out_path, case, y)
@@ -226,21 +227,7 @@ class Worker:
             self.eager_s += time.perf_counter() - t0
         elif side == "compiled":
             key = (case.op, params_key(params), tuple((a.dtype.str, a.shape) for a in case.inputs))
-            f = self.jitted.get(key)
-            t0 = time.perf_counter()
-            if f is not None:
-                self.jitted.move_to_end(key)
-            else:
-                f = jax.jit(lambda *xs: fn(params, list(xs))).lower(*args).compile()
-                self.jitted[key] = f
-                if len(self.jitted) > JIT_CACHE:
-                    self.jitted.popitem(last=False)
-                self.compiles += 1
-                compile_s = time.perf_counter() - t0
-                self.compile_s += compile_s
-                t0 = time.perf_counter()
-            y = np.asarray(f(*args))
-            self.run_s += time.perf_counter() - t0
+            y, compile_s = self.run_jitted(key, lambda *xs: fn(params, list(xs)), args)
         else:
             raise ValueError("unknown side '%s'" % side)
         if y.size == int(np.prod(case.out_shape, dtype=np.int64)):

@@ -208,12 +208,7 @@ class Worker:
     def run_graph(self, side, case_path, out_path):
         """A graph case's compiled side: the nodes as one ONNX graph under ORT_ENABLE_ALL,
         whose optimizer fuses what it can (the eager side is parityfuzz's builtin kernels)."""
-        if side != "compiled":
-            raise ValueError("graph cases run their compiled side only (got %s)" % side)
-        case = wb.GraphCase(case_path)
-        for _, op, _, _, _ in case.nodes:
-            if op not in OPS:
-                raise wb.CaseSkip("%s has no mapping for %s" % (NAME, op))
+        case = wb.graph_case_for(NAME, case_path, side, OPS)
         if case.out_dtype != "float32" or any(a.dtype != np.float32 for a in case.inputs):
             raise wb.CaseSkip("%s runs float32 only" % NAME)
         key = ("graph", case.family, tuple((n[1], params_key(n[3])) for n in case.nodes),

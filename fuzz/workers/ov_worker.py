@@ -180,6 +180,18 @@ class Worker:
         self.compile_s = self.run_s = 0.0
         self.compiles = 0
 
+    def compile(self, model):
+        """The model compiled for the CPU plugin, and the seconds it took (counted)."""
+        t0 = time.perf_counter()
+        try:
+            c = self.core.compile_model(model, "CPU", self.config)
+        except RuntimeError as e:
+            raise wb.CaseSkip("the CPU plugin cannot compile it: %s" % wb.one_line(e))
+        took = time.perf_counter() - t0
+        self.compile_s += took
+        self.compiles += 1
+        return c, took
+
     def compiled(self, case):
         """The compiled model and its parameter order, and the seconds compiling took now."""
         build, known, weights = OPS[case.op]
@@ -192,15 +204,7 @@ class Worker:
             return entry, 0.0
         b = Builder(case, weights)
         y = build(b, case.params)
-        model = ov.Model([y], [p for _, p in b.params], "case")
-        t0 = time.perf_counter()
-        try:
-            c = self.core.compile_model(model, "CPU", self.config)
-        except RuntimeError as e:
-            raise wb.CaseSkip("the CPU plugin cannot compile it: %s" % wb.one_line(e))
-        took = time.perf_counter() - t0
-        self.compile_s += took
-        self.compiles += 1
+        c, took = self.compile(ov.Model([y], [p for _, p in b.params], "case"))
         entry = (c.create_infer_request(), [i for i, _ in b.params])
         if not b.per_case:
             self.models[key] = entry
@@ -232,25 +236,15 @@ class Worker:
                 dims = params.get("dim")
                 rank = 0 if dims is None or dims == [] else rank - (len(dims) if isinstance(dims, list) else 1)
             env[name] = (y, rank)
-        model = ov.Model([env[case.nodes[-1][0]][0]], [p for _, p in b.params], "graph")
-        t0 = time.perf_counter()
-        try:
-            c = self.core.compile_model(model, "CPU", self.config)
-        except RuntimeError as e:
-            raise wb.CaseSkip("the CPU plugin cannot compile it: %s" % wb.one_line(e))
-        took = time.perf_counter() - t0
-        self.compile_s += took
-        self.compiles += 1
+        c, took = self.compile(ov.Model([env[case.nodes[-1][0]][0]], [p for _, p in b.params],
+                                        "graph"))
         return (c.create_infer_request(), [i for i, _ in b.params]), took
 
     def run(self, side, case_path, out_path):
         if side != "compiled":   # eager=builtin: parityfuzz runs the eager side itself
             raise ValueError("this worker runs compiled sides only (eager=builtin)")
         if wb.case_version(case_path) == 2:
-            case = wb.GraphCase(case_path)
-            for _, op, _, _, _ in case.nodes:
-                if op not in OPS:
-                    raise wb.CaseSkip("%s has no mapping for %s" % (NAME, op))
+            case = wb.graph_case_for(NAME, case_path, side, OPS)
         else:
             case = wb.Case(case_path)
         if case.op not in OPS:

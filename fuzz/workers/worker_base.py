@@ -161,6 +161,19 @@ class GraphSpec:
         self.out_inputs, self.out_order = None, len(self.nodes) - 1
 
 
+def graph_case_for(who, path, side, ops, reader=None):
+    """A graph case's file read for a worker that maps `ops`: its compiled side only (the
+    eager side of a graph case is parityfuzz's builtin kernels), every node's op mapped (else
+    CaseSkip). reader: the worker's own case reader (default GraphCase: numpy inputs)."""
+    if side != "compiled":
+        raise ValueError("graph cases run their compiled side only (got %s)" % side)
+    case = (reader or GraphCase)(path)
+    for _, op, _, _, _ in case.nodes:
+        if op not in ops:
+            raise CaseSkip("%s has no mapping for %s" % (who, op))
+    return case
+
+
 class GraphCase(GraphSpec):
     """A graph case file with its inputs as numpy arrays (read_inputs)."""
 
