@@ -62,7 +62,7 @@ typedef struct {
      * value in the row that leaves the box undetermined. */
     uint64_t propRow;
     double propMeanR, propVLo, propVHi, propSMin, propQ;
-    int propBad;
+    int propBad, propMoved;
 } ln_params;
 
 static void ln_free(void *p)
@@ -340,8 +340,10 @@ static void ln_row_box(const parity_op_call *pCall, ln_params *pP, const double 
     uint64_t k;
     pP->propRow = iRow;
     pP->propBad = 0;
+    pP->propMoved = 0;
     for (k = 0; k < pP->nNorm; k++) {
         if (!isfinite(x[k]) || !(r[k] < INFINITY)) pP->propBad = 1;
+        if (r[k] != 0.0) pP->propMoved = 1;
         sumR += r[k];
         sumR2 += r[k] * r[k];
     }
@@ -372,13 +374,9 @@ static int ln_propagate(parity_op_call *pCall, const double *const *aRad, uint64
     double w = pP->pWeight ? pP->pWeight[k] : 1.0, b = pP->pBias ? pP->pBias[k] : 0.0;
     double rw = pP->pWeight ? aRad[1][k] : 0.0, rb = pP->pBias ? aRad[2][k] : 0.0;
     double n = (double)pP->nNorm, absMu, absD, yHat, dYHat, reach, yMax, bound;
-    uint64_t j;
-    int moved = rw != 0.0 || rb != 0.0;
-
     if (ln_element(pCall, linear, ref, pRadius) != 0) return -1;
-    for (j = 0; j < pP->nNorm && !moved; j++) moved = rad[iRow * pP->nNorm + j] != 0.0;
-    if (!moved) return 0;
-    if (pP->propRow != iRow) ln_row_box(pCall, pP, rad, iRow);
+    if (pP->propRow != iRow) ln_row_box(pCall, pP, rad, iRow);   /* once a row */
+    if (!pP->propMoved && rw == 0.0 && rb == 0.0) return 0;
     if (pP->propBad || !mpfr_number_p(ref) || !isfinite(w) || !isfinite(b) ||
         !(rw < INFINITY) || !(rb < INFINITY) || pCall->overflowPossible)
         return parity_propagate_vacuous(pCall, pRadius);

@@ -54,6 +54,8 @@ typedef struct {
      * value on the box and the row's largest radius (NaN: not made yet). */
     mpfr_t *aSumLo, *aSumHi;
     double *aWBox, *aRMax;
+    unsigned char *aRowMoved;     /* per row: 1 some radius is nonzero, 2 the box reaches a
+                                   * special value (a nonzero radius on one, or +Inf) */
 } softmax_params;
 
 #define PROP_PREC 64
@@ -73,6 +75,7 @@ static void softmax_free(void *p)
     free(pP->aSumHi);
     free(pP->aWBox);
     free(pP->aRMax);
+    free(pP->aRowMoved);
     free(pP->aSum);
     free(pP->aSumMade);
     free(pP->aMax);
@@ -342,7 +345,8 @@ static int row_propagation(softmax_params *pP, const double *x, const double *ra
         pP->aSumHi = parity_calloc(pP->nRow + 1, sizeof(mpfr_t));
         pP->aWBox = parity_calloc(pP->nRow + 1, sizeof(double));
         pP->aRMax = parity_malloc((pP->nRow + 1) * sizeof(double));
-        if (!pP->aSumLo || !pP->aSumHi || !pP->aWBox || !pP->aRMax) {
+        pP->aRowMoved = parity_calloc(pP->nRow + 1, 1);
+        if (!pP->aSumLo || !pP->aSumHi || !pP->aWBox || !pP->aRMax || !pP->aRowMoved) {
             free(pP->aRMax);
             pP->aRMax = NULL;
             return -1;
@@ -354,7 +358,9 @@ static int row_propagation(softmax_params *pP, const double *x, const double *ra
     mpfr_set_zero(pP->aSumLo[iRow], 1);
     mpfr_set_zero(pP->aSumHi[iRow], 1);
     for (k = 0; k < pP->nDim; k++) {
-        double r = row_value(pP, rad, iRow, k);
+        double r = row_value(pP, rad, iRow, k), v = row_value(pP, x, iRow, k);
+        if (r != 0.0) pP->aRowMoved[iRow] |= 1;
+        if ((r != 0.0 && !isfinite(v)) || !(r < INFINITY)) pP->aRowMoved[iRow] |= 2;
         if (r > rMax) rMax = r;
         row_exp(pP, x, rad, iRow, k, -1, e);
         mpfr_add(pP->aSumLo[iRow], pP->aSumLo[iRow], e, MPFR_RNDD);
@@ -377,21 +383,16 @@ static int softmax_propagate(parity_op_call *pCall, const double *const *aRad, u
 {
     softmax_params *pP = pCall->pParams;
     const double *x = pCall->aIn[0].aValue, *rad = aRad[0];
-    uint64_t iRow = softmax_row_of(pP, linear), k;
+    uint64_t iRow = softmax_row_of(pP, linear);
     double xi = x[linear], yHi, yLo, u, kk, bound, reach;
-    int moved = 0, special = 0;
 
     if (softmax_element(pCall, linear, ref, pRadius) != 0) return -1;
-    for (k = 0; k < pP->nDim; k++) {
-        double v = row_value(pP, x, iRow, k), r = row_value(pP, rad, iRow, k);
-        if (r != 0.0) moved = 1;
-        if ((r != 0.0 && !isfinite(v)) || !(r < INFINITY)) special = 1;
-    }
-    if (!moved) return 0;
-    if (special || pP->aNanRow[iRow] || !mpfr_number_p(ref))
+    /* the row's radii are scanned once, with its sums (not once per element) */
+    if (row_propagation(pP, x, rad, iRow) != 0) return -1;
+    if (!(pP->aRowMoved[iRow] & 1)) return 0;
+    if ((pP->aRowMoved[iRow] & 2) || pP->aNanRow[iRow] || !mpfr_number_p(ref))
         return parity_propagate_vacuous(pCall, pRadius);
     if (xi == -INFINITY) return 0;         /* exactly 0 whatever the others are */
-    if (row_propagation(pP, x, rad, iRow) != 0) return -1;
     {
         uint64_t kIn = linear / pP->nInner % pP->nDim;   /* the element's place in its row */
         yHi = row_y_bound(pP, x, rad, iRow, kIn, 1);
