@@ -147,6 +147,8 @@ static void replay_one(parity_target *pT, const char *zRepro, int *pnFixed, int 
     char zErr[PARITY_ERR_LEN];
     if (parity_graph_replay(pT, zRepro, &r, zErr, sizeof zErr) != 0) {
         printf("error %s: %s\n", zRepro, zErr);
+        fflush(stdout);
+        graph_fail(zErr);   /* and the one line on stderr, as every refusal has */
         (*pnTrouble)++;
     } else if (r.cls == PARITY_FINDING_SKIPPED) {
         printf("not run %s: %s\n", zRepro, r.zDetail);

@@ -281,6 +281,20 @@ Test(fuzz_graph, a_worker_without_graphs_is_refused_in_one_line)
 
 /* ---- 5. bad usage ------------------------------------------------------------------- */
 
+Test(fuzz_graph, graph_replay_refuses_a_single_op_repro_in_one_line)
+{
+    char zRepro[4200];
+    run_result r;
+    snprintf(zRepro, sizeof zRepro, "%s/../corpus/torch/repros/erf-near-zero-float32",
+             TEST_SOURCE_DIR);
+    run_tool(&r, PARITYFUZZ_BIN, (const char *[]){ "graph", "replay", zRepro, NULL });
+    cr_assert_eq(r.code, 2, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    cr_assert_eq(count_lines(r.zErr, 0, NULL, 0), 1, "%s", r.zErr);
+    cr_assert(strstr(r.zErr, "a single-op case"), "%s", r.zErr);
+    cr_assert(strstr(r.zOut, "1 not replayed"), "%s", r.zOut);
+    run_free(&r);
+}
+
 Test(fuzz_graph, bad_usage_is_one_line_and_exit_2)
 {
     static const char *const aaArg[][6] = {

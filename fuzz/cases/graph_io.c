@@ -132,6 +132,11 @@ static int read_spec(const parity_attr *aRoot, size_t nRoot, const char *zFile,
     const parity_attr *pA;
     size_t i;
     memset(pSpec, 0, sizeof *pSpec);
+    if (parity_attr_find(aRoot, nRoot, "parity_case_version")) {
+        snprintf(zErr, nErr, "%s: a single-op case (parity_case_version): parityfuzz replay "
+                 "reads it, not parityfuzz graph replay", zFile);
+        return -1;
+    }
     if (!(pA = parity_case_root_attr(aRoot, nRoot, "case_version", PARITY_ATTR_INT, 0, zFile,
                                      zErr, nErr)))
         return -1;
