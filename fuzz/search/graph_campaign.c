@@ -62,37 +62,25 @@ static parity_graph_cause *cause_of(parity_graph_campaign_result *pRes,
     return a;
 }
 
-/* Runs the minimized spec again to describe it and store its repro in the cause. */
+/* Describes a new cause's minimized case (run once already: its outputs and result) and
+ * stores its repro. */
 static int keep_cause(const parity_graph_campaign_options *pOpt, parity_target *pT,
-                      parity_graph_cause *pC, const parity_graph_spec *pSpec, char *zErr,
-                      size_t nErr)
+                      parity_graph_cause *pC, const parity_graph_case *pG,
+                      double *const *aaEager, const double *aC,
+                      const parity_graph_oracle_result *pR, char *zErr, size_t nErr)
 {
-    parity_graph_case g;
-    parity_graph_oracle_result r;
-    double *aaEager[PARITY_GRAPH_CASE_MAX_NODES] = { 0 }, *aC = NULL;
-    size_t i;
-    int rc = 0;
-    if (parity_graph_case_expand(pSpec, &g, zErr, nErr) != 0) return -1;
-    parity_graph_case_describe(&g, pC->zCase, sizeof pC->zCase);
-    aC = parity_malloc((g.nOut ? g.nOut : 1) * sizeof(double));
-    if (!aC || parity_graph_oracle_run(pT, &g, aaEager, aC, &r) != 0) {
-        snprintf(zErr, nErr, "%s", aC ? r.zDetail : "out of memory");
-        rc = -1;
-    } else {
-        snprintf(pC->zDetail, sizeof pC->zDetail, "%s", r.zDetail);
-        if (pOpt->zOut) {
-            char zName[200];
-            unsigned long long h = pSpec->seed ^ (unsigned long long)pSpec->variant * 0x9e3779b97f4a7c15ull;
-            snprintf(zName, sizeof zName, "%s-%s-%016llx", g.pFam->zName,
-                     parity_dtype_name(g.spec.dtype), h);
-            snprintf(pC->zRepro, sizeof pC->zRepro, "%s/%s", pOpt->zOut, zName);
-            rc = parity_graph_repro_write(pC->zRepro, &g, aaEager, aC, pT->zName, zErr, nErr);
-        }
+    parity_graph_case_describe(pG, pC->zCase, sizeof pC->zCase);
+    snprintf(pC->zDetail, sizeof pC->zDetail, "%s", pR->zDetail);
+    if (pOpt->zOut) {
+        char zName[200];
+        unsigned long long h = pG->spec.seed ^
+                               (unsigned long long)pG->spec.variant * 0x9e3779b97f4a7c15ull;
+        snprintf(zName, sizeof zName, "%s-%s-%016llx", pG->pFam->zName,
+                 parity_dtype_name(pG->spec.dtype), h);
+        snprintf(pC->zRepro, sizeof pC->zRepro, "%s/%s", pOpt->zOut, zName);
+        return parity_graph_repro_write(pC->zRepro, pG, aaEager, aC, pT->zName, zErr, nErr);
     }
-    for (i = 0; i < g.nNode; i++) parity_free(aaEager[i]);
-    parity_free(aC);
-    parity_graph_case_free(&g);
-    return rc;
+    return 0;
 }
 
 /* One finding: minimized (unless switched off), then counted under its root cause. */
@@ -103,38 +91,43 @@ static int handle_finding(const parity_graph_campaign_options *pOpt, parity_targ
     parity_graph_spec spec = pG->spec;
     parity_graph_case small;
     parity_graph_cause *pC;
+    parity_graph_oracle_result rSmall;
+    double *aaEager[PARITY_GRAPH_CASE_MAX_NODES] = { 0 }, *aC;
     char zSymptom[24];
-    int isNew, rc;
+    size_t k;
+    int isNew = 0, rc = 0;
     pRes->nFindings++;
     if (pOpt->minimize)
         pRes->nMinimizeExecs += parity_graph_minimize(&spec, pT, pR, GRAPH_MINIMIZE_BUDGET);
     if (parity_graph_case_expand(&spec, &small, zErr, nErr) != 0) return -1;
-    /* the symptom of the minimized case: it is the one stored */
-    {
-        parity_graph_oracle_result rSmall;
-        double *aaEager[PARITY_GRAPH_CASE_MAX_NODES] = { 0 };
-        double *aC = parity_malloc((small.nOut ? small.nOut : 1) * sizeof(double));
-        size_t k;
-        const parity_graph_oracle_result *pUse = pR;
-        if (aC && parity_graph_oracle_run(pT, &small, aaEager, aC, &rSmall) == 0 &&
-            rSmall.cls == pR->cls)
-            pUse = &rSmall;
-        snprintf(zSymptom, sizeof zSymptom, "%s", symptom_of(pUse, small.spec.dtype));
-        for (k = 0; k < small.nNode; k++) parity_free(aaEager[k]);
-        parity_free(aC);
-    }
-    pC = cause_of(pRes, &small, zSymptom, &isNew);
-    parity_graph_case_free(&small);
-    if (!pC) {
+    /* the minimized case, run once: its symptom (the one stored), and for a new cause its
+     * description and repro */
+    aC = parity_malloc((small.nOut ? small.nOut : 1) * sizeof(double));
+    if (!aC) {
+        parity_graph_case_free(&small);
         snprintf(zErr, nErr, "out of memory");
         return -1;
     }
+    if (parity_graph_oracle_run(pT, &small, aaEager, aC, &rSmall) != 0) {
+        snprintf(zErr, nErr, "%s", rSmall.zDetail);
+        rc = -1;
+        goto done;
+    }
+    snprintf(zSymptom, sizeof zSymptom, "%s",
+             symptom_of(rSmall.cls == pR->cls ? &rSmall : pR, small.spec.dtype));
+    if (!(pC = cause_of(pRes, &small, zSymptom, &isNew))) {
+        snprintf(zErr, nErr, "out of memory");
+        rc = -1;
+        goto done;
+    }
     pC->count++;
-    if (!isNew) return 0;
-    rc = keep_cause(pOpt, pT, pC, &spec, zErr, nErr);
-    if (rc == 0)
+    if (isNew && (rc = keep_cause(pOpt, pT, pC, &small, aaEager, aC, &rSmall, zErr, nErr)) == 0)
         fprintf(stderr, "parityfuzz graph: root cause %zu: %s %s %s: %s\n", pRes->nCause,
                 pC->zOps, parity_dtype_name(pC->dtype), pC->zSymptom, pC->zCase);
+done:
+    for (k = 0; k < small.nNode; k++) parity_free(aaEager[k]);
+    parity_free(aC);
+    parity_graph_case_free(&small);
     return rc;
 }
 
