@@ -390,8 +390,9 @@ int parity_report_text(const parity_diff_result *pRes, FILE *pOut)
                       : ", no op: compared by tolerance (if it is computed, give it its op)",
                   pOut);
         else if (pFirst && pFirst->cause == PARITY_CAUSE_LOCAL && pFirst->metadataSuspect)
-            fputs(", root cause: eager breaks the error bound as often, so the capture's "
-                  "metadata probably does not describe what ran (see its warning)", pOut);
+            fputs(", root cause: eager breaks the error bound as often: metadata that "
+                  "does not describe what ran, or a kernel both sides call (see its warning)",
+                  pOut);
         else if (pFirst && pFirst->cause == PARITY_CAUSE_LOCAL)
             fputs(", root cause: its own kernel breaks the error bound", pOut);
         fputc('\n', pOut);

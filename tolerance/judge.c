@@ -444,6 +444,8 @@ static void note_element(const parity_op_call *pCall, uint64_t i, parity_judgeme
         mark_fail(pCall, i, pJ);
         if (pEl->eOut) pJ->nFailEagerBeyond++;
     }
+    if (pEl->eOut && pEl->hasEager && (!isfinite(pEl->e) || !isfinite(pEl->rounded)))
+        pJ->nEagerNonFinite++;
 }
 
 /* Element i through MPFR: 0, or -1 with zErr. */
@@ -482,7 +484,7 @@ static void merge_judgement(parity_judgement *pDst, const parity_judgement *pSrc
     ADD(nFlagged); ADD(nSampled); ADD(nChecked); ADD(nSlowPath); ADD(nWithin);
     ADD(nCompiledWorse); ADD(nEagerWorse); ADD(nBothBeyond); ADD(nNonFinite);
     ADD(nOverflowAccepted); ADD(nVacuous); ADD(nVacuousOverflow); ADD(nSuspicious);
-    ADD(nFailEagerBeyond);
+    ADD(nFailEagerBeyond); ADD(nEagerNonFinite);
 #undef ADD
 #define MAX(f) if (pSrc->f > pDst->f) pDst->f = pSrc->f
     MAX(maxErrCompiled); MAX(maxErrEager); MAX(maxUlpCompiled); MAX(maxUlpEager);

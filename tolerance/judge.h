@@ -51,6 +51,9 @@ typedef struct {
                                     * (with nBothBeyond: how often eager breaks it where
                                     * compiled does; a capture whose metadata misdescribes
                                     * the op makes both sides break it alike) */
+    uint64_t nEagerNonFinite;      /* eager beyond it with a NaN or an infinity on one side
+                                    * of the comparison (its value or the reference's): no
+                                    * bound slightly too tight for a real kernel explains one */
     double maxErrCompiled, maxErrEager;   /* absolute, against the reference (finite) */
     double maxUlpCompiled, maxUlpEager;   /* in ulps of the output dtype at the reference */
     double maxRatioCompiled, maxRatioEager;   /* largest error / bound of each side (finite
