@@ -566,7 +566,8 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
                      steady_inputs=None, outcomes=None, reset_dynamo=True, **identity):
     """Runs the compiled module and writes its module outputs under eager's names.
 
-    compile_leaf(leaf, example_args) -> callable compiles each leaf module on its own;
+    compile_leaf(leaf, example_args) -> callable compiles each leaf module on its own (a
+    model that is itself a leaf, a lone nn.Conv2d, is compiled whole: only /out);
     whole_model(module, example_args) -> callable compiles the module as one (only /out).
     run_module: what is compiled and run, when it is not module itself (a copy with an
     injected bug, in tests); the capture's parameters are module's, the data it was given.
@@ -587,6 +588,11 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
     import copy
     model = module
     model.eval()
+    if compile_leaf is not None and whole_model is None and not _leaves(model):
+        # a model that is itself one leaf (a lone nn.Conv2d) has no leaf below it: compiling
+        # "each leaf" is compiling it whole. Left alone, nothing was compiled and the
+        # "compiled" capture held eager's own kernels, named by the compiler's name.
+        whole_model, compile_leaf = compile_leaf, None
     if reset_dynamo:
         try:   # a fresh dynamo, so an earlier capture's compiled code and counters do not leak in
             # (importlib: "import torch._dynamo" here would make torch a local of this function)

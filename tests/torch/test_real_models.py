@@ -349,6 +349,24 @@ class RealModels(CaptureCase):
         self.assertEqual(doc["warnings"], [], doc["_text"])
         self.assertEqual(self.tensor(doc, "/0.relu")["judgement"]["model"], "relu")
 
+    def test_a_model_that_is_one_leaf_is_compiled(self):
+        """A lone module (nn.Conv2d) has no leaf below it: compile_leaf compiles it whole.
+        It once compiled nothing, and the "compiled" capture held eager's own output under
+        the compiler's name: a bug injected by the compiler passed."""
+        torch.manual_seed(0)
+        model, x = torch.nn.Conv2d(3, 4, 3).eval(), torch.randn(1, 3, 8, 8)
+        eager, compiled = self.path("leaf_e.h5"), self.path("leaf_c.h5")
+        pt.capture_eager(model, (x,), eager)
+
+        def off_by_one_percent(module, args):
+            return lambda *a: module(*a) * 1.01
+        pt.capture_compiled(model, (x,), compiled, compile_leaf=off_by_one_percent)
+        doc = self.diff(eager, compiled)
+        self.assertEqual(doc["verdict"], "fail", doc["_text"])
+        self.assertEqual(doc["first_divergence"], "/out", doc["_text"])
+        pt.capture_compiled(model, (x,), compiled, compile_leaf=pt.torchscript_freeze)
+        self.assert_pass(self.diff(eager, compiled))
+
     def check_compiled(self, kind, compile_leaf, compiler):
         model, args, eager = self.eager(kind)
         compiled = self.path("%s_%s.h5" % (kind, compiler))
