@@ -222,18 +222,24 @@ int parity_report_root_causes_text(FILE *pOut, const parity_finding *aFinding,
 
 /* ---- graph campaigns ---------------------------------------------------------------- */
 
-int parity_report_graph_fuzz_text(FILE *pOut, const parity_graph_campaign_result *pRes)
+void parity_report_graph_causes_text(FILE *pOut, const parity_graph_cause *aCause,
+                                     size_t nCause, const char *zLabel, const char *zCounted)
 {
     size_t i;
-    if (pRes->zNotice[0]) fprintf(pOut, "parityfuzz graph: %s\n", pRes->zNotice);
-    for (i = 0; i < pRes->nCause; i++) {
-        const parity_graph_cause *p = &pRes->aCause[i];
-        fprintf(pOut, "root cause %zu: %s (%s) %s: %s; %llu finding%s\n", i + 1, p->zFamily,
+    for (i = 0; i < nCause; i++) {
+        const parity_graph_cause *p = &aCause[i];
+        fprintf(pOut, "%s %zu: %s (%s) %s: %s; %llu %s%s\n", zLabel, i + 1, p->zFamily,
                 p->zOps, parity_dtype_name(p->dtype), p->zSymptom,
-                (unsigned long long)p->count, p->count == 1 ? "" : "s");
+                (unsigned long long)p->count, zCounted, p->count == 1 ? "" : "s");
         fprintf(pOut, "  case: %s\n  judged: %s\n", p->zCase, p->zDetail);
         if (p->zRepro[0]) fprintf(pOut, "  repro: %s\n", p->zRepro);
     }
+}
+
+int parity_report_graph_fuzz_text(FILE *pOut, const parity_graph_campaign_result *pRes)
+{
+    if (pRes->zNotice[0]) fprintf(pOut, "parityfuzz graph: %s\n", pRes->zNotice);
+    parity_report_graph_causes_text(pOut, pRes->aCause, pRes->nCause, "root cause", "finding");
     fprintf(pOut, "parityfuzz graph: %s: %llu execs in %.1f s (%.1f exec/s): %llu judged, %llu "
             "bit-identical to eager, %llu skipped, %llu errors; %llu findings in %zu root "
             "cause%s (minimizing: %llu execs)\n", pRes->zTarget,
@@ -246,17 +252,14 @@ int parity_report_graph_fuzz_text(FILE *pOut, const parity_graph_campaign_result
     return ferror(pOut) ? -1 : 0;
 }
 
-int parity_report_graph_fuzz_json(const parity_graph_campaign_result *pRes, const char *zPath,
-                                  char *zErr, size_t nErr)
+json_t *parity_report_graph_causes_json(const parity_graph_cause *aCause, size_t nCause)
 {
-    json_t *pDoc, *pCauses, *pDefects;
+    json_t *pCauses = json_array();
     size_t i;
     int rc = 0;
     parity_report_use_allocator();
-    pCauses = json_array();
-    pDefects = json_array();
-    for (i = 0; pCauses && i < pRes->nCause; i++) {
-        const parity_graph_cause *p = &pRes->aCause[i];
+    for (i = 0; pCauses && i < nCause; i++) {
+        const parity_graph_cause *p = &aCause[i];
         rc |= parity_report_append(pCauses, json_pack(
             "{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:o}", "family", p->zFamily, "ops", p->zOps,
             "dtype", parity_dtype_name(p->dtype),
@@ -264,6 +267,22 @@ int parity_report_graph_fuzz_json(const parity_graph_campaign_result *pRes, cons
             "case", p->zCase, "judged", p->zDetail,
             "repro", p->zRepro[0] ? json_string(p->zRepro) : json_null()));
     }
+    if (rc != 0) {
+        json_decref(pCauses);
+        return NULL;
+    }
+    return pCauses;
+}
+
+int parity_report_graph_fuzz_json(const parity_graph_campaign_result *pRes, const char *zPath,
+                                  char *zErr, size_t nErr)
+{
+    json_t *pDoc, *pCauses, *pDefects;
+    size_t i;
+    int rc = 0;
+    parity_report_use_allocator();
+    pCauses = parity_report_graph_causes_json(pRes->aCause, pRes->nCause);
+    pDefects = json_array();
     for (i = 0; pDefects && i < parity_graph_defect_count; i++)
         if (pRes->defects & parity_graph_defects[i].bit)
             rc |= parity_report_append(pDefects, json_string(parity_graph_defects[i].zName));

@@ -35,6 +35,14 @@ int parity_report_shrink_json(const parity_stored_op *pS, const parity_stored_mi
                               int diverges, const char *zRepro, const char *zPath, char *zErr,
                               size_t nErr);
 
+/* Graph root causes as text, numbered "<zLabel> N: family (ops) dtype: symptom; K
+ * <zCounted>s" with the case, its judgement and its repro below: a graph campaign's
+ * ("root cause", "finding") and `parityfuzz triage`'s ("graph root cause", "repro"). */
+void parity_report_graph_causes_text(FILE *pOut, const parity_graph_cause *aCause,
+                                     size_t nCause, const char *zLabel, const char *zCounted);
+/* The same as a "root_causes" array of a graph summary (fuzz/FUZZ.md, "Graph cases");
+ * NULL when out of memory. */
+json_t *parity_report_graph_causes_json(const parity_graph_cause *aCause, size_t nCause);
 /* A graph campaign's root causes and counts as text (the root causes first, then the
  * summary line). 0, or -1 on a write error. */
 int parity_report_graph_fuzz_text(FILE *pOut, const parity_graph_campaign_result *pRes);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fuzz/cases/graph_cases.h"
 #include "fuzz/targets/targets.h"
@@ -277,6 +278,121 @@ Test(fuzz_graph, a_worker_without_graphs_is_refused_in_one_line)
     cr_assert_eq(count_lines(r.zErr, 0, NULL, 0), 1, "%s", r.zErr);
     cr_assert(strstr(r.zErr, "runs none of the graph families"), "%s", r.zErr);
     run_free(&r);
+}
+
+/* ---- 4b. triage of stored graph repros ------------------------------------------------ */
+
+/* A copy of file zFrom at zTo (small files: repro captures). */
+static void copy_file(const char *zFrom, const char *zTo)
+{
+    FILE *in = fopen(zFrom, "rb"), *out = fopen(zTo, "wb");
+    char aBuf[65536];
+    size_t n;
+    cr_assert(in && out, "%s -> %s", zFrom, zTo);
+    while ((n = fread(aBuf, 1, sizeof aBuf, in)) > 0) cr_assert_eq(fwrite(aBuf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+}
+
+/* Whether the triage document lists a graph cause with the campaign cause's key. */
+static int triage_has(json_t *pTriage, json_t *pCause)
+{
+    static const char *const azKey[] = { "family", "ops", "dtype", "symptom" };
+    json_t *aT = json_object_get(pTriage, "graph_root_causes");
+    size_t i, k;
+    for (i = 0; i < json_array_size(aT); i++) {
+        json_t *pT = json_array_get(aT, i);
+        for (k = 0; k < 4; k++)
+            if (strcmp(json_string_value(json_object_get(pT, azKey[k])),
+                       json_string_value(json_object_get(pCause, azKey[k]))) != 0)
+                break;
+        if (k == 4) return 1;
+    }
+    return 0;
+}
+
+/* `parityfuzz triage` over a graph campaign's repros gives the campaign's root causes,
+ * from the stored tensors alone; beside single-op repros both are listed; a repro whose
+ * compiled output now equals eager's no longer diverges; a damaged one is one line. */
+Test(fuzz_graph, triage_groups_stored_graph_repros_as_the_campaign_did)
+{
+    char zOut[4200], zJson[4300], zTriage[4300], zOp[4200], zCopy[4300], zFile[8700],
+        zFrom[8700];
+    const char *azArg[] = { "graph", "--time", "120", "--max-execs", "300", "--seed", "3",
+                            "--defect", "approx_reciprocal", "--defect", "epilogue_bias_axis",
+                            "--out", zOut, "--json", zJson, NULL };
+    json_t *pCamp, *pTri, *aCause;
+    const char *zRepro;
+    size_t i;
+    run_result r;
+
+    snprintf(zOut, sizeof zOut, "%s", tmp_path("g"));
+    snprintf(zJson, sizeof zJson, "%s.json", zOut);
+    snprintf(zTriage, sizeof zTriage, "%s-triage.json", zOut);
+    run_tool(&r, PARITYFUZZ_BIN, azArg);
+    cr_assert_eq(r.code, 1, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    run_free(&r);
+    pCamp = load_json_file(zJson);
+    aCause = json_object_get(pCamp, "root_causes");
+    cr_assert_geq(json_array_size(aCause), 2, "the two defects, at least");
+
+    run_tool(&r, PARITYFUZZ_BIN, (const char *[]){ "triage", zOut, "--json", zTriage, NULL });
+    cr_assert_eq(r.code, 1, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    cr_assert(strstr(r.zOut, "graph root cause 1: "), "%s", r.zOut);
+    run_free(&r);
+    pTri = load_json_file(zTriage);
+    cr_assert_eq(json_array_size(json_object_get(pTri, "graph_root_causes")),
+                 json_array_size(aCause), "one cause per stored repro, as the campaign had");
+    cr_assert_eq(json_array_size(json_object_get(pTri, "root_causes")), 0);
+    cr_assert_eq(json_integer_value(json_object_get(pTri, "repros")),
+                 (json_int_t)json_array_size(aCause));
+    for (i = 0; i < json_array_size(aCause); i++)
+        cr_assert(triage_has(pTri, json_array_get(aCause, i)), "campaign cause %zu: %s", i,
+                  json_string_value(json_object_get(json_array_get(aCause, i), "case")));
+    json_decref(pTri);
+
+    /* beside a single op's repro: both kinds listed, counted together */
+    snprintf(zOp, sizeof zOp, "%s/../corpus/repros/gemm_k_tail", TEST_SOURCE_DIR);
+    run_tool(&r, PARITYFUZZ_BIN, (const char *[]){ "triage", zOut, zOp, "--json", zTriage, NULL });
+    cr_assert_eq(r.code, 1, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    run_free(&r);
+    pTri = load_json_file(zTriage);
+    cr_assert_eq(json_array_size(json_object_get(pTri, "root_causes")), 1);
+    cr_assert_eq(json_integer_value(json_object_get(pTri, "repros")),
+                 (json_int_t)json_array_size(aCause) + 1);
+    json_decref(pTri);
+
+    /* a repro whose compiled output is eager's: no longer diverging, no cause */
+    zRepro = json_string_value(json_object_get(json_array_get(aCause, 0), "repro"));
+    snprintf(zCopy, sizeof zCopy, "%s", tmp_path("fixed"));
+    cr_assert_eq(mkdir(zCopy, 0777), 0);
+    snprintf(zFrom, sizeof zFrom, "%s/eager.h5", zRepro);
+    snprintf(zFile, sizeof zFile, "%s/eager.h5", zCopy);
+    copy_file(zFrom, zFile);
+    snprintf(zFile, sizeof zFile, "%s/compiled.h5", zCopy);
+    copy_file(zFrom, zFile);
+    run_tool(&r, PARITYFUZZ_BIN, (const char *[]){ "triage", zCopy, "--json", zTriage, NULL });
+    cr_assert_eq(r.code, 0, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    cr_assert(strstr(r.zOut, "1 no longer diverging"), "%s", r.zOut);
+    run_free(&r);
+    pTri = load_json_file(zTriage);
+    cr_assert(strstr(json_string_value(json_object_get(json_array_get(
+                  json_object_get(pTri, "no_longer_diverging"), 0), "why")), "bit-identical"));
+    json_decref(pTri);
+
+    /* a damaged compiled.h5: one line naming the repro, exit 2 */
+    {
+        FILE *f = fopen(zFile, "wb");
+        cr_assert_not_null(f);
+        fputs("not an HDF5 file", f);
+        fclose(f);
+    }
+    run_tool(&r, PARITYFUZZ_BIN, (const char *[]){ "triage", zCopy, NULL });
+    cr_assert_eq(r.code, 2, "exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    cr_assert_eq(count_lines(r.zErr, 0, NULL, 0), 1, "%s", r.zErr);
+    cr_assert(strstr(r.zErr, zCopy), "%s", r.zErr);
+    run_free(&r);
+    json_decref(pCamp);
 }
 
 /* ---- 5. bad usage ------------------------------------------------------------------- */

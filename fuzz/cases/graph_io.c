@@ -200,8 +200,18 @@ int parity_graph_case_read(const char *zFile, parity_graph_case *pG, char *zErr,
         rc = 0;
         for (i = 0; i < pG->nIn && rc == 0; i++) {
             parity_operand *pIn = &pG->aIn[i];
+            long iT = parity_capture_find(pCap, pIn->zName);
             rc = parity_case_load_tensor(pCap, zFile, pIn->zName, pIn->dtype, pIn->rank,
                                          pIn->aDim, &pIn->aValue, zErr, nErr);
+            /* the value class it was drawn from, for the description (the values are
+             * the stored ones whatever it says; an unknown or absent one stays as read) */
+            if (rc == 0 && iT >= 0) {
+                const parity_tensor_info *pT = parity_capture_tensor(pCap, (size_t)iT);
+                const parity_attr *pA = parity_attr_find(pT->aAttr, pT->nAttr, "recipe");
+                if (pA && pA->kind == PARITY_ATTR_STRING && pA->n == 1 &&
+                    parity_value_kind_find(pA->azStr[0]) < PARITY_VAL_COUNT)
+                    pG->spec.aRecipe[i].kind = (uint8_t)parity_value_kind_find(pA->azStr[0]);
+            }
         }
         if (rc != 0) parity_graph_case_free(pG);
     }

@@ -20,6 +20,7 @@
 #ifndef PARITY_FUZZ_FINDINGS_H
 #define PARITY_FUZZ_FINDINGS_H
 
+#include "formats/process.h"
 #include "fuzz/search/search.h"
 
 typedef enum {
@@ -81,6 +82,12 @@ void parity_triage_free(parity_root_cause *aCause, size_t nCause);
  * parity_finding_free); 1 when its stored outputs no longer diverge (zErr says so:
  * a registry that changed since it was stored); -1 with zErr (not a fuzz repro, damaged). */
 int parity_triage_repro(const char *zRepro, parity_finding *pF, char *zErr, size_t nErr);
+/* Runs xMain(pArg) in a supervised child that leaves its verdict in a shared state of
+ * nState bytes, copied to pState: 0 when the child ended (whatever it left there), -1 with
+ * zErr when it ran over the triage time limit or crashed (libhdf5 on a damaged file).
+ * Both triages read their repros this way. */
+int parity_triage_supervised(int (*xMain)(void *, const parity_process_child *), void *pArg,
+                             void *pState, size_t nState, char *zErr, size_t nErr);
 /* Frees a finding's strings and zeroes it: the campaign's findings and triage's alike. */
 void parity_finding_free(parity_finding *pF);
 
@@ -134,5 +141,14 @@ int parity_graph_repro_write(const char *zDir, const parity_graph_case *pG,
  * zErr (the repro cannot be read, or the oracle failed for a reason of ours). */
 int parity_graph_replay(parity_target *pT, const char *zRepro, parity_graph_oracle_result *pR,
                         char *zErr, size_t nErr);
+/* 1 when zRepro is a graph case's repro (eager.h5 and no signature file, which every
+ * single op's repro has), else 0. */
+int parity_is_graph_repro(const char *zRepro);
+/* A stored graph repro's root cause (graph_triage.c), from its tensors alone, read in a
+ * supervised child: 0 with *pCause filled (count 1, its repro zRepro); 1 when its stored
+ * output no longer diverges (zErr says why: a registry that changed since); -1 with zErr
+ * (damaged, not a graph case). */
+int parity_graph_triage_repro(const char *zRepro, parity_graph_cause *pCause, char *zErr,
+                              size_t nErr);
 
 #endif

@@ -112,40 +112,23 @@ done:
     return 0;
 }
 
-int parity_triage_repro(const char *zRepro, parity_finding *pF, char *zErr, size_t nErr)
+int parity_triage_supervised(int (*xMain)(void *, const parity_process_child *), void *pArg,
+                             void *pState, size_t nState, char *zErr, size_t nErr)
 {
     parity_process proc;
     parity_process_options opt;
-    triage_state st;
     int rc = -1;
 
-    memset(pF, 0, sizeof *pF);
     memset(&opt, 0, sizeof opt);
-    opt.xMain = triage_child;
-    opt.pArg = (void *)zRepro;
-    opt.nState = sizeof st;
+    opt.xMain = xMain;
+    opt.pArg = pArg;
+    opt.nState = nState;
     opt.in = PARITY_PROCESS_NULL;
     if (parity_process_start(&proc, &opt, zErr, nErr) != 0) return -1;
     switch (parity_process_wait(&proc, 0, TRIAGE_SECONDS)) {
     case PARITY_PROCESS_EXITED:
-        memcpy(&st, parity_process_state(&proc), sizeof st);
-        st.zWhy[sizeof st.zWhy - 1] = st.zSignature[sizeof st.zSignature - 1] = '\0';
-        st.zOp[sizeof st.zOp - 1] = '\0';
-        if (st.rc == 0) {
-            pF->zSignature = parity_strdup(st.zSignature);
-            pF->zOp = parity_strdup(st.zOp);
-            pF->zRepro = parity_strdup(zRepro);
-            pF->zDetail = parity_strdup("");
-            pF->cls = (parity_finding_class)st.cls;
-            pF->hasCause = 1;
-            pF->cause = st.cause;
-            pF->nElems = st.nElems;
-            if (pF->zSignature && pF->zOp && pF->zRepro && pF->zDetail) rc = 0;
-            else snprintf(zErr, nErr, "out of memory");
-        } else {
-            snprintf(zErr, nErr, "%s", st.zWhy[0] ? st.zWhy : "cannot be read");
-            rc = st.rc == 1 ? 1 : -1;
-        }
+        memcpy(pState, parity_process_state(&proc), nState);
+        rc = 0;
         break;
     case PARITY_PROCESS_TIMED_OUT:
     case PARITY_PROCESS_STALLED:
@@ -157,6 +140,32 @@ int parity_triage_repro(const char *zRepro, parity_finding *pF, char *zErr, size
     }
     parity_process_close(&proc);
     return rc;
+}
+
+int parity_triage_repro(const char *zRepro, parity_finding *pF, char *zErr, size_t nErr)
+{
+    triage_state st;
+
+    memset(pF, 0, sizeof *pF);
+    if (parity_triage_supervised(triage_child, (void *)zRepro, &st, sizeof st, zErr, nErr) != 0)
+        return -1;
+    st.zWhy[sizeof st.zWhy - 1] = st.zSignature[sizeof st.zSignature - 1] = '\0';
+    st.zOp[sizeof st.zOp - 1] = '\0';
+    if (st.rc != 0) {
+        snprintf(zErr, nErr, "%s", st.zWhy[0] ? st.zWhy : "cannot be read");
+        return st.rc == 1 ? 1 : -1;
+    }
+    pF->zSignature = parity_strdup(st.zSignature);
+    pF->zOp = parity_strdup(st.zOp);
+    pF->zRepro = parity_strdup(zRepro);
+    pF->zDetail = parity_strdup("");
+    pF->cls = (parity_finding_class)st.cls;
+    pF->hasCause = 1;
+    pF->cause = st.cause;
+    pF->nElems = st.nElems;
+    if (pF->zSignature && pF->zOp && pF->zRepro && pF->zDetail) return 0;
+    snprintf(zErr, nErr, "out of memory");
+    return -1;
 }
 
 void parity_finding_free(parity_finding *pF)

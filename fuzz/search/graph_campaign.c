@@ -20,12 +20,39 @@ void parity_graph_campaign_result_free(parity_graph_campaign_result *pRes)
     memset(pRes, 0, sizeof *pRes);
 }
 
-/* The symptom of a finding (triage.c's, at the worst element), or its class. */
-static const char *symptom_of(const parity_graph_oracle_result *pR, parity_dtype dt)
+const char *parity_graph_symptom(const parity_graph_oracle_result *pR, parity_dtype dt)
 {
     if (pR->cls != PARITY_FINDING_DIVERGES || !pR->judged)
         return parity_finding_class_name(pR->cls);
     return parity_triage_symptom(pR->worstRef, pR->worstCompiled, dt);
+}
+
+parity_graph_cause *parity_graph_cause_add(parity_graph_cause **paCause, size_t *pnCause,
+                                           const char *zFamily, const char *zOps,
+                                           parity_dtype dtype, const char *zSymptom, int *pNew)
+{
+    size_t i;
+    parity_graph_cause *a;
+    if (strcmp(zSymptom, "subnormal flushed") == 0)   /* the dtype's flush: any ops */
+        zFamily = zOps = "*";
+    *pNew = 0;
+    for (i = 0; i < *pnCause; i++) {
+        parity_graph_cause *p = &(*paCause)[i];
+        if (strcmp(p->zFamily, zFamily) == 0 && strcmp(p->zOps, zOps) == 0 &&
+            p->dtype == dtype && strcmp(p->zSymptom, zSymptom) == 0)
+            return p;
+    }
+    a = parity_realloc(*paCause, (*pnCause + 1) * sizeof *a);
+    if (!a) return NULL;
+    *paCause = a;
+    a = &a[(*pnCause)++];
+    memset(a, 0, sizeof *a);
+    snprintf(a->zFamily, sizeof a->zFamily, "%s", zFamily);
+    snprintf(a->zOps, sizeof a->zOps, "%s", zOps);
+    a->dtype = dtype;
+    snprintf(a->zSymptom, sizeof a->zSymptom, "%s", zSymptom);
+    *pNew = 1;
+    return a;
 }
 
 /* The root cause a minimized case belongs to (appended when new); NULL for no memory. */
@@ -33,33 +60,10 @@ static parity_graph_cause *cause_of(parity_graph_campaign_result *pRes,
                                     const parity_graph_case *pG, const char *zSymptom,
                                     int *pNew)
 {
-    char zOps[160], zFamily[32];
-    size_t i;
-    parity_graph_cause *a;
+    char zOps[160];
     parity_graph_case_ops(pG, zOps, sizeof zOps);
-    snprintf(zFamily, sizeof zFamily, "%s", pG->pFam->zName);
-    if (strcmp(zSymptom, "subnormal flushed") == 0) {   /* the dtype's flush: any ops */
-        snprintf(zOps, sizeof zOps, "*");
-        snprintf(zFamily, sizeof zFamily, "*");
-    }
-    *pNew = 0;
-    for (i = 0; i < pRes->nCause; i++) {
-        parity_graph_cause *p = &pRes->aCause[i];
-        if (strcmp(p->zFamily, zFamily) == 0 && strcmp(p->zOps, zOps) == 0 &&
-            p->dtype == pG->spec.dtype && strcmp(p->zSymptom, zSymptom) == 0)
-            return p;
-    }
-    a = parity_realloc(pRes->aCause, (pRes->nCause + 1) * sizeof *a);
-    if (!a) return NULL;
-    pRes->aCause = a;
-    a = &pRes->aCause[pRes->nCause++];
-    memset(a, 0, sizeof *a);
-    snprintf(a->zFamily, sizeof a->zFamily, "%s", zFamily);
-    snprintf(a->zOps, sizeof a->zOps, "%s", zOps);
-    a->dtype = pG->spec.dtype;
-    snprintf(a->zSymptom, sizeof a->zSymptom, "%s", zSymptom);
-    *pNew = 1;
-    return a;
+    return parity_graph_cause_add(&pRes->aCause, &pRes->nCause, pG->pFam->zName, zOps,
+                                  pG->spec.dtype, zSymptom, pNew);
 }
 
 /* Describes a new cause's minimized case (run once already: its outputs and result) and
@@ -114,7 +118,7 @@ static int handle_finding(const parity_graph_campaign_options *pOpt, parity_targ
         goto done;
     }
     snprintf(zSymptom, sizeof zSymptom, "%s",
-             symptom_of(rSmall.cls == pR->cls ? &rSmall : pR, small.spec.dtype));
+             parity_graph_symptom(rSmall.cls == pR->cls ? &rSmall : pR, small.spec.dtype));
     if (!(pC = cause_of(pRes, &small, zSymptom, &isNew))) {
         snprintf(zErr, nErr, "out of memory");
         rc = -1;

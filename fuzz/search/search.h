@@ -254,6 +254,17 @@ typedef struct {
     size_t nCause;
 } parity_graph_campaign_result;
 
+/* The root cause in (*paCause, *pnCause) with this family, ops, dtype and symptom, appended
+ * when new (*pNew set; the rest of it zeroed for the caller to fill), the rule above for a
+ * flushed subnormal applied; NULL when out of memory. Campaigns and `parityfuzz triage`
+ * of stored graph repros group alike through it. */
+parity_graph_cause *parity_graph_cause_add(parity_graph_cause **paCause, size_t *pnCause,
+                                           const char *zFamily, const char *zOps,
+                                           parity_dtype dtype, const char *zSymptom, int *pNew);
+/* A graph finding's symptom: triage.c's at the worst element, or its class ("error",
+ * "crash", "hang") when it was not judged. */
+const char *parity_graph_symptom(const parity_graph_oracle_result *pR, parity_dtype dt);
+
 /* Runs a graph campaign; progress lines on stderr. Returns 0, or -1 with zErr (the repro
  * folder cannot be written, memory). */
 int parity_graph_campaign_run(const parity_graph_campaign_options *pOpt,
