@@ -382,28 +382,19 @@ static void check_metadata(parity_tensor_result *pR, const parity_op_def *pDef)
     push_warning(pR, zMsg);
 }
 
-/* How far beyond its bound eager must be before check_eager says so. A bound a little
- * tight for a real kernel puts eager just past it: torch 2.15's vectorized GELU at
- * x = 0.0302 is 2.3x past (tests/test_semantic.c, both_beyond), and a warning on every
- * capture holding such a value would be noise. 8x is beyond any such margin the registry
- * has met; torch 2.15's bfloat16 conv2d of output width 1 is 695x past, a tanh GELU
- * recorded without "approximate" about 1,000x. A NaN or an infinity always counts. */
-#define EAGER_WARN_RATIO 8.0
-
-/* Where the reference proves eager wrong (by more than EAGER_WARN_RATIO, with a NaN or
- * an infinity, or at all for an exact op) and the verdict, which judges the compiled
+/* Where the reference proves eager wrong (parity_judgement_eager_wrong: far past the
+ * bound, non-finite, or off an exact op) and the verdict, which judges the compiled
  * side, does not fail: said, so a pass never hides a kernel the reference caught
- * (paritydiff says which side is wrong). Eager alone beyond the bound: eager is the wrong side there.
- * Both beyond it, compiled no worse: not a divergence between the two, but a kernel both
+ * (paritydiff says which side is wrong). Eager alone beyond the bound: eager is the wrong
+ * side there. Both beyond it, compiled no worse: not a divergence between the two, but a kernel both
  * call is wrong, or the metadata misdescribes the op. A byte copy of a correct capture has
  * neither; a failing tensor where eager is beyond as often is check_metadata's. */
 static void check_eager(parity_tensor_result *pR, const parity_op_def *pDef)
 {
     const parity_judgement *pJ = &pR->judgement;
     char zMsg[800], zAttrs[300], zEager[64] = "";
-    if (pR->metadataSuspect || pJ->nEagerWorse + pJ->nBothBeyond == 0) return;
-    if (pJ->nEagerNonFinite == 0 && !(pJ->maxRatioEager >= EAGER_WARN_RATIO) &&
-        pJ->maxBound > 0.0)
+    if (pR->metadataSuspect || pJ->nEagerWorse + pJ->nBothBeyond == 0 ||
+        !parity_judgement_eager_wrong(pJ))
         return;
     case_attrs(pDef, zAttrs, sizeof zAttrs);
     if (pJ->maxRatioEager > 1.0)

@@ -88,6 +88,29 @@ Test(fuzz_worker, a_diverging_worker_is_found_and_its_repro_diffs)
     run_free(&r);
 }
 
+/* Eager wrong and compiled right is no finding (the differential judges the compiled
+ * side), but the reference proved eager wrong in every judged case, and the summary says
+ * so: a kernel both sides share is what hides there. */
+Test(fuzz_worker, a_wrong_eager_side_is_counted_not_found)
+{
+    run_result r;
+    json_t *pDoc = fake_campaign("eagerwrong", "30", 0, &r);
+    json_int_t nJudged = json_integer_value(json_object_get(pDoc, "judged"));
+    cr_assert_gt(nJudged, 0, "%s", r.zOut);
+    cr_assert_eq(json_array_size(json_object_get(pDoc, "findings")), 0);
+    cr_assert_eq(json_integer_value(json_object_get(pDoc, "eager_beyond_bound")), nJudged,
+                 "%s", r.zOut);
+    cr_assert(strstr(r.zOut, "the reference proves eager wrong in "), "%s", r.zOut);
+    json_decref(pDoc);
+    run_free(&r);
+    /* and a correct eager side counts nothing */
+    pDoc = fake_campaign("nan", "30", 1, &r);
+    cr_assert_eq(json_integer_value(json_object_get(pDoc, "eager_beyond_bound")), 0);
+    cr_assert_null(strstr(r.zOut, "proves eager wrong"), "%s", r.zOut);
+    json_decref(pDoc);
+    run_free(&r);
+}
+
 Test(fuzz_worker, crashes_are_recorded_and_the_worker_restarted)
 {
     run_result r;

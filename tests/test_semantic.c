@@ -1578,7 +1578,7 @@ Test(semantic, bit_identical_beyond_bound_is_both_beyond_not_a_failure)
     cr_assert_eq(class_of(&run, "/y", "both_beyond"), 1, "the torch value must lie beyond the "
                  "bound for this test to mean anything");
     /* 2.3x past a bound a little tight for torch's vectorized kernel: not worth a warning
-     * on every capture holding such a value (semantic.c, EAGER_WARN_RATIO) */
+     * on every capture holding such a value (judge.h, PARITY_EAGER_WRONG_RATIO) */
     cr_assert_eq(json_array_size(json_object_get(tensor_of(&run, "/y"), "warnings")), 0,
                  "%s", run.zOut);
     cr_assert_eq(json_integer_value(json_object_get(judgement_of(&run, "/y"), "local_failures")), 0);

@@ -93,6 +93,13 @@ void parity_judge_plan_default(parity_judge_plan *pPlan)
     pPlan->lambda = PARITY_DEFAULT_LAMBDA;
 }
 
+int parity_judgement_eager_wrong(const parity_judgement *pJ)
+{
+    if (pJ->nEagerWorse + pJ->nBothBeyond + pJ->nFailEagerBeyond == 0) return 0;
+    return pJ->nEagerNonFinite > 0 || pJ->maxRatioEager >= PARITY_EAGER_WRONG_RATIO ||
+           !(pJ->maxBound > 0.0);
+}
+
 int parity_judge(parity_op_call *pCall, const double *aEager, const double *aCompiled,
                  parity_judgement *pJ, char *zErr, size_t nErr)
 {

@@ -64,6 +64,20 @@ typedef struct {
     uint64_t aSliceLo[PARITY_MAX_RANK], aSliceHi[PARITY_MAX_RANK];  /* failing box */
 } parity_judgement;
 
+/* How far beyond its bound eager must be before it counts as proven wrong: a bound a
+ * little tight for a real kernel leaves eager just past it (torch 2.15's vectorized GELU
+ * at x = 0.0302 is 2.3x past: tests/test_semantic.c, both_beyond), and calling that wrong
+ * on every capture holding such a value would be noise. 8x is beyond any such margin the
+ * registry has met; torch 2.15's bfloat16 conv2d of output width 1 is 695x past, a tanh
+ * GELU recorded without "approximate" about 1,000x. */
+#define PARITY_EAGER_WRONG_RATIO 8.0
+
+/* 1 when pJ proves the eager side wrong: beyond the bound somewhere, and by at least
+ * PARITY_EAGER_WRONG_RATIO, with a NaN or an infinity, or at all for an exact op (every
+ * bound 0). paritydiff warns on it (diff/semantic.c) and campaigns count it
+ * (eager_beyond_bound): a kernel both sides share is invisible to the differential. */
+int parity_judgement_eager_wrong(const parity_judgement *pJ);
+
 /* Judges every output element of pCall. aEager may be NULL (only the compiled side is
  * judged: eager errors stay 0 and classes reduce to within / compiled_worse). Returns 0,
  * or -1 with a reason. */

@@ -48,7 +48,7 @@ enum { SLOT_IDLE, SLOT_RUNNING, SLOT_MINIMIZING };
 typedef struct {
     volatile int state;
     parity_case_spec spec;            /* the case in flight while SLOT_RUNNING */
-    uint64_t nExecs, nMinimizeExecs, nSkipped, nBitIdentical, nRawFindings, nJudged;
+    uint64_t nExecs, nMinimizeExecs, nSkipped, nBitIdentical, nRawFindings, nJudged, nEagerWrong;
     parity_target_times times;
     size_t nOp;
     char azOp[SLOT_MAX_OPS][PARITY_CASE_OP_LEN];
@@ -71,7 +71,7 @@ typedef struct {
     int32_t minimal;                  /* FINDING */
     int32_t trouble;                  /* END */
     double tFound;                    /* FINDING: seconds since the job's own start */
-    uint64_t nExecs, nMinimizeExecs, nSkipped, nBitIdentical, nRawFindings, nJudged;
+    uint64_t nExecs, nMinimizeExecs, nSkipped, nBitIdentical, nRawFindings, nJudged, nEagerWrong;
     parity_target_times times;        /* END */
     char zOp[PARITY_CASE_OP_LEN];     /* FINDING, OP */
     char zSignature[SIG_LEN];         /* FINDING */
@@ -427,6 +427,7 @@ static void slot_mirror(job_slot *pSlot, const parity_campaign_result *pRes)
     pSlot->nBitIdentical = pRes->nBitIdentical;
     pSlot->nRawFindings = pRes->nRawFindings;
     pSlot->nJudged = pRes->nJudged;
+    pSlot->nEagerWrong = pRes->nEagerWrong;
     pSlot->times = pRes->times;
     for (i = 0; i < pRes->nOp && i < SLOT_MAX_OPS; i++) {
         if (i >= pSlot->nOp) snprintf(pSlot->azOp[i], sizeof pSlot->azOp[i], "%s", pRes->azOp[i]);
@@ -602,6 +603,7 @@ static void run_case(search_state *pS, parity_case *pC)
     if (r.cls == PARITY_FINDING_SKIPPED) pRes->nSkipped++;
     else if (r.bitIdentical) pRes->nBitIdentical++;
     if (r.judged) pRes->nJudged++;
+    if (r.judged && parity_judgement_eager_wrong(&r.judgement)) pRes->nEagerWrong++;
     if (pS->pSlot) pS->pSlot->state = SLOT_MINIMIZING;
     if (r.cls != PARITY_FINDING_NONE && r.cls != PARITY_FINDING_SKIPPED)
         handle_finding(pS, pS->pT, pC, pS->aEager, pS->aCompiled, &r);
@@ -711,6 +713,7 @@ static int job_main(void *pArg, const parity_process_child *pSelf)
     rec.nBitIdentical = res.nBitIdentical;
     rec.nRawFindings = res.nRawFindings;
     rec.nJudged = res.nJudged;
+    rec.nEagerWrong = res.nEagerWrong;
     rec.times = res.times;
     rec.trouble = res.trouble;
     snprintf(rec.zText, sizeof rec.zText, "%s", res.zTrouble);
@@ -821,6 +824,7 @@ static void take_record(job_pool *pP, job_state *pJob, const job_record *pRec)
         pRes->nBitIdentical += pRec->nBitIdentical;
         pRes->nRawFindings += pRec->nRawFindings;
         pRes->nJudged += pRec->nJudged;
+        pRes->nEagerWrong += pRec->nEagerWrong;
         parity_target_times_add(&pRes->times, &pRec->times);
         if (pRec->trouble) set_trouble(pRes, "%s", pRec->zText[0] ? pRec->zText : "a job failed");
         pJob->done = 1;
@@ -877,6 +881,7 @@ static void job_died(job_pool *pP, int j)
     pRes->nSkipped += slot.nSkipped;
     pRes->nBitIdentical += slot.nBitIdentical;
     pRes->nJudged += slot.nJudged;
+    pRes->nEagerWrong += slot.nEagerWrong;
     parity_target_times_add(&pRes->times, &slot.times);
     pRes->nRawFindings += slot.nRawFindings + (haveFatal ? 0 : 1);
     for (i = 0; i < slot.nOp; i++) count_op(pRes, slot.azOp[i], slot.anOpExecs[i]);

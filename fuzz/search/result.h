@@ -87,6 +87,9 @@ typedef struct {
     parity_finding *aFinding;     /* unique signatures, in order of discovery */
     size_t nFinding;
     uint64_t nJudged;             /* cases whose outputs the judge compared */
+    uint64_t nEagerWrong;         /* of those, the ones whose eager side the reference proves
+                                   * wrong (parity_judgement_eager_wrong): a kernel both
+                                   * sides share, which no divergence can show */
     parity_target_times times;    /* the target's time by side, compiling apart */
     parity_root_cause *aCause;    /* the findings' root causes, most findings first */
     size_t nCause;
