@@ -8,10 +8,12 @@ corpus.
 Each repro goes into the corpus under a name that says what it shows, with its signature
 file's paths rewritten and a "found by:" line naming the campaign slice (from the state
 folder) whose summary lists it, and a "replay:" line that replays it against --target
-(written as given: for a worker, the shell words that name its python). Which repros to curate: `parityfuzz triage DIR` groups a
-campaign's repros by root cause and names the smallest of each (fuzz/FUZZ.md, "Root
-causes"); it replaced this script's former listing mode. Tooling only: no tool of parity
-needs Python.
+(written as given: for a worker, the shell words that name its python). A graph case's
+repro has no signature file and gets none (that is how parityfuzz tells the two apart):
+an "origin" note says the same instead. Which repros to curate: `parityfuzz triage DIR`
+groups a campaign's repros by root cause and names the smallest of each (fuzz/FUZZ.md,
+"Root causes"); it replaced this script's former listing mode. Tooling only: no tool of
+parity needs Python.
 """
 import argparse
 import json
@@ -29,10 +31,21 @@ def found_by(state, repro):
                 continue
             with open(os.path.join(dirpath, name)) as f:
                 summary = json.load(f)
-            for finding in summary.get("findings", []):
+            # a single-op slice lists its findings; a graph slice its root causes
+            listed = summary.get("findings")   # a count in a graph summary
+            for finding in (listed if isinstance(listed, list) else []) + \
+                    summary.get("root_causes", []):
                 if finding.get("repro") and os.path.realpath(finding["repro"]) == real:
                     return summary.get("command")
     return None
+
+
+def graph_origin(repro, dest, command, target):
+    """The note a curated graph repro keeps, named origin: a graph repro has no signature
+    file (parityfuzz triage and graph replay tell it from a single op's by that)."""
+    return [f"graph repro of: {command}\n",
+            f"look:   paritydiff {dest}/eager.h5 {dest}/compiled.h5\n",
+            f"replay: parityfuzz graph replay {dest} --target {target} --expect-divergent\n"]
 
 
 def curate(args):
@@ -50,6 +63,13 @@ def curate(args):
         os.makedirs(tmp)
         for f in ("eager.h5", "compiled.h5"):
             shutil.copyfile(os.path.join(repro, f), os.path.join(tmp, f))
+        if not os.path.exists(os.path.join(repro, "signature")):
+            with open(os.path.join(tmp, "origin"), "w") as f:
+                f.writelines(graph_origin(repro, dest, command, args.target))
+            shutil.rmtree(dest, ignore_errors=True)
+            os.replace(tmp, dest)
+            print(f"{dest}  <- {repro} (a graph case)")
+            continue
         lines = []
         with open(os.path.join(repro, "signature")) as f:
             for line in f:

@@ -1,5 +1,6 @@
 """The findings in torch.compile (README, "XLA and torch.compile: campaigns under way"),
-stored as minimized repros under corpus/torch/repros/.
+stored as minimized repros under corpus/torch/repros/, and the fused-region findings of
+parityfuzz graph under corpus/torch/graph-repros/ (no signature file: an origin note).
 
 Without torch: every stored pair is one that paritydiff fails at /out with a local cause,
 and its signature says how it was found and how to replay it. With the pinned current
@@ -18,12 +19,13 @@ import unittest
 PARITYDIFF, PARITYFUZZ, SOURCE = sys.argv[1:4]
 PYTHON = sys.argv[4] if len(sys.argv) > 4 else None
 CORPUS = os.path.join(SOURCE, "corpus", "torch", "repros")
+GRAPHS = os.path.join(SOURCE, "corpus", "torch", "graph-repros")   # parityfuzz graph's
 WORKER = os.path.join(SOURCE, "fuzz", "workers", "torch_worker.py")
 VERSION = "2.15."
 
 
-def repros():
-    return sorted(os.path.join(CORPUS, n) for n in os.listdir(CORPUS)) if os.path.isdir(CORPUS) else []
+def repros(corpus=CORPUS):
+    return sorted(os.path.join(corpus, n) for n in os.listdir(corpus)) if os.path.isdir(corpus) else []
 
 
 def torch_here():
@@ -67,6 +69,45 @@ class Corpus(unittest.TestCase):
                             "--expect-divergent"], capture_output=True, text=True, timeout=600)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertEqual(p.stdout.count(": same: "), len(repros()), p.stdout)
+
+
+class GraphCorpus(unittest.TestCase):
+    """Fused-region findings (parityfuzz graph): the eager side is parityfuzz's builtin IEEE
+    chain, so a defect torch's eager and compiled sides share shows here."""
+
+    def test_there_are_graph_repros(self):
+        self.assertGreater(len(repros(GRAPHS)), 0)
+
+    def test_paritydiff_fails_each_pair_at_out_with_a_local_cause(self):
+        for r in repros(GRAPHS):
+            with self.subTest(repro=r):
+                p = subprocess.run([PARITYDIFF, os.path.join(r, "eager.h5"),
+                                    os.path.join(r, "compiled.h5")],
+                                   capture_output=True, text=True, timeout=120)
+                self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+                self.assertIn("first divergence: /out", p.stdout)
+                self.assertIn("cause: local", p.stdout)
+                self.assertFalse(os.path.exists(os.path.join(r, "signature")), r)
+                with open(os.path.join(r, "origin")) as f:
+                    note = f.read()
+                self.assertIn("replay: parityfuzz graph replay corpus/torch/graph-repros/", note)
+
+    def test_triage_gives_one_cause_per_repro(self):
+        p = subprocess.run([PARITYFUZZ, "triage", GRAPHS], capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        n = len(repros(GRAPHS))
+        self.assertIn("%d repros, %d root causes (%d of graph cases)" % (n, n, n), p.stdout)
+
+    def test_each_graph_repro_still_diverges_in_this_torch(self):
+        why = torch_here()
+        if why:
+            self.skipTest(why)
+        p = subprocess.run([PARITYFUZZ, "graph", "replay", GRAPHS, "--target",
+                            "cmd:%s %s --mode compile-dynamic" % (PYTHON, WORKER),
+                            "--expect-divergent"], capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("0 fixed, %d still diverge" % len(repros(GRAPHS)), p.stdout)
 
 
 if __name__ == "__main__":
