@@ -11,7 +11,7 @@ Usage:
     parityfuzz --target 'cmd:/usr/bin/python3 fuzz/workers/torch_worker.py' \\
                --ops matmul,softmax --time 30
 
-    torch_worker.py [--mode {freeze,compile,eager}]
+    torch_worker.py [--mode {freeze,compile,compile-dynamic,eager}] [--eager {torch,builtin}]
 
 Modes (what the compiled side runs; the default is compile where torch >= 2, else freeze):
     freeze   the op wrapped in an nn.Module with its parameters as constants, then
@@ -21,6 +21,9 @@ Modes (what the compiled side runs; the default is compile where torch >= 2, els
     compile-dynamic  torch.compile(m, dynamic=True): symbolic shapes from the start
     eager    plain eager on both sides: a self-test, it should yield no findings
 Compiled modules are cached per (op, parameters, input dtypes, input ranks).
+--eager builtin leaves single-op eager sides to parityfuzz's builtin IEEE kernels (READY's
+eager=builtin, as graph cases always do): torch's eager and compiled sides often call one
+oneDNN kernel (bf16 linear, conv2d), and a defect they share is then judged, not hidden.
 
 Protocol (one line each, on stdin / stdout; logs go to stderr):
     worker -> parityfuzz   HELLO 2
@@ -668,8 +671,9 @@ def compile_seconds():
 
 
 class Worker:
-    def __init__(self, mode):
+    def __init__(self, mode, eager_builtin=False):
         self.mode = mode
+        self.eager_builtin = eager_builtin   # parityfuzz runs eager sides (--eager builtin)
         self.cache = {}
         self.skip = unavailable_ops()
         self.crash_on = set(filter(None, os.environ.get("PARITY_WORKER_CRASH_ON", "").split(",")))
@@ -775,7 +779,14 @@ class Worker:
             if case.op in self.hang_on:
                 while True:
                     time.sleep(3600)
-            y = self.compiled(case, inputs)(*inputs)
+            try:
+                y = self.compiled(case, inputs)(*inputs)
+            except RuntimeError as e:
+                # with eager=builtin no torch eager run said first that torch lacks the
+                # kernel for this dtype: that is a skip here too, not a compiler's error
+                if self.eager_builtin and "not implemented for" in str(e):
+                    raise CaseSkip(str(e))
+                raise
         else:
             raise ValueError("unknown side '%s'" % side)
         if not isinstance(y, torch.Tensor):
@@ -793,14 +804,20 @@ def main():
     ap.add_argument("--mode", choices=("freeze", "compile", "compile-dynamic", "eager"),
                     default=default_mode,
                     help="what the compiled side runs (default: %s)" % default_mode)
+    ap.add_argument("--eager", choices=("torch", "builtin"), default="torch",
+                    help="what the eager side runs: plain PyTorch (default), or parityfuzz's "
+                         "builtin IEEE kernels (eager=builtin), so that a defect torch's eager "
+                         "and compiled sides share (one oneDNN kernel) is judged, not hidden")
     args = ap.parse_args()
     if args.mode.startswith("compile") and not hasattr(torch, "compile"):
         log("--mode compile needs torch >= 2 (this is %s)" % torch.__version__)
         return 2
-    w = Worker(args.mode)
+    w = Worker(args.mode, args.eager == "builtin")
+    name = "torch-%s-%s%s" % (torch.__version__, args.mode,
+                              "-eager-builtin" if args.eager == "builtin" else "")
     try:
-        return wb.serve("torch_worker", "torch-%s-%s" % (torch.__version__, args.mode),
-                        IMPLEMENTATIONS, DTYPES, w.run, w.skip, graphs=True)
+        return wb.serve("torch_worker", name, IMPLEMENTATIONS, DTYPES, w.run, w.skip,
+                        eager_builtin=args.eager == "builtin", graphs=True)
     finally:
         w.report()
 

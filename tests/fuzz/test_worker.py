@@ -107,6 +107,33 @@ class Worker(unittest.TestCase):
                                     os.path.join(c["repro"], "compiled.h5")])
                 self.assertEqual(q.returncode, 1, c)
 
+    def test_eager_builtin_judges_what_torch_shares(self):
+        """torch_worker --eager builtin: parityfuzz's IEEE kernels run the eager side, the
+        worker only the compiled one (its own log: no eager time), and bfloat16 linear,
+        where torch's two sides call one oneDNN kernel and a campaign with torch's eager
+        judges almost nothing, is judged case after case."""
+        if WHICH != "torch":
+            self.skipTest("--eager builtin is the torch worker's option (ov_worker always is)")
+        with tempfile.TemporaryDirectory() as tmp:
+            summary = os.path.join(tmp, "b.json")
+            p = subprocess.run([PARITYFUZZ, "--target",
+                                "cmd:%s %s --mode compile-dynamic --eager builtin" % (PYTHON, WORKER),
+                                "--ops", "linear", "--dtypes", "bfloat16", "--time", "40",
+                                "--values-per-shape", "20", "--seed", "1",
+                                "--out", os.path.join(tmp, "repros"), "--json", summary],
+                               capture_output=True, text=True, timeout=600)
+            self.assertIn(p.returncode, (0, 1), p.stderr)
+            with open(summary) as f:
+                doc = json.load(f)
+            self.assertIn("eager-builtin", p.stderr + doc["target"] + p.stdout)
+            self.assertRegex(p.stderr, r"torch_worker: [1-9]\d* cases: eager 0\.00 s, compiled")
+            self.assertGreaterEqual(doc["judged"], 20, doc)
+            for f in doc["findings"]:
+                if f["repro"] and f["class"] == "diverges":
+                    q = subprocess.run([PARITYDIFF, "-q", os.path.join(f["repro"], "eager.h5"),
+                                        os.path.join(f["repro"], "compiled.h5")])
+                    self.assertEqual(q.returncode, 1, f)
+
     def test_unavailable_is_said(self):
         if not CONFIG.get("unavailable", True):
             self.skipTest("Debian's torch 1.13 is always installed: no python lacks torch here")
