@@ -282,6 +282,65 @@ Test(graph, emulated_correct_implementations_stay_within_the_radius)
             cr_assert_gt(n, 20 * 4 * 192 * 9 / 10, "checked %llu", (unsigned long long)n);
             free(h); free(res); free(lw); free(lb);
         }
+        {
+            /* residual add -> rms_norm (weight) -> silu, as in a Llama block; an rms_norm
+             * without weight after an exp (rows of one sign, a wide dynamic range) */
+            uint64_t d6x32[2] = { 6, 32 }, d32[1] = { 32 };
+            double *h = values(&s, 192, dt, 1.0, 0.0), *res = values(&s, 192, dt, 0.3, 0.0);
+            double *rw = values(&s, 32, dt, 0.3, 1.0);
+            parity_operand in[3] = { operand("h", dt, 2, d6x32, h), operand("res", dt, 2, d6x32, res),
+                                     operand("rw", dt, 1, d32, rw) };
+            parity_attr aRms[2] = { attr_int(3, "normalized_shape", 32), attr_float(4, "eps", 1e-6) };
+            parity_graph_node g[5] = {
+                node("add", dt, 2, IN(0), IN(1), 0), node("rms_norm", dt, 2, 0, IN(2), 0),
+                node("silu", dt, 1, 1, 0, 0), node("exp", dt, 1, 0, 0, 0),
+                node("rms_norm", dt, 1, 3, 0, 0),
+            };
+            with_attrs(&g[1], aRms, 2);
+            with_attrs(&g[4], aRms, 2);
+            n = soundness(g, 5, in, 3, 20, 505 + iDt);
+            cr_assert_gt(n, 20 * 5 * 192 * 9 / 10, "checked %llu", (unsigned long long)n);
+            free(h); free(res); free(rw);
+        }
+        {
+            /* torch 2.15's RMSNorm decomposed: pow(2) -> mean -> add eps -> rsqrt -> mul ->
+             * mul weight; and pow's other cases after an op: x^3, exp(x)^-0.5, |x|^1.5,
+             * (x + 2)^-2 */
+            uint64_t d6x32[2] = { 6, 32 }, d32[1] = { 32 }, d1[1] = { 1 };
+            double *h = values(&s, 192, dt, 1.0, 0.0), *res = values(&s, 192, dt, 0.3, 0.0);
+            double *rw = values(&s, 32, dt, 0.3, 1.0), epsV = 1e-6, two = 2.0;
+            parity_operand in[5] = { operand("h", dt, 2, d6x32, h), operand("res", dt, 2, d6x32, res),
+                                     operand("rw", dt, 1, d32, rw), operand("eps", dt, 1, d1, &epsV),
+                                     operand("two", dt, 1, d1, &two) };
+            parity_attr aP2[1] = { attr_float(0, "exponent", 2.0) };
+            parity_attr aMean[2] = { attr_int(1, "dim", -1), attr_int(2, "keepdim", 1) };
+            parity_attr aP3[1] = { attr_float(3, "exponent", 3.0) };
+            parity_attr aPm05[1] = { attr_float(4, "exponent", -0.5) };
+            parity_attr aP15[1] = { attr_float(5, "exponent", 1.5) };
+            parity_attr aPm2[1] = { attr_float(6, "exponent", -2.0) };
+            parity_graph_node g[13] = {
+                node("add", dt, 2, IN(0), IN(1), 0), node("pow", dt, 1, 0, 0, 0),
+                node("mean", dt, 1, 1, 0, 0), node("add", dt, 2, 2, IN(3), 0),
+                node("rsqrt", dt, 1, 3, 0, 0), node("mul", dt, 2, 0, 4, 0),
+                node("mul", dt, 2, 5, IN(2), 0), node("pow", dt, 1, 0, 0, 0),
+                node("exp", dt, 1, 0, 0, 0), node("pow", dt, 1, 8, 0, 0),
+                node("abs", dt, 1, 0, 0, 0), node("pow", dt, 1, 10, 0, 0),
+                node("add", dt, 2, 0, IN(4), 0),
+            };
+            parity_graph_node g2[1] = { node("pow", dt, 1, 12, 0, 0) };
+            parity_graph_node all[14];
+            with_attrs(&g[1], aP2, 1);
+            with_attrs(&g[2], aMean, 2);
+            with_attrs(&g[7], aP3, 1);
+            with_attrs(&g[9], aPm05, 1);
+            with_attrs(&g[11], aP15, 1);
+            with_attrs(&g2[0], aPm2, 1);
+            memcpy(all, g, sizeof g);
+            all[13] = g2[0];
+            n = soundness(all, 14, in, 5, 20, 606 + iDt);
+            cr_assert_gt(n, 20 * 12 * 192 * 8 / 10, "checked %llu", (unsigned long long)n);
+            free(h); free(res); free(rw);
+        }
         free(x); free(y); free(z); free(a); free(w); free(b); free(e); free(q); free(r);
         free(sc); free(mask);
     }
@@ -479,6 +538,76 @@ Test(graph, multiplying_by_a_reciprocal_passes)
     expect_both_pass(&v[2], aEager, aFused, "x * (1/s)");
     parity_graph_values_free(v, 3);
     free(x);
+}
+
+/* Residual add fused into rms_norm, as Inductor emits it for a Llama block: eager rounds
+ * h = x + res to the dtype and sums squares in order; the fused kernel keeps h in float,
+ * sums squares pairwise and multiplies by rsqrt. Both pass the region; a fused kernel that
+ * drops eps, or reads the weight one element off, fails it. */
+static void residual_rms(parity_dtype dt, int bug, double *aEager, double *aFused,
+                         const double *x, const double *res, const double *w, int R, int C)
+{
+    int i, k;
+    for (i = 0; i < R; i++) {
+        double h[64];
+        float ssE = 0.0f, ssF = 0.0f, rE, rF;
+        for (k = 0; k < C; k++) {
+            float hf = (float)x[i * C + k] + (float)res[i * C + k];
+            h[k] = hf;
+            ssE += (float)parity_round_double_to_dtype(hf, dt) *
+                   (float)parity_round_double_to_dtype(hf, dt);
+        }
+        for (k = 0; k < C / 2; k++)
+            ssF += (float)h[k] * (float)h[k] + (float)h[k + C / 2] * (float)h[k + C / 2];
+        rE = 1.0f / sqrtf(ssE / (float)C + 1e-6f);
+        rF = 1.0f / sqrtf(ssF / (float)C + (bug == 1 ? 0.0f : 1e-6f));
+        for (k = 0; k < C; k++) {
+            double wE = w[k], wF = w[bug == 2 ? (k + 1) % C : k];
+            aEager[i * C + k] = parity_round_double_to_dtype(
+                (float)parity_round_double_to_dtype(h[k], dt) * rE * (float)wE, dt);
+            aFused[i * C + k] = parity_round_double_to_dtype((float)h[k] * rF * (float)wF, dt);
+        }
+    }
+}
+
+Test(graph, fused_residual_rms_norm_passes_and_its_bugs_fail)
+{
+    enum { R = 6, C = 64 };
+    uint64_t s = 13, dX[2] = { R, C }, dW[1] = { C };
+    const parity_dtype aDt[2] = { F32, BF16 };
+    int iDt;
+    for (iDt = 0; iDt < 2; iDt++) {
+        parity_dtype dt = aDt[iDt];
+        double *x = values(&s, R * C, dt, 1.0, 0.0), *res = values(&s, R * C, dt, 0.5, 0.0);
+        double *w = values(&s, C, dt, 0.3, 1.0), aEager[R * C], aFused[R * C];
+        parity_operand in[3] = { operand("x", dt, 2, dX, x), operand("res", dt, 2, dX, res),
+                                 operand("w", dt, 1, dW, w) };
+        parity_attr aRms[2] = { attr_int(0, "normalized_shape", C), attr_float(1, "eps", 1e-6) };
+        parity_graph_node g[2] = { node("add", dt, 2, IN(0), IN(1), 0),
+                                   node("rms_norm", dt, 2, 0, IN(2), 0) };
+        parity_graph_value v[2];
+        parity_judgement j;
+        int bug;
+        with_attrs(&g[1], aRms, 2);
+        propagate(g, 2, in, 3, v);
+        residual_rms(dt, 0, aEager, aFused, x, res, w, R, C);
+        expect_both_pass(&v[1], aEager, aFused, "add + rms_norm, fused");
+        for (bug = 1; bug <= 2; bug++) {
+            residual_rms(dt, bug, aEager, aFused, x, res, w, R, C);
+            judge(&v[1], NULL, aFused, &j);
+            if (bug == 1) {
+                /* eps 1e-6 against a mean square near 1: a relative 5e-7, within float32's
+                 * rounding, so dropping it must pass; a weight read one off must not */
+                cr_assert_eq(j.nFail, 0, "%s: no eps fails: %llu", parity_dtype_name(dt),
+                             (unsigned long long)j.nFail);
+            } else {
+                cr_assert_gt(j.nFail, R * C / 2, "%s: a shifted weight passes: %llu of %d",
+                             parity_dtype_name(dt), (unsigned long long)j.nFail, R * C);
+            }
+        }
+        parity_graph_values_free(v, 2);
+        free(x); free(res); free(w);
+    }
 }
 
 Test(graph, online_softmax_under_a_mask_passes)

@@ -65,6 +65,7 @@
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
 #include "tolerance/op_unary_internal.h"
+#include "tolerance/propagate.h"
 
 #define C_FN PARITY_UNARY_C_FN
 #define C_SQRT 1.0   /* torch 2.15's float32 sqrt, 0.749 ulps measured (file comment) */
@@ -114,6 +115,18 @@ static int power_overflows(double x, double n, parity_dtype dt)
     return n * log2(fabs(x)) >= log2(parity_dtype_max_finite(dt));
 }
 
+/* f = p^e (mpfr_pow, rounded to f's precision); 0 when it is a number, else 1. */
+static int pow_at(mpfr_ptr f, double p, double e)
+{
+    mpfr_t pm, em;
+    mpfr_inits2(53, pm, em, (mpfr_ptr)0);
+    mpfr_set_d(pm, p, MPFR_RNDN);
+    mpfr_set_d(em, e, MPFR_RNDN);
+    mpfr_pow(f, pm, em, MPFR_RNDN);
+    mpfr_clears(pm, em, (mpfr_ptr)0);
+    return !mpfr_number_p(f);
+}
+
 static int pow_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
     const parity_dtype acc = pCall->accDtype, out = pCall->outDtype;
@@ -126,14 +139,7 @@ static int pow_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
         mpfr_set_d(ref, y, MPFR_RNDN);
         return 0;
     }
-    {
-        mpfr_t xm, em;
-        mpfr_inits2(53, xm, em, (mpfr_ptr)0);
-        mpfr_set_d(xm, x, MPFR_RNDN);
-        mpfr_set_d(em, e, MPFR_RNDN);
-        mpfr_pow(ref, xm, em, MPFR_RNDN);
-        mpfr_clears(xm, em, (mpfr_ptr)0);
-    }
+    pow_at(ref, x, e);
     if (mpfr_nan_p(ref) || mpfr_inf_p(ref) || !isfinite(x)) return 0;   /* judged by value */
     y = fabs(mpfr_get_d(ref, MPFR_RNDU));
     if (e == 0.0 || e == 1.0) {
@@ -171,6 +177,96 @@ static int pow_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     return 0;
 }
 
+/* ---- propagation (ops.h, xPropagate; graph.h) --------------------------------------
+ * For x' within r of x the exact x'^e lies between the values at the box's ends and, for
+ * an even positive e whose box holds 0, 0: x^e is monotone on each side of 0 (odd e, and a
+ * non-integer e on x >= 0, on the whole box), so the reach is the largest distance from
+ * the reference to those. A box that leaves pow's domain (a non-integer e below 0) or
+ * holds a pole (e < 0 at 0) is vacuous. The kernel's own error on the box is the bound of
+ * pow_element with |y| at its largest (every allowance grows with |y|), and for the cases
+ * whose first step's relative error depends on t = x^2 or sqrt(x) (e = 3, -2, -0.5) that
+ * step's ulp_w(t) / t taken at its largest on normal numbers, 2 u_w (a box reaching t's
+ * subnormals or w's overflow is vacuous). This is the pow(x, 2) of torch's RMSNorm and
+ * variance decompositions. */
+
+/* The kernel's allowance A (file comment's cases) anywhere on a box where |x| <= xMax and
+ * |x^e| <= yMax, or INFINITY. */
+static double pow_allowance_box(const parity_op_call *pCall, double e, double xMin,
+                                double xMax, double yMax)
+{
+    const parity_dtype acc = pCall->accDtype, out = pCall->outDtype;
+    const parity_dtype w = parity_unit_roundoff(out) > parity_unit_roundoff(acc) ? out : acc;
+    double uW = parity_unit_roundoff(w), a, r1;
+    if (e == 0.0 || e == 1.0) return 0.0;
+    if (e == 2.0 || e == -1.0) return 0.5 * parity_ulp_at(acc, yMax);
+    if (e == 0.5) return C_SQRT * parity_ulp_at(acc, yMax);
+    if (e == 3.0) {
+        if (power_overflows(xMax, 2.0, w)) return INFINITY;
+        a = xMax * 0.5 * parity_ulp_at(w, xMax * xMax);
+        return a + 0.5 * parity_ulp_at(acc, yMax + a);
+    }
+    if (e == -2.0 || e == -0.5) {
+        double tMin = e == -2.0 ? xMin * xMin : sqrt(xMin);
+        if (!(tMin >= parity_dtype_smallest_normal(w)) || power_overflows(xMax, 2.0, w))
+            return INFINITY;
+        r1 = (e == -2.0 ? 0.5 : C_SQRT) * 2.0 * uW;
+        a = yMax * r1 / (1.0 - r1);
+        a += 0.5 * parity_ulp_at(acc, yMax + a);
+        if (e == -0.5 && a < 2.0 * parity_ulp_at(acc, yMax)) a = 2.0 * parity_ulp_at(acc, yMax);
+        return a;
+    }
+    if (e == floor(e) && fabs(e) < 0x1p53) {
+        double k = fabs(e) - 1.0 + (e < 0.0), u = parity_unit_roundoff(acc);
+        double c = k * u < 0.5 ? k / (1.0 - k * u) : INFINITY;
+        if (e < 0.0 && (power_overflows(xMax, -e, acc) ||
+                        !(pow(xMin, -e) >= 2.0 * parity_dtype_smallest_normal(acc))))
+            return INFINITY;   /* a reciprocal of an overflowed or subnormal power */
+        return (c > C_FN ? c : C_FN) * parity_ulp_at(acc, yMax);
+    }
+    return C_FN * parity_ulp_at(acc, yMax);
+}
+
+static int pow_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                         mpfr_t ref, double *pRadius)
+{
+    const double e = pCall->geom.elementwise.exponent;
+    double x = pCall->aIn[0].aValue[linear], r = aRad[0][linear], lo, hi, aP[3], reach = 0.0;
+    double yMax = 0.0, xMin, xMax, a, bound;
+    int nP = 2, isInt = e == floor(e) && fabs(e) < 0x1p53, i;
+    MPFR_DECL_INIT(f, PARITY_REF_PREC);
+    if (pow_element(pCall, linear, ref, pRadius) != 0) return -1;
+    if (r == 0.0) return 0;
+    if (!isfinite(x) || !(r < INFINITY) || !mpfr_number_p(ref))
+        return parity_propagate_vacuous(pCall, pRadius);
+    parity_propagate_box(x, r, &lo, &hi);
+    if ((!isInt && lo < 0.0) || (e < 0.0 && lo <= 0.0 && hi >= 0.0))
+        return parity_propagate_vacuous(pCall, pRadius);   /* off the domain, or a pole */
+    aP[0] = lo;
+    aP[1] = hi;
+    if (lo < 0.0 && hi > 0.0) aP[nP++] = 0.0;   /* even e's minimum; harmless otherwise */
+    for (i = 0; i < nP; i++) {
+        double d, m;
+        if (pow_at(f, aP[i], e)) return parity_propagate_vacuous(pCall, pRadius);
+        d = parity_radius_between(f, mpfr_get_d(ref, MPFR_RNDN));
+        m = fabs(mpfr_get_d(f, MPFR_RNDA));
+        if (!(d < INFINITY) || !(m < INFINITY)) return parity_propagate_vacuous(pCall, pRadius);
+        if (d > reach) reach = d;
+        if (m > yMax) yMax = m;
+    }
+    {   /* |f - ref| <= |f - rD| + |rD - ref|: the reference's rounding to binary64 */
+        double rD = mpfr_get_d(ref, MPFR_RNDN);
+        reach = parity_radius_up(reach + parity_radius_between(ref, rD), 1.0);
+        if (fabs(rD) > yMax) yMax = fabs(rD);
+    }
+    xMax = fabs(lo) > fabs(hi) ? fabs(lo) : fabs(hi);
+    xMin = lo > 0.0 ? lo : hi < 0.0 ? -hi : 0.0;
+    a = pow_allowance_box(pCall, e, xMin, xMax, yMax);
+    if (!(a < INFINITY)) return parity_propagate_vacuous(pCall, pRadius);
+    bound = parity_unary_bound(pCall, ref, yMax, a);
+    *pRadius = parity_radius_up(reach + bound, 2.0);
+    return 0;
+}
+
 /* Generated cases: exponent -2 (1 / (x * x)) or 1.5 (std::pow) (fuzz/cases/layout.c). */
 static const parity_op_case_attr aPowCase[] = {
     { "exponent", PARITY_ATTR_FLOAT, { -2.0, 1.5 }, { NULL, NULL } },
@@ -183,5 +279,5 @@ const parity_op_def parity_op_pow = {
     "max(c_f, |n| - 1 + [n < 0]) ulps; else std::pow within c_f = 4 ulps; 0.5 ulp_out",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_UNARY,
     .aCaseAttr = aPowCase, .nCaseAttr = 1,
-    .xPrepare = pow_prepare, .xElement = pow_element,
+    .xPrepare = pow_prepare, .xElement = pow_element, .xPropagate = pow_propagate,
 };

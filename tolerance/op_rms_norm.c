@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tolerance/ops.h"
+#include "tolerance/propagate.h"
 #include "tolerance/mpref.h"
 #include "tolerance/rows.h"
 #include "formats/alloc.h"
@@ -46,6 +47,12 @@ typedef struct {
     double *aRd;                   /* per row: 1 / sqrt(ms + eps) in binary64 (rms_fast) */
     mpfr_t *aR;                    /* per row: r at PARITY_REF_PREC */
     uint64_t nInit;
+    /* Propagation (rms_propagate), for the row it last served (propRow; UINT64_MAX: none):
+     * the box's least mean square and most, the least s = sqrt(ms + eps), q, and whether
+     * the row holds a non-finite value or radius (propBad) or moves at all (propMoved). */
+    uint64_t propRow;
+    int propBad, propMoved;
+    double propMsLo, propMsHi, propSMin, propQ;
 } rms_params;
 
 static void rms_free(void *p)
@@ -80,6 +87,7 @@ static int rms_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t n
         return -1;
     pG->eps = pP->eps;
     pP->pWeight = pG->hasWeight ? pCall->aIn[1].aValue : NULL;
+    pP->propRow = UINT64_MAX;
     parity_rows_init(&pP->rows, pX, aReduce);   /* trailing dims: row i = x[i n, (i+1) n) */
     return 0;
 }
@@ -190,6 +198,91 @@ static int rms_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, 
     return 1;
 }
 
+/* ---- propagation (ops.h, xPropagate; graph.h) --------------------------------------
+ * With yhat = x / s (s = sqrt(|x|^2 / n + eps)), yhat_i's gradient is
+ * (1/s)(delta_ij - yhat_i yhat_j / n), layer_norm's without the centering, so by the mean
+ * value theorem, for x' anywhere within the radii r_j of x,
+ * |yhat_i' - yhat_i| <= (1/sMin)(r_i + |yhat_i|max q), with sMin the least s on the box
+ * and q = (1/n) sum_j |yhat_j|max r_j. On the box the root mean square |x'| / sqrt n lies
+ * within rms +- R (R = |r|_2 / sqrt n, the triangle inequality), and |yhat_j| <=
+ * min(sqrt n, (|x_j| + r_j) / sMin) (sum yhat^2 <= n). y = yhat w then moves by
+ * |dyhat| (|w| + r_w) + |yhat|max r_w, and the rounding bound is taken at the box's worst:
+ * rms_bound's eps_t = (gamma ms + u t + sub/2) / t is at most gamma + u + sub / (2 tMin)
+ * (ms <= t), with |y| at its largest. */
+
+/* Row iRow's box figures, made once per row (elements come in increasing order). */
+static void rms_row_box(const parity_op_call *pCall, rms_params *pP, const double *rad,
+                        uint64_t iRow)
+{
+    const double *x = pCall->aIn[0].aValue + iRow * pP->rows.n;
+    const double *r = rad + iRow * pP->rows.n;
+    double n = (double)pP->rows.n, sumR2 = 0.0, q = 0.0, R, rms, lo, hi;
+    uint64_t k;
+    pP->propRow = iRow;
+    pP->propBad = !isfinite(pP->aMs[iRow]);
+    pP->propMoved = 0;
+    for (k = 0; k < pP->rows.n; k++) {
+        if (!isfinite(x[k]) || !(r[k] < INFINITY)) pP->propBad = 1;
+        if (r[k] != 0.0) pP->propMoved = 1;
+        sumR2 += r[k] * r[k];
+    }
+    R = sqrt(parity_radius_up(sumR2 / n, 2.0 * n + 2.0)) * (1.0 + 0x1p-50);
+    /* ms is the exact mean square rounded once (rms_load): rms within 2^-52 of sqrt(ms) */
+    rms = sqrt(pP->aMs[iRow]);
+    lo = rms * (1.0 - 0x1p-48) - R;
+    hi = parity_radius_up(rms * (1.0 + 0x1p-48) + R, 1.0);
+    pP->propMsLo = lo > 0.0 ? lo * lo * (1.0 - 0x1p-50) : 0.0;
+    pP->propMsHi = parity_radius_up(hi * hi, 1.0);
+    pP->propSMin = sqrt(pP->propMsLo + pP->eps) * (1.0 - 0x1p-50);
+    for (k = 0; k < pP->rows.n; k++) {
+        double yMax = parity_radius_up(fabs(x[k]) + r[k], 1.0) / pP->propSMin;
+        if (!(yMax <= sqrt(n))) yMax = sqrt(n) * (1.0 + 0x1p-50);
+        q += yMax * r[k];
+    }
+    pP->propQ = parity_radius_up(q / n, 2.0 * n + 2.0);
+}
+
+/* rms_bound over the box: the largest eps_t the box allows, at |y| = yMax, weight wAbs. */
+static double rms_bound_box(const parity_op_call *pCall, const rms_params *pP, double wAbs,
+                            double yMax)
+{
+    double u = parity_unit_roundoff(pCall->accDtype);
+    double sub = parity_ulp_at(pCall->accDtype, 0.0), tMin = pP->propMsLo + pP->eps;
+    double epsT, rho, k, b;
+    if (!(tMin > 0.0)) return INFINITY;
+    epsT = parity_radius_up(pP->gammaN + u + 0.5 * sub / tMin, 3.0);
+    rho = parity_radius_up(0.5 * epsT * (1.0 + epsT) + C_RSQRT * u, 3.0);
+    k = parity_radius_up(rho + 2.0 * u + 2.0 * u * rho + u * u, 4.0);
+    b = yMax * k + 0.5 * sub * (1.0 + wAbs) + sub + 0.5 * parity_ulp_at(pCall->outDtype, yMax);
+    return b != b ? INFINITY : parity_radius_up(b, 4.0);
+}
+
+static int rms_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                         mpfr_t ref, double *pRadius)
+{
+    rms_params *pP = pCall->pParams;
+    uint64_t iRow = linear / pP->rows.n, k = linear % pP->rows.n;
+    const double *rad = aRad[0];
+    double x = pCall->aIn[0].aValue[linear], rx = rad[linear];
+    double w = pP->pWeight ? pP->pWeight[k] : 1.0, rw = pP->pWeight ? aRad[1][k] : 0.0;
+    double n = (double)pP->rows.n, yHat, dYHat, reach, yMax, bound;
+    if (rms_element(pCall, linear, ref, pRadius) != 0) return -1;
+    if (pP->propRow != iRow) rms_row_box(pCall, pP, rad, iRow);   /* once a row */
+    if (!pP->propMoved && rw == 0.0) return 0;
+    if (pP->propBad || !mpfr_number_p(ref) || !isfinite(w) || !(rw < INFINITY) ||
+        pCall->overflowPossible || !(pP->propSMin > 0.0) ||
+        !(n * pP->propMsHi < parity_dtype_max_finite(pCall->accDtype)))
+        return parity_propagate_vacuous(pCall, pRadius);   /* a sum of squares may overflow */
+    yHat = parity_radius_up(fabs(x) + rx, 1.0) / pP->propSMin;
+    if (!(yHat <= sqrt(n))) yHat = sqrt(n) * (1.0 + 0x1p-50);
+    dYHat = parity_radius_up((rx + yHat * pP->propQ) / pP->propSMin, 4.0);
+    reach = parity_radius_up(dYHat * (fabs(w) + rw) + yHat * rw, 4.0);
+    yMax = parity_radius_up(fabs(mpfr_get_d(ref, MPFR_RNDA)) + reach, 1.0);
+    bound = rms_bound_box(pCall, pP, fabs(w) + rw, yMax);
+    *pRadius = parity_radius_up(reach + bound, 2.0);
+    return 0;
+}
+
 /* generated cases set eps = 1e-6 (fuzz/cases/layout.c) */
 static const parity_op_case_attr aRmsCase[] = {
     { "eps", PARITY_ATTR_FLOAT, { 1e-6, NAN }, { NULL, NULL } },
@@ -202,5 +295,5 @@ const parity_op_def parity_op_rms_norm = {
     .family = PARITY_FAMILY_NORM,
     .aCaseAttr = aRmsCase, .nCaseAttr = 1,
     .xPrepare = rms_prepare, .xLoad = rms_load, .xElement = rms_element,
-    .xFreeParams = rms_free, .xFast = rms_fast,
+    .xFreeParams = rms_free, .xFast = rms_fast, .xPropagate = rms_propagate,
 };

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <mpfr.h>
 #include "tolerance/ops.h"
+#include "tolerance/mpref.h"   /* PARITY_REF_PREC */
 
 /* v (>= 0, computed with k rounded operations on nonnegative values) made an upper bound
  * of the exact value; +Inf and NaN become +Inf. */

@@ -667,6 +667,49 @@ class FusedRegions(CaptureCase):
                                   "/out"])
                 self.assertIn("/input/0", t["judgement"]["fused_region"]["inputs"])
 
+    @unittest.skipUnless(hasattr(torch.nn, "RMSNorm"), "torch.nn.RMSNorm needs torch >= 2.4")
+    def test_residual_rmsnorm_block_is_one_region(self):
+        """A Llama-style block, x + linear(x) then RMSNorm, compiled whole by Inductor:
+        torch records RMSNorm as pow, mean, add, rsqrt, mul, mul, and the region from the
+        input to /out is judged through all of them (pow's propagation); a weight read one
+        element off in the compiled block fails /out."""
+        class Block(torch.nn.Module):
+            def __init__(self, shift=False):
+                super().__init__()
+                self.proj = torch.nn.Linear(64, 64)
+                self.norm = torch.nn.RMSNorm(64, eps=1e-6)
+                self.shift = shift
+
+            def forward(self, x):
+                h = x + self.proj(x)
+                if not self.shift:
+                    return self.norm(h)
+                w = torch.roll(self.norm.weight, 1)
+                return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+        torch.manual_seed(0)
+        model, x = Block().eval(), torch.randn(16, 64)
+        with torch.no_grad():
+            model.norm.weight.mul_(torch.rand(64) + 0.5)
+        eager, whole = self.path("rms_e.h5"), self.path("rms_c.h5")
+        pt.capture_eager(model, (x,), eager)
+        pt.capture_compiled(model, (x,), whole, whole_model=pt.whole(pt.torch_compile))
+        doc = self.diff(eager, whole)
+        self.assert_pass(doc)
+        t = self.tensor(doc, "/out")
+        self.assertIsNone(t["model_note"], t["model_note"])
+        ops = t["judgement"]["fused_region"]["ops"]
+        self.assertTrue(any(o.endswith("pow") for o in ops) and ops[-1] == "/out", ops)
+        self.assertEqual(t["judgement"]["classes"]["within"], t["elements"], doc["_text"])
+        self.assertEqual(t["judgement"]["classes"]["vacuous_bound"], 0)
+        buggy = Block(shift=True).eval()
+        buggy.load_state_dict(model.state_dict())
+        bug = self.path("rms_bug.h5")
+        pt.capture_compiled(model, (x,), bug, whole_model=pt.whole(pt.torch_compile),
+                            run_module=buggy)
+        doc = self.diff(eager, bug)
+        self.assertEqual(doc["_code"], 1, doc["_text"])
+        self.assertEqual(doc["first_divergence"], "/out", doc["_text"])
+
     def test_torchscript_freeze_regions(self):
         self.regions(pt.torchscript_freeze, "torchscript")
 
