@@ -341,6 +341,49 @@ Test(graph, emulated_correct_implementations_stay_within_the_radius)
             cr_assert_gt(n, 20 * 12 * 192 * 8 / 10, "checked %llu", (unsigned long long)n);
             free(h); free(res); free(rw);
         }
+        {
+            /* a CNN compiled whole: conv2d (bias) -> batch_norm (inference) -> relu ->
+             * max_pool2d -> conv2d -> reshape -> transpose -> linear; a permute beside */
+            uint64_t dX[4] = { 2, 3, 8, 8 }, dW1[4] = { 4, 3, 3, 3 }, dC4[1] = { 4 };
+            uint64_t dW2[4] = { 5, 4, 2, 2 }, dFc[2] = { 3, 20 };
+            double *xi = values(&s, 384, dt, 1.0, 0.0), *w1 = values(&s, 108, dt, 0.3, 0.0);
+            double *b1 = values(&s, 4, dt, 0.1, 0.0), *bw = values(&s, 4, dt, 0.2, 1.0);
+            double *bb = values(&s, 4, dt, 0.1, 0.0), *bm = values(&s, 4, dt, 0.2, 0.0);
+            double *bv = values(&s, 4, dt, 0.1, 1.0), *w2 = values(&s, 80, dt, 0.3, 0.0);
+            double *fc = values(&s, 60, dt, 0.2, 0.0);
+            int ib;
+            parity_operand in[9] = { operand("x", dt, 4, dX, xi), operand("w1", dt, 4, dW1, w1),
+                                     operand("b1", dt, 1, dC4, b1), operand("bw", dt, 1, dC4, bw),
+                                     operand("bb", dt, 1, dC4, bb), operand("bm", dt, 1, dC4, bm),
+                                     operand("bv", dt, 1, dC4, bv), operand("w2", dt, 4, dW2, w2),
+                                     operand("fc", dt, 2, dFc, fc) };
+            int64_t aK[2] = { 2, 2 }, aShape[2] = { 2, 20 }, aDims[4] = { 0, 2, 3, 1 };
+            parity_attr aPool[1], aRs[1], aTr[2] = { attr_int(7, "dim0", 0), attr_int(8, "dim1", 1) };
+            parity_attr aPerm[1];
+            parity_graph_node g[9] = {
+                node("conv2d", dt, 3, IN(0), IN(1), IN(2)), node("batch_norm", dt, 3, 0, IN(3), IN(4)),
+                node("relu", dt, 1, 1, 0, 0), node("max_pool2d", dt, 1, 2, 0, 0),
+                node("conv2d", dt, 2, 3, IN(7), 0), node("reshape", dt, 1, 4, 0, 0),
+                node("transpose", dt, 1, 5, 0, 0), node("linear", dt, 2, 5, IN(8), 0),
+                node("permute", dt, 1, 1, 0, 0),
+            };
+            for (ib = 0; ib < 9; ib++) cr_assert_not_null(g[ib].pDef);
+            aPool[0] = attr_ints(2, "kernel_size", aK, 2);
+            aRs[0] = attr_ints(3, "shape", aShape, 2);
+            aPerm[0] = attr_ints(4, "dims", aDims, 4);
+            g[1].nIn = 5;
+            g[1].aIn[3] = IN(5);
+            g[1].aIn[4] = IN(6);
+            with_attrs(&g[3], aPool, 1);
+            with_attrs(&g[5], aRs, 1);
+            with_attrs(&g[6], aTr, 2);
+            with_attrs(&g[8], aPerm, 1);
+            n = soundness(g, 9, in, 9, 20, 707 + iDt);
+            cr_assert_gt(n, 20 * (288 * 4 + 72 + 40 * 3 + 6) * 8 / 10,
+                         "checked %llu", (unsigned long long)n);
+            free(xi); free(w1); free(b1); free(bw); free(bb); free(bm); free(bv); free(w2);
+            free(fc);
+        }
         free(x); free(y); free(z); free(a); free(w); free(b); free(e); free(q); free(r);
         free(sc); free(mask);
     }

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 #include "formats/alloc.h"
 
 #define C_RSQRT 4.0
@@ -129,6 +130,43 @@ static int bn_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double
     return 0;
 }
 
+/* Propagation (ops.h, xPropagate): in inference batch_norm is affine in x per channel,
+ * y = a (x - m) + b with a = w / sqrt(v + eps), so x' within rx moves the exact y by
+ * |a| rx, and bn_element's allowance, which grows with |x| and |y|, is taken at
+ * |x| + rx and |y| + that reach. The running statistics, weight and bias are parameters:
+ * a radius on any of them (a statistic computed in the region) is vacuous. */
+static int bn_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                        mpfr_t ref, double *pRadius)
+{
+    const parity_batch_norm_geometry *pG = &pCall->geom.batchNorm;
+    uint64_t c = (linear / pG->S) % pG->C;
+    size_t iMean = pG->hasAffine ? 3 : 1, k;
+    double x = pCall->aIn[0].aValue[linear], rx = aRad[0][linear];
+    double w = pG->hasAffine ? pCall->aIn[1].aValue[c] : 1.0;
+    double b = pG->hasAffine ? pCall->aIn[2].aValue[c] : 0.0;
+    double m = pCall->aIn[iMean].aValue[c], v = pCall->aIn[iMean + 1].aValue[c];
+    double u = parity_unit_roundoff(pCall->accDtype), sub = parity_ulp_at(pCall->accDtype, 0.0);
+    double eps = parity_dtype_round(pCall->accDtype, pG->eps), t, a, reach, xMax, yMax, A;
+    if (bn_element(pCall, linear, ref, pRadius) != 0) return -1;
+    for (k = 1; k < pCall->nIn; k++)
+        if (aRad[k][c] != 0.0) return parity_propagate_vacuous(pCall, pRadius);
+    if (rx == 0.0) return 0;
+    t = v + eps;
+    if (!isfinite(x) || !(rx < INFINITY) || !mpfr_number_p(ref) || !isfinite(w) ||
+        !isfinite(b) || !isfinite(m) || !(t > 0.0) || pCall->overflowPossible)
+        return parity_propagate_vacuous(pCall, pRadius);
+    /* a in binary64: v + eps, sqrt and the divide, 3 roundings, 2^-50 of room */
+    a = fabs(w) / sqrt(t) * (1.0 + 0x1p-50) / (1.0 - 0x1p-50);
+    reach = parity_radius_up(a * rx, 1.0);
+    xMax = parity_radius_up(fabs(x) + rx, 1.0);
+    yMax = parity_radius_up(fabs(mpfr_get_d(ref, MPFR_RNDA)) + reach, 1.0);
+    if (!(xMax * a + fabs(m) * a + fabs(b) < parity_dtype_max_finite(pCall->accDtype)))
+        return parity_propagate_vacuous(pCall, pRadius);   /* x alpha may overflow */
+    A = C_SCALED * u * (xMax * a + fabs(m) * a) + C_SUM * u * (fabs(b) + yMax) + 2.0 * sub;
+    *pRadius = parity_radius_up(reach + A + 0.5 * parity_ulp_at(pCall->outDtype, yMax + A), 8.0);
+    return 0;
+}
+
 /* generated cases set eps = 1e-5 (torch's default) */
 static const parity_op_case_attr aBnCase[] = {
     { "eps", PARITY_ATTR_FLOAT, { 1e-5, 1e-3 }, { NULL, NULL } },
@@ -141,5 +179,5 @@ const parity_op_def parity_op_batch_norm = {
     .nInMin = 3, .nInMax = 5,
     .family = PARITY_FAMILY_BATCH_NORM,
     .aCaseAttr = aBnCase, .nCaseAttr = 1,
-    .xPrepare = bn_prepare, .xElement = bn_element,
+    .xPrepare = bn_prepare, .xElement = bn_element, .xPropagate = bn_propagate,
 };

@@ -30,6 +30,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 #include "formats/alloc.h"
 
 /* The dims, strides and padding are the geometry (geom.conv); this is the rest. */
@@ -37,6 +38,7 @@ typedef struct {
     const double *pBias;
     double n;                             /* terms in gamma */
     double *aA, *aB;                      /* gathered terms, K each */
+    double *aRA, *aRB;                    /* their radii (conv_propagate), K each */
     double *aIntegral;                    /* envelope: (N G) images of (H+1)(W+1) */
     double *aNormW;                       /* envelope: |w_o|_2 */
     double *aTotal;                       /* envelope: full sum per image */
@@ -48,6 +50,8 @@ static void conv_free(void *p)
     conv_params *pP = p;
     free(pP->aA);
     free(pP->aB);
+    free(pP->aRA);
+    free(pP->aRB);
     free(pP->aIntegral);
     free(pP->aNormW);
     free(pP->aTotal);
@@ -261,7 +265,12 @@ static int conv_load(parity_op_call *pCall, char *zErr, size_t nErr)
     conv_params *pP = pCall->pParams;
     pP->aA = parity_malloc((pCall->geom.conv.K + 1) * sizeof(double));
     pP->aB = parity_malloc((pCall->geom.conv.K + 1) * sizeof(double));
-    if (!pP->aA || !pP->aB) { snprintf(zErr, nErr, "out of memory"); return -1; }
+    pP->aRA = parity_malloc((pCall->geom.conv.K + 1) * sizeof(double));
+    pP->aRB = parity_malloc((pCall->geom.conv.K + 1) * sizeof(double));
+    if (!pP->aA || !pP->aB || !pP->aRA || !pP->aRB) {
+        snprintf(zErr, nErr, "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -320,6 +329,57 @@ static int conv_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
     magnitude = fabs(mpfr_get_d(ref, MPFR_RNDN)) + gamma * absSum;
     *pBound = gamma * absSum + 0.5 * parity_ulp_at(pCall->outDtype, magnitude) +
               pP->n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    return 0;
+}
+
+/* Propagation (ops.h, xPropagate): op_matmul.c's dot_propagate over the receptive field.
+ * With x' within rx and w' within rw, each tap's product moves by at most
+ * |x| rw + |w| rx + rx rw (interval arithmetic, Moore et al. 2009, Ch. 2) and the bias by
+ * its radius; conv_element's bound grows with sum |terms|, on the box at most
+ * sum (|x| + rx)(|w| + rw) (+ |bias| + rb), and with |result|, at most |ref| + the reach.
+ * The radii are gathered by the same tap walk as the values (parity_conv_taps). */
+static int conv_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                          mpfr_t ref, double *pRadius)
+{
+    conv_params *pP = pCall->pParams;
+    const parity_conv_geometry *pG = &pCall->geom.conv;
+    uint64_t o, o2, nTap, k;
+    double dev = 0.0, absSum = 0.0, u, gamma, bound, nOps;
+    int moved = 0, special = 0;
+    if (conv_element(pCall, linear, ref, pRadius) != 0) return -1;
+    nTap = parity_conv_taps(pG, pCall->aIn[0].aValue, pCall->aIn[1].aValue, linear, pP->aA,
+                            pP->aB, &o);
+    (void)parity_conv_taps(pG, aRad[0], aRad[1], linear, pP->aRA, pP->aRB, &o2);
+    for (k = 0; k < nTap; k++) {
+        double av = pP->aA[k], bv = pP->aB[k], rav = pP->aRA[k], rbv = pP->aRB[k];
+        if (rav != 0.0 || rbv != 0.0) moved = 1;
+        if (!isfinite(av) || !isfinite(bv) || !(rav < INFINITY) || !(rbv < INFINITY)) special = 1;
+        dev += fabs(av) * rbv + fabs(bv) * rav + rav * rbv;
+        absSum += (fabs(av) + rav) * (fabs(bv) + rbv);
+    }
+    if (pG->hasBias) {
+        double rBias = aRad[2][o];
+        if (rBias != 0.0) moved = 1;
+        if (!isfinite(pP->pBias[o]) || !(rBias < INFINITY)) special = 1;
+        dev += rBias;
+        absSum += fabs(pP->pBias[o]) + rBias;
+    }
+    if (!moved) return 0;
+    if (special || !mpfr_number_p(ref)) return parity_propagate_vacuous(pCall, pRadius);
+    nOps = 4.0 * (double)nTap + 16.0;
+    dev = parity_radius_up(dev, nOps);
+    absSum = parity_radius_up(absSum, nOps);
+    if (!(absSum < parity_dtype_max_finite(pCall->accDtype)))
+        return parity_propagate_vacuous(pCall, pRadius);   /* an order may overflow */
+    u = parity_unit_roundoff(pCall->accDtype);
+    gamma = parity_gamma(pP->n, u);
+    gamma += parity_operand_gamma(pCall, gamma);
+    bound = gamma * absSum +
+            0.5 * parity_ulp_at(pCall->outDtype,
+                                parity_radius_up(fabs(mpfr_get_d(ref, MPFR_RNDA)) + dev +
+                                                 gamma * absSum, 3.0)) +
+            pP->n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    *pRadius = parity_radius_up(dev + bound, 8.0);
     return 0;
 }
 
@@ -423,4 +483,5 @@ const parity_op_def parity_op_conv2d = {
     .xFreeParams = conv_free,
     .xCost = conv_cost,
     .xEnvelope = conv_envelope,
+    .xPropagate = conv_propagate,
 };

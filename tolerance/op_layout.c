@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tolerance/ops.h"
+#include "tolerance/propagate.h"
 #include "tolerance/mpref.h"
 #include "formats/alloc.h"
 
@@ -177,8 +178,8 @@ static int permute_prepare(parity_op_call *pCall, const parity_attr *aAttr, size
     return perm_setup(pCall, aPerm, zErr, nErr);
 }
 
-/* The input value output element `linear` moves. */
-static double perm_value(const parity_op_call *pCall, uint64_t linear)
+/* The input element output element `linear` moves. */
+static uint64_t perm_source(const parity_op_call *pCall, uint64_t linear)
 {
     const perm_params *pP = pCall->pParams;
     uint64_t off = 0, rest = linear;
@@ -188,7 +189,12 @@ static double perm_value(const parity_op_call *pCall, uint64_t linear)
         off += (rest % n) * pP->aStride[d];
         rest /= n;
     }
-    return pCall->aIn[0].aValue[off];
+    return off;
+}
+
+static double perm_value(const parity_op_call *pCall, uint64_t linear)
+{
+    return pCall->aIn[0].aValue[perm_source(pCall, linear)];
 }
 
 static int perm_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
@@ -196,6 +202,16 @@ static int perm_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
     mpfr_set_d(ref, perm_value(pCall, linear), MPFR_RNDN);
     *pBound = 0.0;
     return 0;
+}
+
+/* Propagation (ops.h, xPropagate): a data-movement op moves a value exactly, so its
+ * output's radius is its source element's (bound 0). */
+static int perm_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                          mpfr_t ref, double *pRadius)
+{
+    if (perm_element(pCall, linear, ref, pRadius) != 0) return -1;
+    *pRadius = aRad[0][perm_source(pCall, linear)];
+    return *pRadius < INFINITY ? 0 : parity_propagate_vacuous(pCall, pRadius);
 }
 
 /* Fast path (ops.h) of the data-movement ops: the reference is the moved value itself,
@@ -287,6 +303,14 @@ static int reshape_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, d
     return 0;
 }
 
+static int reshape_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                             mpfr_t ref, double *pRadius)
+{
+    if (reshape_element(pCall, linear, ref, pRadius) != 0) return -1;
+    *pRadius = aRad[0][linear];   /* row-major order kept: the same element */
+    return *pRadius < INFINITY ? 0 : parity_propagate_vacuous(pCall, pRadius);
+}
+
 static int reshape_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
                         double *pBound, double *pSpread)
 {
@@ -297,18 +321,19 @@ const parity_op_def parity_op_transpose = {
     .zName = "transpose", .zModel = "exact (a permutation of the input); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_TRANSPOSE,
     .xPrepare = transpose_prepare, .xElement = perm_element, .xFreeParams = free,
-    .xFast = perm_fast,
+    .xFast = perm_fast, .xPropagate = perm_propagate,
 };
 
 const parity_op_def parity_op_permute = {
     .zName = "permute", .zModel = "exact (a permutation of the input); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_PERMUTE,
     .xPrepare = permute_prepare, .xElement = perm_element, .xFreeParams = free,
-    .xFast = perm_fast,
+    .xFast = perm_fast, .xPropagate = perm_propagate,
 };
 
 const parity_op_def parity_op_reshape = {
     .zName = "reshape", .zModel = "exact (row-major order kept); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_RESHAPE,
     .xPrepare = reshape_prepare, .xElement = reshape_element, .xFast = reshape_fast,
+    .xPropagate = reshape_propagate,
 };

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdio.h>
 #include "tolerance/ops.h"
+#include "tolerance/propagate.h"
 #include "tolerance/mpref.h"
 #include "tolerance/op_pool_internal.h"
 
@@ -173,9 +174,40 @@ static int pool_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
     return 0;
 }
 
+/* Propagation (ops.h, xPropagate): the maximum is 1-Lipschitz in the largest coordinate
+ * change (|max x' - max x| <= max |x'_i - x_i|), and exact: the radius is the largest of
+ * the window's radii. An exact tap (radius 0) moves nothing, an infinity or a NaN
+ * included (a NaN output is judged by value); a moved non-finite tap is vacuous. */
+static int pool_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                          mpfr_t ref, double *pRadius)
+{
+    const parity_pool_geometry *pG = &pCall->geom.pool;
+    uint64_t ox = linear % pG->Wo, oy = (linear / pG->Wo) % pG->Ho;
+    uint64_t plane = linear / (pG->Wo * pG->Ho), base = plane * pG->H * pG->W;
+    const double *x = pCall->aIn[0].aValue + base, *r = aRad[0] + base;
+    double reach = 0.0;
+    int64_t i, j;
+    if (pool_element(pCall, linear, ref, pRadius) != 0) return -1;
+    for (i = 0; i < (int64_t)pG->kH; i++) {
+        int64_t y = (int64_t)oy * pG->sH - pG->pH + i * pG->dH;
+        if (y < 0 || y >= (int64_t)pG->H) continue;
+        for (j = 0; j < (int64_t)pG->kW; j++) {
+            int64_t xx = (int64_t)ox * pG->sW - pG->pW + j * pG->dW;
+            int64_t at = y * (int64_t)pG->W + xx;
+            if (xx < 0 || xx >= (int64_t)pG->W) continue;
+            if (r[at] == 0.0) continue;   /* exact, an infinity or NaN included */
+            if (!isfinite(x[at]) || !(r[at] < INFINITY))
+                return parity_propagate_vacuous(pCall, pRadius);
+            if (r[at] > reach) reach = r[at];
+        }
+    }
+    *pRadius = reach;
+    return 0;
+}
+
 const parity_op_def parity_op_max_pool2d = {
     .zName = "max_pool2d",
     .zModel = "exact (the largest tap; NaN if any tap is NaN); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_POOL,
-    .xPrepare = pool_prepare, .xElement = pool_element,
+    .xPrepare = pool_prepare, .xElement = pool_element, .xPropagate = pool_propagate,
 };

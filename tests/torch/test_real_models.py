@@ -646,26 +646,40 @@ class FusedRegions(CaptureCase):
         self.assertEqual(self.tensor(doc, "/out")["cause"], "propagated", doc["_text"])
         return doc
 
-    def test_whole_model_is_one_region(self):
-        """The MLP compiled whole keeps only /out: linear, gelu, layer_norm, linear, gelu
-        (tanh) and softmax are one fused region, judged from the input and parameters."""
+    def check_whole_region(self, kind, want_ops):
+        """kind compiled whole keeps only /out, judged as one region of want_ops from the
+        input and parameters, every element within the propagated bound, none vacuous."""
         fns = [("torchscript", pt.torchscript_freeze)]
         if TORCH2:
             fns.append(("inductor", pt.torch_compile))
         for name, fn in fns:
-            with self.subTest(compiler=name):
-                model, args = make("mlp")
-                eager, whole = self.path("mlp_e.h5"), self.path("mlp_whole_%s.h5" % name)
+            with self.subTest(kind=kind, compiler=name):
+                model, args = make(kind)
+                eager, whole = self.path("%s_e.h5" % kind), self.path("%s_whole_%s.h5" % (kind, name))
                 pt.capture_eager(model, args, eager)
                 pt.capture_compiled(model, args, whole, whole_model=pt.whole(fn), compiler=name)
                 doc = self.diff(eager, whole)
                 self.assert_pass(doc)
                 t = self.tensor(doc, "/out")
                 self.assertIsNone(t["model_note"], t["model_note"])
-                self.assertEqual(t["judgement"]["fused_region"]["ops"],
-                                 ["/fc1/out", "/act/out", "/norm/out", "/fc2/out", "/act2/out",
-                                  "/out"])
+                self.assertEqual(t["judgement"]["fused_region"]["ops"], want_ops)
                 self.assertIn("/input/0", t["judgement"]["fused_region"]["inputs"])
+                self.assertEqual(t["judgement"]["classes"]["within"], t["elements"])
+                self.assertEqual(t["judgement"]["classes"]["vacuous_bound"], 0)
+
+    def test_whole_model_is_one_region(self):
+        """The MLP compiled whole keeps only /out: linear, gelu, layer_norm, linear, gelu
+        (tanh) and softmax are one fused region, judged from the input and parameters."""
+        self.check_whole_region("mlp", ["/fc1/out", "/act/out", "/norm/out", "/fc2/out",
+                                        "/act2/out", "/out"])
+
+    def test_whole_cnn_is_one_region(self):
+        """The CNN compiled whole (TorchScript freeze folds the batch norm into the
+        convolution; Inductor fuses what it likes): conv2d, batch_norm, relu, max_pool2d,
+        conv2d, relu, the flattening view and linear are one region, judged through every
+        op (their propagation) and passing."""
+        self.check_whole_region("cnn", ["/conv1/out", "/bn1/out", "/relu/out", "/pool/out",
+                                        "/conv2/out", "/0.relu", "/flat/out", "/out"])
 
     @unittest.skipUnless(hasattr(torch.nn, "RMSNorm"), "torch.nn.RMSNorm needs torch >= 2.4")
     def test_residual_rmsnorm_block_is_one_region(self):
