@@ -69,6 +69,16 @@ void parity_graph_case_attr_int(parity_graph_case *pG, int i, const char *zName,
     pA->aInt = &pG->aaInt[i][k];
 }
 
+void parity_graph_case_attr_float(parity_graph_case *pG, int i, const char *zName, double v)
+{
+    size_t k = pG->aNode[i].nAttr;
+    parity_attr *pA = next_attr(pG, i, zName);
+    pG->aaFloat[i][k] = v;
+    pA->kind = PARITY_ATTR_FLOAT;
+    pA->n = 1;
+    pA->aFloat = &pG->aaFloat[i][k];
+}
+
 void parity_graph_case_attr_str(parity_graph_case *pG, int i, const char *zName,
                                 const char *zValue)
 {

@@ -48,6 +48,7 @@ struct parity_graph_case {
     parity_attr aaAttr[PARITY_GRAPH_CASE_MAX_NODES][PARITY_GRAPH_NODE_ATTRS];
     int64_t aaInt[PARITY_GRAPH_CASE_MAX_NODES][PARITY_GRAPH_NODE_ATTRS];
     char *aazStr[PARITY_GRAPH_CASE_MAX_NODES][PARITY_GRAPH_NODE_ATTRS];
+    double aaFloat[PARITY_GRAPH_CASE_MAX_NODES][PARITY_GRAPH_NODE_ATTRS];
     uint64_t nOut;            /* elements of the output (the last node) */
     uint64_t work;            /* multiply-adds, roughly: what bounds its run time */
 };
@@ -119,8 +120,9 @@ int parity_graph_case_node(parity_graph_case *pG, const char *zOp, int nIn, cons
  * be NULL: shapes only). */
 void parity_graph_case_operand(const parity_graph_case *pG, int ref, double *const *aaValue,
                                parity_operand *pOp);
-/* An int or string attribute of node i. */
+/* An int, float or string attribute of node i. */
 void parity_graph_case_attr_int(parity_graph_case *pG, int i, const char *zName, int64_t v);
+void parity_graph_case_attr_float(parity_graph_case *pG, int i, const char *zName, double v);
 void parity_graph_case_attr_str(parity_graph_case *pG, int i, const char *zName,
                                 const char *zValue);
 

@@ -21,6 +21,9 @@
  *   residual_norm       add(x [R, C], res [R, C]) -> layer_norm(C, weight w [C], bias b [C];
  *                       eps 1e-5, the default): the residual add fused into the norm.
  *                       Dims R, C. Drop bit 8: no residual.
+ *   residual_rmsnorm    add(x [R, C], res [R, C]) -> rms_norm(C, weight w [C]; eps 1e-6):
+ *                       a Llama block's residual add fused into its RMSNorm (Inductor
+ *                       and vLLM's fused_add_rms_norm). Dims R, C. Drop bit 8: no residual.
  */
 #include <stdio.h>
 #include <string.h>
@@ -110,22 +113,36 @@ static int build_pointwise_reduce(parity_graph_case *pG, char *zErr, size_t nErr
     return 0;
 }
 
-static int build_residual_norm(parity_graph_case *pG, char *zErr, size_t nErr)
+/* add(x, res) -> the norm zNorm over C: layer_norm with weight and bias (its default eps),
+ * or rms_norm with weight (eps 1e-6, the fused kernel's). */
+static int build_residual(parity_graph_case *pG, const char *zNorm, char *zErr, size_t nErr)
 {
     uint64_t dX[2] = { pG->spec.aDim[0], pG->spec.aDim[1] }, dC[1] = { pG->spec.aDim[1] };
-    int aAdd[2] = { IN(0), IN(1) }, i = IN(0), iLn, nRes = DROPPED(pG, 8) ? 0 : 1;
-    int aLn[3];
+    int aAdd[2] = { IN(0), IN(1) }, i = IN(0), iNorm, nRes = DROPPED(pG, 8) ? 0 : 1;
+    int isLn = strcmp(zNorm, "layer_norm") == 0, aNorm[3];
     parity_graph_case_input(pG, "x", 2, dX);
     if (nRes) parity_graph_case_input(pG, "res", 2, dX);
     parity_graph_case_input(pG, "w", 1, dC);
-    parity_graph_case_input(pG, "b", 1, dC);
+    if (isLn) parity_graph_case_input(pG, "b", 1, dC);
     if (nRes && (i = parity_graph_case_node(pG, "add", 2, aAdd, zErr, nErr)) < 0) return -1;
-    aLn[0] = i;
-    aLn[1] = IN(1 + nRes);
-    aLn[2] = IN(2 + nRes);
-    if ((iLn = parity_graph_case_node(pG, "layer_norm", 3, aLn, zErr, nErr)) < 0) return -1;
-    parity_graph_case_attr_int(pG, iLn, "normalized_shape", (int64_t)pG->spec.aDim[1]);
+    aNorm[0] = i;
+    aNorm[1] = IN(1 + nRes);
+    aNorm[2] = IN(2 + nRes);
+    if ((iNorm = parity_graph_case_node(pG, zNorm, isLn ? 3 : 2, aNorm, zErr, nErr)) < 0)
+        return -1;
+    parity_graph_case_attr_int(pG, iNorm, "normalized_shape", (int64_t)pG->spec.aDim[1]);
+    if (!isLn) parity_graph_case_attr_float(pG, iNorm, "eps", 1e-6);
     return 0;
+}
+
+static int build_residual_norm(parity_graph_case *pG, char *zErr, size_t nErr)
+{
+    return build_residual(pG, "layer_norm", zErr, nErr);
+}
+
+static int build_residual_rmsnorm(parity_graph_case *pG, char *zErr, size_t nErr)
+{
+    return build_residual(pG, "rms_norm", zErr, nErr);
 }
 
 static const parity_graph_family aFamily[] = {
@@ -140,6 +157,8 @@ static const parity_graph_family aFamily[] = {
       build_pointwise_reduce },
     { "residual_norm", 2, { PARITY_ROLE_ROW, PARITY_ROLE_REDUCE }, 4, 1, 1u << 8,
       build_residual_norm },
+    { "residual_rmsnorm", 2, { PARITY_ROLE_ROW, PARITY_ROLE_REDUCE }, 3, 1, 1u << 8,
+      build_residual_rmsnorm },
 };
 
 const parity_graph_family *parity_graph_family_at(size_t i)

@@ -276,6 +276,38 @@ static int fused_residual_norm(const parity_graph_case *pG, const kern_ctx *pK,
     return 0;
 }
 
+/* [add(x, res)] -> rms_norm(w) in one pass over each row: the sum kept in the compute
+ * precision, its squares summed in FUSED_LANES partial sums, then s rsqrt(ms + eps) w, one
+ * rounding (vLLM's fused_add_rms_norm, Inductor's fusion of a Llama block). eps 1e-6, the
+ * family's. */
+static int fused_residual_rmsnorm(const parity_graph_case *pG, const kern_ctx *pK,
+                                  uint32_t defects, double *aOut)
+{
+    int hasRes = pG->nNode > 1;
+    const parity_operand *pX = &pG->aIn[0], *pR = hasRes ? &pG->aIn[1] : NULL;
+    const double *w = pG->aIn[hasRes ? 2 : 1].aValue;
+    uint64_t R = pX->aDim[0], C = pX->aDim[1], r, c;
+    double *t = parity_malloc((C ? C : 1) * sizeof(double));
+    (void)defects;
+    if (!t) return -1;
+    for (r = 0; r < R; r++) {
+        double lane[FUSED_LANES] = { 0 }, sq = 0.0, rr;
+        int l;
+        for (c = 0; c < C; c++) {
+            t[c] = pR ? kern_acc(pK, pX->aValue[r * C + c] + pR->aValue[r * C + c])
+                      : pX->aValue[r * C + c];
+            lane[c % FUSED_LANES] = kern_acc(pK, lane[c % FUSED_LANES] + kern_acc(pK, t[c] * t[c]));
+        }
+        for (l = 0; l < FUSED_LANES; l++) sq = kern_acc(pK, sq + lane[l]);
+        rr = kern_acc(pK, 1.0 / parity_kern_sqrt(pK, kern_acc(pK, kern_acc(pK, sq / (double)C) +
+                                                               kern_acc(pK, 1e-6))));
+        for (c = 0; c < C; c++)
+            aOut[r * C + c] = kern_out(pK, kern_acc(pK, kern_acc(pK, t[c] * rr) * w[c]));
+    }
+    parity_free(t);
+    return 0;
+}
+
 int parity_builtin_graph_fused(const parity_graph_case *pG, uint32_t defects, double *aOut,
                                char *zErr, size_t nErr)
 {
@@ -293,6 +325,8 @@ int parity_builtin_graph_fused(const parity_graph_case *pG, uint32_t defects, do
         rc = fused_pointwise_reduce(pG, &k, defects, aOut);
     else if (strcmp(zFam, "residual_norm") == 0)
         rc = fused_residual_norm(pG, &k, defects, aOut);
+    else if (strcmp(zFam, "residual_rmsnorm") == 0)
+        rc = fused_residual_rmsnorm(pG, &k, defects, aOut);
     else {
         snprintf(zErr, nErr, "builtin: no fused kernel for graph family %s", zFam);
         return -1;
