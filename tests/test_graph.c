@@ -358,7 +358,7 @@ Test(graph, emulated_correct_implementations_stay_within_the_radius)
                                      operand("bv", dt, 1, dC4, bv), operand("w2", dt, 4, dW2, w2),
                                      operand("fc", dt, 2, dFc, fc) };
             int64_t aK[2] = { 2, 2 }, aShape[2] = { 2, 20 }, aDims[4] = { 0, 2, 3, 1 };
-            parity_attr aPool[1], aRs[1], aTr[2] = { attr_int(7, "dim0", 0), attr_int(8, "dim1", 1) };
+            parity_attr aPool[1], aRs[1], aTr[2] = { attr_int(0, "dim0", 0), attr_int(1, "dim1", 1) };
             parity_attr aPerm[1];
             parity_graph_node g[9] = {
                 node("conv2d", dt, 3, IN(0), IN(1), IN(2)), node("batch_norm", dt, 3, 0, IN(3), IN(4)),
