@@ -30,8 +30,12 @@ log=$(mktemp)
 status=0
 # Under the sanitizers everything runs 2-3x slower: the corruption sweep and the random
 # validation campaign run a smaller deterministic share there (the full counts run above).
+# The real compilers' worker campaigns (label compilers: about 6 minutes of test time,
+# mostly the compilers' own Python) run in the release build only: the C they drive, the
+# cmd: target, the oracle and triage, runs under the sanitizers in test_fuzz_worker's fake
+# workers and the corpus tests' replays.
 (cd build-asan && PARITY_SWEEP_N=300 PARITY_VALIDATION_N=2000 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-   ctest --output-on-failure -j"$jobs") 2>&1 | tee "$log" || status=$?
+   ctest --output-on-failure -j"$jobs" -LE compilers) 2>&1 | tee "$log" || status=$?
 if grep -qE "runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer" "$log"; then
   echo "run-tests: a sanitizer reported an error (see above)" >&2
   status=1
