@@ -41,6 +41,16 @@ def torch_here():
     return None
 
 
+def assert_fails_at_out(test, repro):
+    """paritydiff fails the stored pair, its first divergence /out with a local cause."""
+    p = subprocess.run([PARITYDIFF, os.path.join(repro, "eager.h5"),
+                        os.path.join(repro, "compiled.h5")],
+                       capture_output=True, text=True, timeout=120)
+    test.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+    test.assertIn("first divergence: /out", p.stdout)
+    test.assertIn("cause: local", p.stdout)
+
+
 class Corpus(unittest.TestCase):
     def test_there_are_repros(self):
         self.assertGreater(len(repros()), 0)
@@ -48,12 +58,7 @@ class Corpus(unittest.TestCase):
     def test_paritydiff_fails_each_pair_at_out_with_a_local_cause(self):
         for r in repros():
             with self.subTest(repro=r):
-                p = subprocess.run([PARITYDIFF, os.path.join(r, "eager.h5"),
-                                    os.path.join(r, "compiled.h5")],
-                                   capture_output=True, text=True, timeout=120)
-                self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
-                self.assertIn("first divergence: /out", p.stdout)
-                self.assertIn("cause: local", p.stdout)
+                assert_fails_at_out(self, r)
                 with open(os.path.join(r, "signature")) as f:
                     sig = f.read()
                 self.assertIn("found by: ", sig)
@@ -81,12 +86,7 @@ class GraphCorpus(unittest.TestCase):
     def test_paritydiff_fails_each_pair_at_out_with_a_local_cause(self):
         for r in repros(GRAPHS):
             with self.subTest(repro=r):
-                p = subprocess.run([PARITYDIFF, os.path.join(r, "eager.h5"),
-                                    os.path.join(r, "compiled.h5")],
-                                   capture_output=True, text=True, timeout=120)
-                self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
-                self.assertIn("first divergence: /out", p.stdout)
-                self.assertIn("cause: local", p.stdout)
+                assert_fails_at_out(self, r)
                 self.assertFalse(os.path.exists(os.path.join(r, "signature")), r)
                 with open(os.path.join(r, "origin")) as f:
                     note = f.read()
