@@ -343,13 +343,13 @@ static int conv_propagate(parity_op_call *pCall, const double *const *aRad, uint
 {
     conv_params *pP = pCall->pParams;
     const parity_conv_geometry *pG = &pCall->geom.conv;
-    uint64_t o, o2, nTap, k;
+    uint64_t o, nTap, k;
     double dev = 0.0, absSum = 0.0, u, gamma, bound, nOps;
     int moved = 0, special = 0;
+    /* conv_element leaves this element's taps in aA, aB (read-only to the exact dot); the
+     * radii come by the same walk, in the same order */
     if (conv_element(pCall, linear, ref, pRadius) != 0) return -1;
-    nTap = parity_conv_taps(pG, pCall->aIn[0].aValue, pCall->aIn[1].aValue, linear, pP->aA,
-                            pP->aB, &o);
-    (void)parity_conv_taps(pG, aRad[0], aRad[1], linear, pP->aRA, pP->aRB, &o2);
+    nTap = parity_conv_taps(pG, aRad[0], aRad[1], linear, pP->aRA, pP->aRB, &o);
     for (k = 0; k < nTap; k++) {
         double av = pP->aA[k], bv = pP->aB[k], rav = pP->aRA[k], rbv = pP->aRB[k];
         if (rav != 0.0 || rbv != 0.0) moved = 1;
