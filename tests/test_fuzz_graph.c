@@ -8,16 +8,21 @@
  * 3. the clean fused kernels give no finding, and judge cases (not only bit-identical ones);
  * 4. a worker (tests/fixtures/fake_worker.py) runs the graph families it answers in its
  *    handshake (graphs=), and a worker that answers none is refused;
- * 5. bad usage is one line on stderr and exit 2.
+ * 5. bad usage is one line on stderr and exit 2;
+ * 6. a CPU's flush modes, which only a graph case shows apart from an op (XLA:CPU's), are
+ *    named as such and grouped by dtype whatever the ops: results flushed, an intermediate
+ *    underflowing to zero, subnormal inputs read as zero.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "fuzz/cases/graph_cases.h"
+#include "fuzz/search/search.h"
 #include "fuzz/targets/targets.h"
 #include "support.h"
 
@@ -440,4 +445,104 @@ Test(fuzz_graph, bad_usage_is_one_line_and_exit_2)
         cr_assert(strstr(r.zErr, azWant[i]), "want '%s':\n%s", azWant[i], r.zErr);
         run_free(&r);
     }
+}
+
+/* ---- 6. flush modes ---------------------------------------------------------------- */
+
+/* How flush_target's compiled side differs from IEEE eager. */
+static enum { FLUSH_DAZ, FLUSH_FTZ, FLUSH_DOUBLE } g_flushMode;
+
+/* Eager's kernels in a flush mode: DAZ reads subnormal inputs as zero; FTZ zeroes results
+ * below 2^24 times the smallest normal (an intermediate flushed inside a fused kernel
+ * looks so); DOUBLE is a plain wrong kernel, twice eager. */
+static parity_run_status flush_run(parity_target *pT, const parity_graph_case *pG,
+                                   double *aOut, char *zErr, size_t nErr)
+{
+    parity_graph_case *pZ = malloc(sizeof *pZ);
+    double *aaOut[PARITY_GRAPH_CASE_MAX_NODES] = { 0 }, aX[1];
+    double tiny = parity_dtype_smallest_normal(pG->spec.dtype);
+    uint64_t k;
+    size_t i;
+    (void)pT;
+    cr_assert_not_null(pZ);
+    *pZ = *pG;
+    if (g_flushMode == FLUSH_DAZ) {     /* the test's x is one element */
+        aX[0] = fabs(pG->aIn[0].aValue[0]) < tiny ? 0.0 : pG->aIn[0].aValue[0];
+        pZ->aIn[0].aValue = aX;
+    }
+    cr_assert_eq(parity_builtin_graph_eager(pZ, aaOut, zErr, nErr), 0, "%s", zErr);
+    for (k = 0; k < pG->nOut; k++) {
+        double v = aaOut[pG->nNode - 1][k];
+        aOut[k] = g_flushMode == FLUSH_FTZ && fabs(v) < ldexp(tiny, 24) ? 0.0
+                : g_flushMode == FLUSH_DOUBLE ? 2 * v : v;
+    }
+    for (i = 0; i < pG->nNode; i++) free(aaOut[i]);
+    free(pZ);
+    return PARITY_RUN_OK;
+}
+
+/* The symptom of linear(x, w) for one-element x and w under g_flushMode. */
+static const char *flush_symptom(double x, double w)
+{
+    static char zSym[32];
+    parity_graph_spec s;
+    parity_graph_case g;
+    parity_graph_oracle_result r;
+    parity_target target;
+    double *aaEager[PARITY_GRAPH_CASE_MAX_NODES] = { 0 }, aC[1];
+    size_t i, f;
+    memset(&s, 0, sizeof s);
+    for (f = 0; f < parity_graph_family_count(); f++)
+        if (parity_graph_family_at(f) == parity_graph_family_find("gemm_epilogue"))
+            s.family = (uint8_t)f;
+    s.variant = 1u << 8 | 1u << 9;      /* no bias, no activation: linear alone */
+    s.dtype = PARITY_DT_F32;
+    s.aDim[0] = s.aDim[1] = s.aDim[2] = 1;
+    s.seed = 5;
+    expand_ok(&s, &g);
+    cr_assert_eq(g.nOut, 1);
+    g.aIn[0].aValue[0] = x;
+    g.aIn[1].aValue[0] = w;
+    memset(&target, 0, sizeof target);
+    target.zName = "flush";
+    target.xRunGraph = flush_run;
+    cr_assert_eq(parity_graph_oracle_run(&target, &g, aaEager, aC, &r), 0, "%s", r.zDetail);
+    cr_assert_eq(r.cls, PARITY_FINDING_DIVERGES, "x %g w %g: %s", x, w, r.zDetail);
+    snprintf(zSym, sizeof zSym, "%s", parity_graph_symptom(&r, PARITY_DT_F32));
+    for (i = 0; i < g.nNode; i++) free(aaEager[i]);
+    parity_graph_case_free(&g);
+    return zSym;
+}
+
+Test(fuzz_graph, flush_modes_are_named_and_grouped_by_dtype)
+{
+    parity_graph_cause *aC = NULL;
+    size_t n = 0;
+    int isNew;
+
+    g_flushMode = FLUSH_DAZ;            /* XLA:CPU: -2.26e-39 * -3.4e38 gave 0, not 0.77 */
+    cr_assert_str_eq(flush_symptom(-2.263648e-39, -3.4028235e38), "subnormal input zeroed");
+    g_flushMode = FLUSH_FTZ;
+    cr_assert_str_eq(flush_symptom(1e-30, 1e-7), "underflow to zero");   /* 1e-37: normal */
+    cr_assert_str_eq(flush_symptom(1e-30, 1e-9), "subnormal flushed");   /* 1e-39 */
+    g_flushMode = FLUSH_DOUBLE;         /* a subnormal input alone names no flush */
+    cr_assert_str_eq(flush_symptom(-2.263648e-39, -3.4028235e38), "accuracy");
+    cr_assert_str_eq(flush_symptom(1e-30, 1e-7), "accuracy");
+
+    /* a flush is the dtype's whatever the ops; accuracy stays with its ops */
+    cr_assert_not_null(parity_graph_cause_add(&aC, &n, "gemm_epilogue", "linear+silu",
+                                              PARITY_DT_F32, "underflow to zero", &isNew));
+    cr_assert_not_null(parity_graph_cause_add(&aC, &n, "masked_softmax", "add+softmax",
+                                              PARITY_DT_F32, "underflow to zero", &isNew));
+    cr_assert_eq(isNew, 0, "one flush cause for both families");
+    cr_assert_str_eq(aC[0].zFamily, "*");
+    cr_assert_not_null(parity_graph_cause_add(&aC, &n, "gemm_epilogue", "linear",
+                                              PARITY_DT_F32, "subnormal input zeroed", &isNew));
+    cr_assert_not_null(parity_graph_cause_add(&aC, &n, "gemm_epilogue", "linear",
+                                              PARITY_DT_BF16, "subnormal input zeroed", &isNew));
+    cr_assert_not_null(parity_graph_cause_add(&aC, &n, "gemm_epilogue", "linear+tanh",
+                                              PARITY_DT_F32, "accuracy", &isNew));
+    cr_assert_eq(n, 4, "float32 flush, float32 and bfloat16 zeroed inputs, tanh's accuracy");
+    cr_assert_str_eq(aC[3].zOps, "linear+tanh");
+    free(aC);
 }

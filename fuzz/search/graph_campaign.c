@@ -4,6 +4,7 @@
  * root cause per minimized (family, ops, dtype, kind) with its repro. Like campaign.c it
  * writes repros, so it includes the findings room's header (search.h's one arrow up).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +21,37 @@ void parity_graph_campaign_result_free(parity_graph_campaign_result *pRes)
     memset(pRes, 0, sizeof *pRes);
 }
 
+/* triage.c's symptoms, and two that only a graph shows, both the CPU's flush mode rather
+ * than an op (measured on XLA:CPU, README "JAX"):
+ *   underflow to zero   compiled 0 where the reference is a normal below 2^24 times the
+ *                       smallest normal: an intermediate went subnormal and was flushed
+ *                       (sigmoid(-87.3) = 1.2e-38 is normal, but 1 / (1 + e^87.3) is
+ *                       computed through 9e-39; silu's x * sigmoid(x) then gives 0 for -8e-37)
+ *   subnormal input zeroed   compiled's worst element is what eager gives with every
+ *                       subnormal input read as zero, far closer than the IEEE result
+ *                       (denormals-are-zero: x = -2.3e-39 times w = -3.4e38 gives 0, not
+ *                       0.77; graph_oracle.c reruns eager so to tell)
+ * A single op cannot show either apart: its worker's eager side shares the flush mode. */
 const char *parity_graph_symptom(const parity_graph_oracle_result *pR, parity_dtype dt)
 {
+    const char *zSymptom;
     if (pR->cls != PARITY_FINDING_DIVERGES || !pR->judged)
         return parity_finding_class_name(pR->cls);
-    return parity_triage_symptom(pR->worstRef, pR->worstCompiled, dt);
+    zSymptom = parity_triage_symptom(pR->worstRef, pR->worstCompiled, dt);
+    if (strcmp(zSymptom, "accuracy") != 0) return zSymptom;
+    if (pR->subnormalInputZeroed) return "subnormal input zeroed";
+    if (pR->worstCompiled == 0 && pR->worstRef != 0 &&
+        fabs(pR->worstRef) < ldexp(parity_dtype_smallest_normal(dt), 24))
+        return "underflow to zero";
+    return zSymptom;
+}
+
+/* The symptoms that are the dtype's flush whatever the ops. */
+static int is_flush_symptom(const char *zSymptom)
+{
+    return strcmp(zSymptom, "subnormal flushed") == 0 ||
+           strcmp(zSymptom, "underflow to zero") == 0 ||
+           strcmp(zSymptom, "subnormal input zeroed") == 0;
 }
 
 parity_graph_cause *parity_graph_cause_add(parity_graph_cause **paCause, size_t *pnCause,
@@ -33,7 +60,7 @@ parity_graph_cause *parity_graph_cause_add(parity_graph_cause **paCause, size_t 
 {
     size_t i;
     parity_graph_cause *a;
-    if (strcmp(zSymptom, "subnormal flushed") == 0)   /* the dtype's flush: any ops */
+    if (is_flush_symptom(zSymptom))                  /* the dtype's flush: any ops */
         zFamily = zOps = "*";
     *pNew = 0;
     for (i = 0; i < *pnCause; i++) {

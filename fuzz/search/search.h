@@ -190,6 +190,8 @@ typedef struct {
     parity_finding_class cls;
     int judged, bitIdentical;
     int nonFinite;            /* a divergence with non-finite elements */
+    int subnormalInputZeroed; /* compiled's worst element is eager's with subnormal
+                               * inputs read as zero (denormals-are-zero) */
     double worstRef, worstCompiled;   /* at the judgement's worst element: the reference
                                        * rounded to the output dtype, and compiled's value */
     parity_judgement judgement;
