@@ -43,9 +43,13 @@ typedef struct {
 /* Replays the repro folder zRepro on pT. */
 void parity_replay_one(parity_target *pT, const char *zRepro, parity_replay_result *pRes);
 
-/* Lists the repros under zDir: zDir itself when it holds eager.h5, else its subfolders
- * that do (sorted by name; temporary folders of a running campaign are skipped). Returns
- * the count (*pazRepro malloc'd, free with parity_replay_list_free), or -1 with zErr. */
+/* Lists the repros under zDir: zDir itself when it holds eager.h5, else the folders below
+ * it that do, down to PARITY_REPLAY_LIST_DEPTH levels (a campaign's --out holds
+ * family/repro or op/repro; a repro's own subfolders are not searched; symbolic links
+ * are not followed; temporary folders of a running campaign are skipped), sorted by path.
+ * Returns the count (*pazRepro malloc'd, free with parity_replay_list_free), or -1 with
+ * zErr. */
+#define PARITY_REPLAY_LIST_DEPTH 3
 long parity_replay_list(const char *zDir, char ***pazRepro, char *zErr, size_t nErr);
 void parity_replay_list_free(char **azRepro, long n);
 

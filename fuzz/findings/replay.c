@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "formats/alloc.h"
 #include "formats/process.h"
@@ -171,45 +172,70 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-long parity_replay_list(const char *zDir, char ***pazRepro, char *zErr, size_t nErr)
+/* A growing list of repro folders. */
+typedef struct {
+    char **az;
+    long n;
+} repro_list;
+
+static int list_add(repro_list *pL, const char *zDir)
 {
-    DIR *pDir;
+    char **azNew = parity_realloc(pL->az, (size_t)(pL->n + 1) * sizeof *pL->az);
+    if (!azNew) return -1;
+    pL->az = azNew;
+    if (!(pL->az[pL->n] = parity_strdup(zDir))) return -1;
+    pL->n++;
+    return 0;
+}
+
+/* Appends the repros under zDir, descending into folders without eager.h5 down to depth
+ * levels (a campaign's --out holds family/repro). Symbolic links are not followed: a
+ * loop would never end, and a link out of the folder is not the user's campaign. */
+static int list_under(repro_list *pL, const char *zDir, int depth, char *zErr, size_t nErr)
+{
+    DIR *pDir = opendir(zDir);
     struct dirent *pEnt;
-    char **az = NULL;
-    long n = 0;
-    *pazRepro = NULL;
-    if (has_repro(zDir)) {
-        az = parity_malloc(sizeof *az);
-        if (!az || !(az[0] = parity_strdup(zDir))) { free(az); snprintf(zErr, nErr, "out of memory"); return -1; }
-        *pazRepro = az;
-        return 1;
-    }
-    pDir = opendir(zDir);
+    int rc = 0;
     if (!pDir) {
         snprintf(zErr, nErr, "%s: %s", zDir, strerror(errno));
         return -1;
     }
-    while ((pEnt = readdir(pDir)) != NULL) {
+    while (rc == 0 && (pEnt = readdir(pDir)) != NULL) {
         char zSub[4200];
-        char **azNew;
+        struct stat st;
         if (pEnt->d_name[0] == '.') continue;     /* ".", "..", ".tmp-*" of a live campaign */
         snprintf(zSub, sizeof zSub, "%s/%s", zDir, pEnt->d_name);
-        if (!has_repro(zSub)) continue;
-        azNew = parity_realloc(az, (size_t)(n + 1) * sizeof *az);
-        if (!azNew || !(azNew[n] = parity_strdup(zSub))) {
-            /* a list that silently lost a repro would replay as a pass */
-            closedir(pDir);
-            parity_replay_list_free(azNew ? azNew : az, n);
+        if (lstat(zSub, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        if (has_repro(zSub)) {
+            if (list_add(pL, zSub) != 0) {
+                /* a list that silently lost a repro would replay as a pass */
+                snprintf(zErr, nErr, "out of memory");
+                rc = -1;
+            }
+        } else if (depth > 1) {
+            rc = list_under(pL, zSub, depth - 1, zErr, nErr);
+        }
+    }
+    closedir(pDir);
+    return rc;
+}
+
+long parity_replay_list(const char *zDir, char ***pazRepro, char *zErr, size_t nErr)
+{
+    repro_list l = { NULL, 0 };
+    *pazRepro = NULL;
+    if (has_repro(zDir)) {
+        if (list_add(&l, zDir) != 0) {
             snprintf(zErr, nErr, "out of memory");
             return -1;
         }
-        az = azNew;
-        n++;
+    } else if (list_under(&l, zDir, PARITY_REPLAY_LIST_DEPTH, zErr, nErr) != 0) {
+        parity_replay_list_free(l.az, l.n);
+        return -1;
     }
-    closedir(pDir);
-    if (n > 1) qsort(az, (size_t)n, sizeof *az, cmp_str);
-    *pazRepro = az;
-    return n;
+    if (l.n > 1) qsort(l.az, (size_t)l.n, sizeof *l.az, cmp_str);
+    *pazRepro = l.az;
+    return l.n;
 }
 
 void parity_replay_list_free(char **azRepro, long n)

@@ -6,6 +6,7 @@
   causes, in its JSON and text (root causes before the signatures), and the same two from
   `parityfuzz triage` over the repros it stored; the summary counts judged cases.
 - The retracted repros no longer diverge: listed apart, no cause, exit 0.
+- A campaign's --out (family/repro) is searched three levels down; links are not followed.
 - Bad input: one line, exit 2.
 argv: PARITYFUZZ SOURCE_DIR.
 """
@@ -77,6 +78,30 @@ class OnednnCorpus(unittest.TestCase):
         self.assertTrue(text.startswith("root cause 1: * ("), text[:200])
         self.assertIn("bfloat16: subnormal flushed, trigger subnormal result; 14 signatures", text)
         self.assertTrue(text.rstrip().endswith("%d repros, %d root causes" % (len(names), len(rows))))
+
+    def test_a_campaign_layout_is_searched_below_and_links_are_not_followed(self):
+        """scripts/campaigns.py --out holds family/repro: triage finds them there, three
+        levels down at most, and follows no symbolic link (a loop must not hang it)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            deep = os.path.join(tmp, "camp", "relu", "float32")
+            shutil.copytree(os.path.join(CORPUS, "repros", "relu-nan-float32"),
+                            os.path.join(deep, "r1"))
+            os.symlink(os.path.join(tmp, "camp"), os.path.join(deep, "loop"))
+            too_deep = os.path.join(tmp, "deep", "a", "b", "c")
+            shutil.copytree(os.path.join(CORPUS, "repros", "relu-nan-float32"),
+                            os.path.join(too_deep, "r1"))
+            linked = os.path.join(tmp, "linked")
+            os.mkdir(linked)
+            os.symlink(os.path.join(CORPUS, "repros", "relu-nan-float32"),
+                       os.path.join(linked, "r1"))
+            code, out, err = run("triage", os.path.join(tmp, "camp"), "--json", "-", timeout=60)
+            self.assertEqual(code, 1, err)
+            doc = json.loads(out)
+            self.assertEqual(doc["repros"], 1)
+            self.assertEqual(doc["root_causes"][0]["repro"], os.path.join(deep, "r1"))
+            for d in (os.path.join(tmp, "deep"), linked):
+                code, out, err = run("triage", d, timeout=60)
+                self.assertEqual((code, "no repro under" in err), (2, True), out + err)
 
     def test_retracted_repros_no_longer_diverge(self):
         code, out, err = run("triage", os.path.join(CORPUS, "retracted"), "--json", "-")
