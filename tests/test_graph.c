@@ -5,8 +5,9 @@
  * 1. Soundness: implementations that err anywhere within each op's own model (emulated:
  *    each node's reference and bound from the op on the emulated operands, and a value
  *    drawn in that interval, its ends half of the time) stay within every node's radius,
- *    over graphs of unary, binary, dot-product, reduction and softmax ops in float32 and
- *    bfloat16.
+ *    over graphs of unary, binary, dot-product, reduction and softmax ops, and of the
+ *    exact ops that move, pick or round values (slice, cat, stack, where, masked_fill,
+ *    clamp, cast, embedding), in float32 and bfloat16.
  * 2. Reach: each unary op's enclosure over wide boxes (the dips of gelu, silu and mish
  *    inside them) holds the reference at 2001 points of the box.
  * 3. The rewrites compilers make pass: reassociation and FMA contraction (linear + gelu),
@@ -383,6 +384,54 @@ Test(graph, emulated_correct_implementations_stay_within_the_radius)
                          "checked %llu", (unsigned long long)n);
             free(xi); free(w1); free(b1); free(bw); free(bb); free(bm); free(bv); free(w2);
             free(fc);
+        }
+        {
+            /* the exact ops of a transformer's plumbing, after ops that err: linear ->
+             * slice, slice -> cat -> gelu -> where -> masked_fill -> clamp -> cast to the
+             * other float dtype and back; tanh -> embedding; stack */
+            parity_dtype other = dt == F32 ? BF16 : F32;
+            uint64_t d4x16[2] = { 4, 16 }, d8x16[2] = { 8, 16 }, d8x4[2] = { 8, 4 };
+            uint64_t d10x4[2] = { 10, 4 }, d4[1] = { 4 };
+            double *h = values(&s, 64, dt, 1.0, 0.0), *wl = values(&s, 128, dt, 0.3, 0.0);
+            double *we = values(&s, 40, dt, 1.0, 0.0), cond[32], fillMask[32], idx[4] = { 3, 0, 9, 3 };
+            parity_operand in[6] = { operand("h", dt, 2, d4x16, h), operand("wl", dt, 2, d8x16, wl),
+                                     operand("cond", PARITY_DT_BOOL, 2, d8x4, cond),
+                                     operand("fill_mask", PARITY_DT_BOOL, 2, d8x4, fillMask),
+                                     operand("we", dt, 2, d10x4, we),
+                                     operand("idx", PARITY_DT_I64, 1, d4, idx) };
+            parity_attr aSl1[4] = { attr_int(0, "dim", 1), attr_int(1, "start", 0),
+                                    attr_int(2, "end", 4), attr_int(3, "step", 1) };
+            parity_attr aSl2[4] = { attr_int(0, "dim", 1), attr_int(4, "start", 4),
+                                    attr_int(5, "end", 8), attr_int(3, "step", 1) };
+            parity_attr aDim0[1] = { attr_int(6, "dim", 0) };
+            parity_attr aFill[1] = { attr_float(2, "value", 0.5) };
+            parity_attr aClamp[2] = { attr_float(0, "min", -0.5), attr_float(1, "max", 0.5) };
+            parity_attr aTo[1] = { attr_str(0, "to", parity_dtype_name(other)) };
+            parity_attr aBack[1] = { attr_str(1, "to", parity_dtype_name(dt)) };
+            parity_graph_node g[13] = {
+                node("linear", dt, 2, IN(0), IN(1), 0), node("slice", dt, 1, 0, 0, 0),
+                node("slice", dt, 1, 0, 0, 0), node("cat", dt, 2, 1, 2, 0),
+                node("gelu", dt, 1, 3, 0, 0), node("where", dt, 3, IN(2), 4, 3),
+                node("masked_fill", dt, 2, 5, IN(3), 0), node("clamp", dt, 1, 6, 0, 0),
+                node("cast", other, 1, 7, 0, 0), node("cast", dt, 1, 8, 0, 0),
+                node("tanh", dt, 1, IN(4), 0, 0), node("embedding", dt, 2, 10, IN(5), 0),
+                node("stack", dt, 2, 1, 2, 0),
+            };
+            for (i = 0; i < 32; i++) {
+                cond[i] = i % 3 == 0;
+                fillMask[i] = i % 5 == 2;
+            }
+            with_attrs(&g[1], aSl1, 4);
+            with_attrs(&g[2], aSl2, 4);
+            with_attrs(&g[3], aDim0, 1);
+            with_attrs(&g[6], aFill, 1);
+            with_attrs(&g[7], aClamp, 2);
+            with_attrs(&g[8], aTo, 1);
+            with_attrs(&g[9], aBack, 1);
+            with_attrs(&g[12], aDim0, 1);
+            n = soundness(g, 13, in, 6, 20, 808 + iDt);
+            cr_assert_gt(n, 20 * 350, "checked %llu", (unsigned long long)n);
+            free(h); free(wl); free(we);
         }
         free(x); free(y); free(z); free(a); free(w); free(b); free(e); free(q); free(r);
         free(sc); free(mask);

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 
 /* Bits and signedness of an integer dtype; 0 bits for non-integers (bool included). */
 static int int_bits(parity_dtype dt, int *pSigned)
@@ -134,6 +135,23 @@ static int cast_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
     return 0;
 }
 
+/* Propagation (ops.h, xPropagate). To a float: the exact value anywhere in the box, rounded,
+ * lies within rad + half an ulp of the output at |x| + rad from x, and the reference (x
+ * rounded) within half an ulp of x: rad + one ulp. To an integer or bool the cast is a
+ * step function: exact only when no step lies in the box, which a radius this side does not
+ * check, so vacuous (a capture's integer tensors come from integer ops, radius 0). */
+static int cast_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                          mpfr_t ref, double *pRadius)
+{
+    double x = pCall->aIn[0].aValue[linear], rad = aRad[0][linear], b;
+    cast_element(pCall, linear, ref, pRadius);
+    if (rad == 0.0) return 0;
+    if (!parity_dtype_is_float(pCall->outDtype)) return parity_propagate_vacuous(pCall, pRadius);
+    parity_propagate_picked(pCall, x, rad, 0.0, &b);    /* +Inf when vacuous */
+    *pRadius = parity_radius_up(b + 0.5 * parity_ulp_at(pCall->outDtype, fabs(x)), 2.0);
+    return 0;
+}
+
 const parity_op_def parity_op_cast = {
     .zName = "cast",
     .zModel = "exact: round to nearest even into 'to' (integers: truncation); bound 0",
@@ -142,4 +160,5 @@ const parity_op_def parity_op_cast = {
     .flags = PARITY_OPF_INT_OUTPUT,
     .xPrepare = cast_prepare,
     .xElement = cast_element,
+    .xPropagate = cast_propagate,
 };

@@ -29,6 +29,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 #include "tolerance/op_unary_internal.h"
 
 /* Reads bound zName (dflt when absent, NAN dflt meaning "no bound": *pValue = absent) into
@@ -92,6 +93,16 @@ static int clamp_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, dou
     return 0;
 }
 
+/* Propagation (ops.h, xPropagate): clamp is 1-Lipschitz (as relu). */
+static int clamp_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                           mpfr_t ref, double *pRadius)
+{
+    double b;
+    clamp_element(pCall, linear, ref, &b);
+    return parity_propagate_picked(pCall, pCall->aIn[0].aValue[linear], aRad[0][linear], b,
+                                   pRadius);
+}
+
 /* Generated cases: both bounds (-0.5, 0.5), or only max = 0.25 (fuzz/cases/layout.c). */
 static const parity_op_case_attr aClampCase[] = {
     { "min", PARITY_ATTR_FLOAT, { -0.5, NAN }, { NULL, NULL } },
@@ -111,7 +122,7 @@ const parity_op_def parity_op_clamp = {
     "them, NaN propagates; only the rounding to the output dtype (0.5 ulp)",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_UNARY,
     .aCaseAttr = aClampCase, .nCaseAttr = 2,
-    .xPrepare = clamp_prepare, .xElement = clamp_element,
+    .xPrepare = clamp_prepare, .xElement = clamp_element, .xPropagate = clamp_propagate,
 };
 
 const parity_op_def parity_op_hardtanh = {
@@ -121,5 +132,5 @@ const parity_op_def parity_op_hardtanh = {
     "rounding to the output dtype (0.5 ulp)",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_UNARY,
     .aCaseAttr = aHardtanhCase, .nCaseAttr = 2,
-    .xPrepare = clamp_prepare, .xElement = clamp_element,
+    .xPrepare = clamp_prepare, .xElement = clamp_element, .xPropagate = clamp_propagate,
 };

@@ -19,6 +19,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 
 /* Is operand k a legacy empty tensor torch.cat skips (1-D, size 0)? */
 static int cat_skipped(const parity_operand *pX, size_t nIn)
@@ -200,20 +201,35 @@ static int concat_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
     return 0;
 }
 
+/* Propagation (ops.h, xPropagate): the element moved (a promotion is exact), its radius
+ * with it. */
+static int concat_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                            mpfr_t ref, double *pRadius)
+{
+    int k;
+    uint64_t off = parity_concat_source(&pCall->geom.concat, pCall->aOutDim, pCall->outRank,
+                                        linear, &k);
+    mpfr_set_d(ref, pCall->aIn[k].aValue[off], MPFR_RNDN);
+    return parity_propagate_moved(pCall, aRad[k][off], pRadius);
+}
+
 const parity_op_def parity_op_cat = {
     .zName = "cat", .zModel = "exact (the inputs one after another along dim); bound 0",
     .nInMin = 1, .nInMax = PARITY_CONCAT_MAX_IN, .family = PARITY_FAMILY_CONCAT,
     .xPrepare = cat_prepare, .xElement = concat_element,
+    .xPropagate = concat_propagate,
 };
 
 const parity_op_def parity_op_stack = {
     .zName = "stack", .zModel = "exact (the inputs along a new dim); bound 0",
     .nInMin = 1, .nInMax = PARITY_CONCAT_MAX_IN, .family = PARITY_FAMILY_CONCAT,
     .xPrepare = stack_prepare, .xElement = concat_element,
+    .xPropagate = concat_propagate,
 };
 
 const parity_op_def parity_op_expand = {
     .zName = "expand", .zModel = "exact (the input broadcast to size); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_CONCAT,
     .xPrepare = expand_prepare, .xElement = concat_element,
+    .xPropagate = concat_propagate,
 };

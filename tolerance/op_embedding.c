@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 
 static int emb_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
                        char *zErr, size_t nErr)
@@ -71,9 +72,23 @@ static int emb_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     return 0;
 }
 
+/* Propagation (ops.h, xPropagate): the weight element moved, its radius with it; an
+ * index that is not exact could name another row: vacuous. */
+static int emb_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                         mpfr_t ref, double *pRadius)
+{
+    const parity_embedding_geometry *pG = &pCall->geom.embedding;
+    int64_t row = parity_embedding_row(pG, pCall->aIn[1].aValue[linear / pG->D]);
+    emb_element(pCall, linear, ref, pRadius);
+    if (aRad[1][linear / pG->D] != 0.0) return parity_propagate_vacuous(pCall, pRadius);
+    if (row < 0) return 0;                      /* NaN, exact */
+    return parity_propagate_moved(pCall, aRad[0][(uint64_t)row * pG->D + linear % pG->D],
+                                  pRadius);
+}
+
 const parity_op_def parity_op_embedding = {
     .zName = "embedding",
     .zModel = "exact (a row of the weight; an index outside [0, V) is NaN); bound 0",
     .nInMin = 2, .nInMax = 2, .family = PARITY_FAMILY_EMBEDDING,
-    .xPrepare = emb_prepare, .xElement = emb_element,
+    .xPrepare = emb_prepare, .xElement = emb_element, .xPropagate = emb_propagate,
 };

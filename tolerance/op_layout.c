@@ -210,8 +210,7 @@ static int perm_propagate(parity_op_call *pCall, const double *const *aRad, uint
                           mpfr_t ref, double *pRadius)
 {
     if (perm_element(pCall, linear, ref, pRadius) != 0) return -1;
-    *pRadius = aRad[0][perm_source(pCall, linear)];
-    return *pRadius < INFINITY ? 0 : parity_propagate_vacuous(pCall, pRadius);
+    return parity_propagate_moved(pCall, aRad[0][perm_source(pCall, linear)], pRadius);
 }
 
 /* Fast path (ops.h) of the data-movement ops: the reference is the moved value itself,
@@ -307,8 +306,8 @@ static int reshape_propagate(parity_op_call *pCall, const double *const *aRad, u
                              mpfr_t ref, double *pRadius)
 {
     if (reshape_element(pCall, linear, ref, pRadius) != 0) return -1;
-    *pRadius = aRad[0][linear];   /* row-major order kept: the same element */
-    return *pRadius < INFINITY ? 0 : parity_propagate_vacuous(pCall, pRadius);
+    /* row-major order kept: the same element */
+    return parity_propagate_moved(pCall, aRad[0][linear], pRadius);
 }
 
 static int reshape_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,

@@ -59,12 +59,10 @@ static int relu_fast(const parity_op_call *pCall, uint64_t linear, double *pRef,
 static int relu_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
                           mpfr_t ref, double *pRadius)
 {
-    double x = pCall->aIn[0].aValue[linear], r = aRad[0][linear];
-    relu_element(pCall, linear, ref, pRadius);
-    if (r == 0.0) return 0;
-    if (!isfinite(x) || !(r < INFINITY)) return parity_propagate_vacuous(pCall, pRadius);
-    *pRadius = parity_radius_up(r + 0.5 * parity_ulp_at(pCall->outDtype, fabs(x) + r), 3.0);
-    return 0;
+    double b;
+    relu_element(pCall, linear, ref, &b);
+    return parity_propagate_picked(pCall, pCall->aIn[0].aValue[linear], aRad[0][linear], b,
+                                   pRadius);
 }
 
 const parity_op_def parity_op_relu = {

@@ -15,6 +15,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 
 /* Output dims and the geometry, from dim, start, count along it, step, and whether the
  * dim is dropped. */
@@ -157,6 +158,15 @@ static int slice_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, dou
     return 0;
 }
 
+/* Propagation (ops.h, xPropagate): the element moved, its radius with it. */
+static int slice_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                           mpfr_t ref, double *pRadius)
+{
+    uint64_t off = parity_slice_source(&pCall->geom.slice, pCall->aOutDim, pCall->outRank, linear);
+    mpfr_set_d(ref, pCall->aIn[0].aValue[off], MPFR_RNDN);
+    return parity_propagate_moved(pCall, aRad[0][off], pRadius);
+}
+
 static int slice_fast(const parity_op_call *pCall, uint64_t linear, double *pRef, double *pErr,
                       double *pBound, double *pSpread)
 {
@@ -168,16 +178,19 @@ const parity_op_def parity_op_select = {
     .zName = "select", .zModel = "exact (one slice of the input); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_SLICE,
     .xPrepare = select_prepare, .xElement = slice_element, .xFast = slice_fast,
+    .xPropagate = slice_propagate,
 };
 
 const parity_op_def parity_op_slice = {
     .zName = "slice", .zModel = "exact (every step-th element of a range); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_SLICE,
     .xPrepare = slice_prepare, .xElement = slice_element, .xFast = slice_fast,
+    .xPropagate = slice_propagate,
 };
 
 const parity_op_def parity_op_split = {
     .zName = "split", .zModel = "exact (its first output: the first split_size along dim); bound 0",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_SLICE,
     .xPrepare = split_prepare, .xElement = slice_element, .xFast = slice_fast,
+    .xPropagate = slice_propagate,
 };

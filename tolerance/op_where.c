@@ -27,6 +27,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 
 /* Which input is the bool operand, x and y (masked_fill: x, the mask, the value operand or
  * -1), for pDef. */
@@ -111,12 +112,14 @@ static int where_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t
     return 0;
 }
 
-static int where_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+/* The value output element `linear` picks: from operand *piPicked at *pOff, or the fill
+ * attribute (*piPicked -1); *pOffC is the condition's element. */
+static double where_pick(const parity_op_call *pCall, uint64_t linear, int *piPicked,
+                         uint64_t *pOff, uint64_t *pOffC)
 {
     const parity_elementwise_geometry *pG = &pCall->geom.elementwise;
     uint64_t offC = 0, offX = 0, offY = 0, rest = linear;
     int iC, iX, iY, d, pick;
-    double r;
 
     where_roles(pCall->pDef, pCall->nIn, &iC, &iX, &iY);
     for (d = pCall->outRank - 1; d >= 0; d--) {
@@ -126,16 +129,48 @@ static int where_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, dou
         offX += idx * pG->aStrideX[d];
         offY += idx * pG->aStrideY[d];
     }
+    *pOffC = offC;
     pick = pCall->aIn[iC].aValue[offC] != 0.0;
-    if (pCall->pDef == &parity_op_where)
-        r = pick ? pCall->aIn[iX].aValue[offX] : pCall->aIn[iY].aValue[offY];
-    else
-        r = !pick ? pCall->aIn[iX].aValue[offX]
-          : pG->hasFillOperand ? pCall->aIn[iY].aValue[offY] : pG->fill;
+    if (pCall->pDef == &parity_op_where) {
+        *piPicked = pick ? iX : iY;
+        *pOff = pick ? offX : offY;
+    } else if (!pick) {
+        *piPicked = iX;
+        *pOff = offX;
+    } else if (pG->hasFillOperand) {
+        *piPicked = iY;
+        *pOff = offY;
+    } else {
+        *piPicked = -1;
+        *pOff = 0;
+        return pG->fill;
+    }
+    return pCall->aIn[*piPicked].aValue[*pOff];
+}
+
+static int where_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    int iPicked;
+    uint64_t off, offC;
+    double r = where_pick(pCall, linear, &iPicked, &off, &offC);
     mpfr_set_d(ref, r, MPFR_RNDN);
     *pBound = (!isfinite(r) || parity_round_double_to_dtype(r, pCall->outDtype) == r)
                   ? 0.0 : 0.5 * parity_ulp_at(pCall->outDtype, fabs(r));
     return 0;
+}
+
+/* Propagation (ops.h, xPropagate): the picked value moves with its radius, then the one
+ * rounding to the output; a condition that is not exact could pick the other: vacuous. */
+static int where_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                           mpfr_t ref, double *pRadius)
+{
+    int iPicked, iC, iX, iY;
+    uint64_t off, offC;
+    double b, r = where_pick(pCall, linear, &iPicked, &off, &offC);
+    where_element(pCall, linear, ref, &b);
+    where_roles(pCall->pDef, pCall->nIn, &iC, &iX, &iY);
+    if (aRad[iC][offC] != 0.0) return parity_propagate_vacuous(pCall, pRadius);
+    return parity_propagate_picked(pCall, r, iPicked < 0 ? 0.0 : aRad[iPicked][off], b, pRadius);
 }
 
 /* Generated cases: fill with -Inf (attention masks) or 0.5 (fuzz/cases/layout.c). */
@@ -149,12 +184,12 @@ const parity_op_def parity_op_masked_fill = {
     "broadcast; only the rounding to the output dtype (0.5 ulp)",
     .nInMin = 2, .nInMax = 3, .family = PARITY_FAMILY_WHERE,
     .aCaseAttr = aFillCase, .nCaseAttr = 1,
-    .xPrepare = where_prepare, .xElement = where_element,
+    .xPrepare = where_prepare, .xElement = where_element, .xPropagate = where_propagate,
 };
 
 const parity_op_def parity_op_where = {
     .zName = "where",
     .zModel = "exact: cond ? x : y, broadcast; only the rounding to the output dtype (0.5 ulp)",
     .nInMin = 3, .nInMax = 3, .family = PARITY_FAMILY_WHERE,
-    .xPrepare = where_prepare, .xElement = where_element,
+    .xPrepare = where_prepare, .xElement = where_element, .xPropagate = where_propagate,
 };

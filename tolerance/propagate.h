@@ -50,6 +50,33 @@ static inline int parity_propagate_vacuous(parity_op_call *pCall, double *pRadiu
     return 0;
 }
 
+/* Propagation through an op that moves one operand element unchanged (transpose, slice,
+ * cat, embedding's weight row): the output's radius is that element's, bound 0. */
+static inline int parity_propagate_moved(parity_op_call *pCall, double rad, double *pRadius)
+{
+    *pRadius = rad;
+    return rad < INFINITY ? 0 : parity_propagate_vacuous(pCall, pRadius);
+}
+
+/* Propagation through an exact op that picks a value v (radius rad) by a 1-Lipschitz rule
+ * and rounds it to the output dtype (relu, clamp, where, a float cast): it moves by at
+ * most rad, and its rounding by at most half an ulp of the output at |v| + rad (with
+ * rad 0 the op's own bound, boundExact). A box past the output dtype's largest finite may
+ * round to infinity: vacuous. */
+static inline int parity_propagate_picked(parity_op_call *pCall, double v, double rad,
+                                          double boundExact, double *pRadius)
+{
+    if (rad == 0.0) {
+        *pRadius = boundExact;
+        return 0;
+    }
+    if (!isfinite(v) || !(rad < INFINITY) ||
+        fabs(v) + rad >= parity_dtype_max_finite(pCall->outDtype))
+        return parity_propagate_vacuous(pCall, pRadius);
+    *pRadius = parity_radius_up(rad + 0.5 * parity_ulp_at(pCall->outDtype, fabs(v) + rad), 3.0);
+    return 0;
+}
+
 /* The interval [x - r, x + r] widened outward by one ulp of binary64 at each end, so that
  * it contains the exact interval; r > 0 and finite, x finite. */
 static inline void parity_propagate_box(double x, double r, double *pLo, double *pHi)

@@ -724,6 +724,54 @@ class FusedRegions(CaptureCase):
         self.assertEqual(doc["_code"], 1, doc["_text"])
         self.assertEqual(doc["first_divergence"], "/out", doc["_text"])
 
+    @unittest.skipUnless(TORCH2, "torch.compile needs torch >= 2")
+    def test_exact_plumbing_ops_carry_the_error(self):
+        """Slices of a projection, cat, masked_fill, where, clamp and a cast to bfloat16 and
+        back, compiled whole by Inductor: one region of twelve ops from the input, judged
+        and passing. Before slice, cat, where, clamp and cast carried an error this clean
+        capture failed /out by the float32 tolerance (509 of 1024 elements: the bfloat16
+        cast rounds the other way after a different linear). A slice read one column off
+        fails /out, cause local, in the rows that slice feeds."""
+        class Plumbing(torch.nn.Module):
+            def __init__(self, off=0):
+                super().__init__()
+                self.proj = torch.nn.Linear(32, 64)
+                self.off = off
+
+            def forward(self, x, drop, keep):
+                h = self.proj(x)
+                a, b = h[:, self.off:32 + self.off], h[:, 32:]
+                g = torch.cat([torch.nn.functional.gelu(a), torch.tanh(b)], dim=0)
+                g = g.masked_fill(drop, 0.25)
+                g = torch.where(keep, g, torch.sigmoid(g))
+                return g.clamp(-0.5, 0.5).to(torch.bfloat16).to(torch.float32)
+        torch.manual_seed(0)
+        model = Plumbing().eval()
+        args = (torch.randn(16, 32), torch.rand(32, 32) < 0.2, torch.rand(32, 32) < 0.5)
+        eager, whole = self.path("plumb_e.h5"), self.path("plumb_c.h5")
+        pt.capture_eager(model, args, eager)
+        pt.capture_compiled(model, args, whole, whole_model=pt.whole(pt.torch_compile))
+        doc = self.diff(eager, whole)
+        self.assert_pass(doc)
+        t = self.tensor(doc, "/out")
+        self.assertIsNone(t["model_note"], t["model_note"])
+        ops = t["judgement"]["fused_region"]["ops"]
+        self.assertEqual(len(ops), 12, ops)
+        for kind in ("slice", "cat", "masked_fill", "where", "clamp", "_to_copy"):
+            self.assertTrue(any(o.endswith("." + kind) for o in ops), (kind, ops))
+        self.assertEqual(t["judgement"]["classes"]["within"], t["elements"], doc["_text"])
+        self.assertEqual(t["judgement"]["classes"]["vacuous_bound"], 0)
+        buggy = Plumbing(off=1).eval()
+        buggy.load_state_dict(model.state_dict())
+        bug = self.path("plumb_bug.h5")
+        pt.capture_compiled(model, args, bug, whole_model=pt.whole(pt.torch_compile),
+                            run_module=buggy)
+        doc = self.diff(eager, bug)
+        self.assertEqual(doc["_code"], 1, doc["_text"])
+        t = self.tensor(doc, "/out")
+        self.assertEqual((doc["first_divergence"], t["cause"]), ("/out", "local"), doc["_text"])
+        self.assertEqual(t["affected_slice"], [[0, 16], [0, 32]], doc["_text"])
+
     def test_torchscript_freeze_regions(self):
         self.regions(pt.torchscript_freeze, "torchscript")
 
