@@ -7,7 +7,7 @@
  *    drawn in that interval, its ends half of the time) stay within every node's radius,
  *    over graphs of unary, binary, dot-product, reduction and softmax ops, and of the
  *    exact ops that move, pick or round values (slice, cat, stack, where, masked_fill,
- *    clamp, cast, embedding), in float32 and bfloat16.
+ *    clamp, cast, embedding) and of the averaging pools, in float32 and bfloat16.
  * 2. Reach: each unary op's enclosure over wide boxes (the dips of gelu, silu and mish
  *    inside them) holds the reference at 2001 points of the box.
  * 3. The rewrites compilers make pass: reassociation and FMA contraction (linear + gelu),
@@ -432,6 +432,28 @@ Test(graph, emulated_correct_implementations_stay_within_the_radius)
             n = soundness(g, 13, in, 6, 20, 808 + iDt);
             cr_assert_gt(n, 20 * 350, "checked %llu", (unsigned long long)n);
             free(h); free(wl); free(we);
+        }
+        {
+            /* a CNN's head: conv2d -> relu -> avg_pool2d (3x3, stride 2, padding 1, the
+             * padding not counted) -> adaptive_avg_pool2d to 2x2, as ResNet ends */
+            uint64_t dX[4] = { 2, 3, 9, 9 }, dW[4] = { 4, 3, 3, 3 };
+            double *xi = values(&s, 486, dt, 1.0, 0.0), *wc = values(&s, 108, dt, 0.3, 0.0);
+            parity_operand in[2] = { operand("x", dt, 4, dX, xi), operand("w", dt, 4, dW, wc) };
+            int64_t aK[2] = { 3, 3 }, aS[2] = { 2, 2 }, aP[2] = { 1, 1 }, aO[2] = { 2, 2 };
+            parity_attr aAvg[4] = { attr_ints(0, "kernel_size", aK, 2), attr_ints(1, "stride", aS, 2),
+                                    attr_ints(2, "padding", aP, 2),
+                                    attr_int(3, "count_include_pad", 0) };
+            parity_attr aAd[1] = { attr_ints(4, "output_size", aO, 2) };
+            parity_graph_node g[4] = {
+                node("conv2d", dt, 2, IN(0), IN(1), 0), node("relu", dt, 1, 0, 0, 0),
+                node("avg_pool2d", dt, 1, 1, 0, 0), node("adaptive_avg_pool2d", dt, 1, 2, 0, 0),
+            };
+            with_attrs(&g[2], aAvg, 4);
+            with_attrs(&g[3], aAd, 1);
+            n = soundness(g, 4, in, 2, 20, 909 + iDt);
+            /* [2, 4, 7, 7] twice, [2, 4, 4, 4], [2, 4, 2, 2]: none vacuous */
+            cr_assert_eq(n, 20 * (2 * 392 + 128 + 32), "checked %llu", (unsigned long long)n);
+            free(xi); free(wc);
         }
         free(x); free(y); free(z); free(a); free(w); free(b); free(e); free(q); free(r);
         free(sc); free(mask);

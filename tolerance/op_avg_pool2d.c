@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 #include "tolerance/op_pool_internal.h"
 #include "formats/alloc.h"
 
@@ -170,30 +171,50 @@ static int avg_load(parity_op_call *pCall, char *zErr, size_t nErr)
     return 0;
 }
 
-static int avg_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+/* Output element `linear`: its reference and bound, and with aRad (the operand's radii,
+ * or NULL) the radius over the operand box: the average is linear, so it moves by at most
+ * sum r_i / |D| (the reach), and the bound above grows with A and |S / D|, so it holds on
+ * the box with A + sum r_i and |S / D| + reach (propagate.h). */
+static int avg_compute(parity_op_call *pCall, const double *aRad, uint64_t linear, mpfr_t ref,
+                       double *pBound)
 {
     avg_params *pP = pCall->pParams;
     const parity_pool_geometry *pG = &pCall->geom.pool;
     parity_dtype acc = pCall->accDtype, out = pCall->outDtype;
     double u = parity_unit_roundoff(acc), sub = parity_ulp_at(acc, 0.0), absSum = 0.0;
-    double absD, nRound, eAcc, r;
+    double absD, nRound, eAcc, r, radSum = 0.0, reach = 0.0;
     const double *xp;
     int64_t aWin[4], d, y, x;
-    uint64_t plane, n = 0;
+    uint64_t plane, n = 0, off;
 
     d = parity_pool_window(pG, linear, aWin, &plane);
-    xp = pCall->aIn[0].aValue + plane * pG->H * pG->W;
+    off = plane * pG->H * pG->W;
+    xp = pCall->aIn[0].aValue + off;
     for (y = aWin[0]; y < aWin[1]; y++)
-        for (x = aWin[2]; x < aWin[3]; x++) pP->aBuf[n++] = xp[(uint64_t)y * pG->W + (uint64_t)x];
+        for (x = aWin[2]; x < aWin[3]; x++) {
+            uint64_t i = (uint64_t)y * pG->W + (uint64_t)x;
+            pP->aBuf[n++] = xp[i];
+            if (aRad) radSum += aRad[off + i];
+        }
     if (parity_exact_sum(ref, pP->aBuf, 1, n, &absSum) != 0) return -1;
     parity_note_overflow(pCall, absSum);
     mpfr_div_si(ref, ref, (long)d, MPFR_RNDN);
     r = fabs(mpfr_get_d(ref, MPFR_RNDN));
+    absD = fabs((double)d);
+    if (aRad && radSum > 0.0) {
+        if (!isfinite(r) || !(radSum < INFINITY))
+            return parity_propagate_vacuous(pCall, pBound);
+        radSum = parity_radius_up(radSum, (double)n);
+        reach = parity_radius_up(radSum / absD, 1.0);
+        absSum = parity_radius_up(absSum + radSum, 1.0);
+        r = parity_radius_up(r + reach, 1.0);
+        parity_note_overflow(pCall, absSum);
+        if (!isfinite(r)) return parity_propagate_vacuous(pCall, pBound);
+    }
     if (!isfinite(r)) {
         *pBound = 0.0;   /* judged by value alone */
         return 0;
     }
-    absD = fabs((double)d);
     /* n - 1 additions and 2 roundings of the division; one per term narrowed into acc;
      * one for a divisor acc does not hold */
     nRound = (double)n + 1.0 + (pP->narrow ? 1.0 : 0.0) +
@@ -201,7 +222,20 @@ static int avg_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     eAcc = parity_gamma(nRound, u) * (absSum / absD) + sub;
     if (pP->narrow) eAcc += (double)n * 0.5 * sub / absD;
     *pBound = eAcc + 0.5 * parity_ulp_at(out, r + eAcc);
+    if (reach > 0.0) *pBound = parity_radius_up(reach + *pBound, 8.0);
     return 0;
+}
+
+static int avg_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    return avg_compute(pCall, NULL, linear, ref, pBound);
+}
+
+/* Propagation (ops.h, xPropagate): avg_compute over the operand box. */
+static int avg_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                         mpfr_t ref, double *pRadius)
+{
+    return avg_compute(pCall, aRad[0], linear, ref, pRadius);
 }
 
 /* Terms per output element: the (largest) window. */
@@ -217,6 +251,7 @@ const parity_op_def parity_op_avg_pool2d = {
               "(Higham 2002, eq. 4.3, Lemma 3.3)",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_POOL,
     .xPrepare = avg_prepare, .xLoad = avg_load, .xElement = avg_element,
+    .xPropagate = avg_propagate,
     .xFreeParams = avg_free, .xCost = avg_cost,
 };
 
@@ -226,5 +261,6 @@ const parity_op_def parity_op_adaptive_avg_pool2d = {
               "(Higham 2002, eq. 4.3, Lemma 3.3)",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_POOL,
     .xPrepare = adaptive_prepare, .xLoad = avg_load, .xElement = avg_element,
+    .xPropagate = avg_propagate,
     .xFreeParams = avg_free, .xCost = avg_cost,
 };

@@ -724,6 +724,29 @@ class FusedRegions(CaptureCase):
         self.assertEqual(doc["_code"], 1, doc["_text"])
         self.assertEqual(doc["first_divergence"], "/out", doc["_text"])
 
+    def whole_and_bug(self, name, model, buggy, args):
+        """model compiled whole by Inductor passes, /out judged as one fused region with
+        every element within the bound and none vacuous; buggy (model's weights) compiled
+        whole fails /out first, cause local. Returns /out's record and the bug's report."""
+        eager, whole = self.path(name + "_e.h5"), self.path(name + "_c.h5")
+        pt.capture_eager(model, args, eager)
+        pt.capture_compiled(model, args, whole, whole_model=pt.whole(pt.torch_compile))
+        doc = self.diff(eager, whole)
+        self.assert_pass(doc)
+        t = self.tensor(doc, "/out")
+        self.assertIsNone(t["model_note"], t["model_note"])
+        self.assertEqual(t["judgement"]["classes"]["within"], t["elements"], doc["_text"])
+        self.assertEqual(t["judgement"]["classes"]["vacuous_bound"], 0)
+        buggy.load_state_dict(model.state_dict())
+        bug = self.path(name + "_bug.h5")
+        pt.capture_compiled(model, args, bug, whole_model=pt.whole(pt.torch_compile),
+                            run_module=buggy)
+        bdoc = self.diff(eager, bug)
+        self.assertEqual(bdoc["_code"], 1, bdoc["_text"])
+        bt = self.tensor(bdoc, "/out")
+        self.assertEqual((bdoc["first_divergence"], bt["cause"]), ("/out", "local"), bdoc["_text"])
+        return t, bdoc
+
     @unittest.skipUnless(TORCH2, "torch.compile needs torch >= 2")
     def test_exact_plumbing_ops_carry_the_error(self):
         """Slices of a projection, cat, masked_fill, where, clamp and a cast to bfloat16 and
@@ -748,29 +771,35 @@ class FusedRegions(CaptureCase):
         torch.manual_seed(0)
         model = Plumbing().eval()
         args = (torch.randn(16, 32), torch.rand(32, 32) < 0.2, torch.rand(32, 32) < 0.5)
-        eager, whole = self.path("plumb_e.h5"), self.path("plumb_c.h5")
-        pt.capture_eager(model, args, eager)
-        pt.capture_compiled(model, args, whole, whole_model=pt.whole(pt.torch_compile))
-        doc = self.diff(eager, whole)
-        self.assert_pass(doc)
-        t = self.tensor(doc, "/out")
-        self.assertIsNone(t["model_note"], t["model_note"])
+        t, doc = self.whole_and_bug("plumb", model, Plumbing(off=1).eval(), args)
         ops = t["judgement"]["fused_region"]["ops"]
         self.assertEqual(len(ops), 12, ops)
         for kind in ("slice", "cat", "masked_fill", "where", "clamp", "_to_copy"):
             self.assertTrue(any(o.endswith("." + kind) for o in ops), (kind, ops))
-        self.assertEqual(t["judgement"]["classes"]["within"], t["elements"], doc["_text"])
-        self.assertEqual(t["judgement"]["classes"]["vacuous_bound"], 0)
-        buggy = Plumbing(off=1).eval()
-        buggy.load_state_dict(model.state_dict())
-        bug = self.path("plumb_bug.h5")
-        pt.capture_compiled(model, args, bug, whole_model=pt.whole(pt.torch_compile),
-                            run_module=buggy)
-        doc = self.diff(eager, bug)
-        self.assertEqual(doc["_code"], 1, doc["_text"])
         t = self.tensor(doc, "/out")
-        self.assertEqual((doc["first_divergence"], t["cause"]), ("/out", "local"), doc["_text"])
         self.assertEqual(t["affected_slice"], [[0, 16], [0, 32]], doc["_text"])
+
+    @unittest.skipUnless(TORCH2, "torch.compile needs torch >= 2")
+    def test_cnn_head_with_average_pools_is_one_region(self):
+        """conv2d, relu, avg_pool2d (padding not counted), the global average pool (torch
+        records mean) and linear, compiled whole: one region of six ops through
+        avg_pool2d's propagation, passing; the same pool counting its padding in the
+        compiled model (a divisor wrong at the border) fails /out, cause local."""
+        class Head(torch.nn.Module):
+            def __init__(self, count_pad=False):
+                super().__init__()
+                self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+                self.pool = torch.nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=count_pad)
+                self.gap = torch.nn.AdaptiveAvgPool2d(1)
+                self.fc = torch.nn.Linear(8, 5)
+
+            def forward(self, x):
+                return self.fc(torch.flatten(self.gap(self.pool(torch.relu(self.conv(x)))), 1))
+        torch.manual_seed(0)
+        model, args = Head().eval(), (torch.randn(2, 3, 16, 16),)
+        t, _ = self.whole_and_bug("head", model, Head(count_pad=True).eval(), args)
+        self.assertEqual(t["judgement"]["fused_region"]["ops"],
+                         ["/conv/out", "/0.relu", "/pool/out", "/gap/out", "/0.view", "/out"])
 
     def test_torchscript_freeze_regions(self):
         self.regions(pt.torchscript_freeze, "torchscript")
