@@ -11,7 +11,7 @@
 #include "diff/operand_internal.h"
 #include "tolerance/graph.h"
 
-#define REGION_MAX_NODES 16
+#define REGION_MAX_NODES 64
 #define REGION_MAX_INPUTS 32
 
 typedef struct {

@@ -345,6 +345,9 @@ static json_t *report_judgement(const parity_tensor_result *pT)
                                                                         : "deterministic"));
     rc |= parity_report_set(pObj, "lambda", pJ->hasProbabilistic ? report_real(pJ->lambda) : json_null());
     rc |= parity_report_set(pObj, "suspicious", json_boolean(pJ->nSuspicious > 0));
+    rc |= parity_report_set(pObj, "suspicious_rule",
+                            json_string(pJ->suspectOverEager > 0.0 ? "tolerance_and_eager"
+                                                                   : "probabilistic"));
     rc |= parity_report_set(pObj, "compiled_max_abs_err", report_real(pJ->maxErrCompiled));
     rc |= parity_report_set(pObj, "eager_max_abs_err", report_real(pJ->maxErrEager));
     rc |= parity_report_set(pObj, "compiled_max_ulp", report_real(pJ->maxUlpCompiled));

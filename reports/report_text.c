@@ -203,6 +203,21 @@ static void report_put_header(FILE *pOut, const parity_tensor_result *pT)
     fputc('\n', pOut);
 }
 
+
+/* The suspicious elements' line: by the probabilistic bound, or (a fused region's loose
+ * bound) by the tolerance from eager and eager's own error (judge.h). */
+static void report_put_suspicious(FILE *pOut, const parity_judgement *pJ)
+{
+    if (pJ->suspectOverEager > 0.0)
+        fprintf(pOut, "  suspicious: %" PRIu64 " elements within the fused region's bound but "
+                "off eager beyond the tolerance and %gx eager's error against the reference "
+                "(reported, not failed)\n", pJ->nSuspicious, pJ->suspectOverEager);
+    else
+        fprintf(pOut, "  suspicious: %" PRIu64 " elements within the deterministic bound but "
+                "beyond the probabilistic one (lambda %g; reported, not failed)\n",
+                pJ->nSuspicious, pJ->lambda);
+}
+
 static void report_put_stats(FILE *pOut, const parity_tensor_result *pT)
 {
     const parity_tensor_stats *pS = &pT->stats;
@@ -262,10 +277,7 @@ static void report_put_stats(FILE *pOut, const parity_tensor_result *pT)
             }
             fputc('\n', pOut);
         }
-        if (pJ->nSuspicious > 0)
-            fprintf(pOut, "  suspicious: %" PRIu64 " elements within the deterministic bound but beyond "
-                    "the probabilistic one (lambda %g; reported, not failed)\n", pJ->nSuspicious,
-                    pJ->lambda);
+        if (pJ->nSuspicious > 0) report_put_suspicious(pOut, pJ);
         if (pJ->sampled)
             fprintf(pOut, "  reference checked %" PRIu64 " of %" PRIu64 " elements: %" PRIu64
                     " where the runs disagree beyond the envelope, %" PRIu64 " sampled\n",
@@ -298,9 +310,7 @@ static void report_put_tensor(FILE *pOut, const parity_tensor_result *pT)
     /* A passing tensor is only shown for its warnings: its figures are not news. */
     if (pT->hasStats && pT->status != PARITY_ST_PASS) report_put_stats(pOut, pT);
     else if (pT->hasJudgement && pT->judgement.nSuspicious > 0)
-        fprintf(pOut, "  suspicious: %" PRIu64 " elements within the deterministic bound but beyond "
-                "the probabilistic one (lambda %g; reported, not failed)\n",
-                pT->judgement.nSuspicious, pT->judgement.lambda);
+        report_put_suspicious(pOut, &pT->judgement);
     if (zCause) fprintf(pOut, "  cause: %s\n", zCause);
     if (pT->zMessage) report_put_line(pOut, "  error: ", pT->zMessage);
     if (pT->zModelNote && pT->status != PARITY_ST_PASS)
@@ -366,7 +376,7 @@ static void report_put_telemetry(FILE *pOut, const parity_diff_result *pRes)
 int parity_report_text(const parity_diff_result *pRes, FILE *pOut)
 {
     uint64_t aCount[PARITY_REPORT_NSTATUS];
-    size_t i;
+    size_t i, nSuspect;
     int st;
 
     parity_report_count_statuses(pRes, aCount);
@@ -376,6 +386,9 @@ int parity_report_text(const parity_diff_result *pRes, FILE *pOut)
     for (st = 0; st < PARITY_REPORT_NSTATUS; st++)
         if (aCount[st] > 0)
             fprintf(pOut, ", %" PRIu64 " %s", aCount[st], parity_status_name((parity_status)st));
+    for (i = 0, nSuspect = 0; i < pRes->nTensor; i++)
+        nSuspect += pRes->aTensor[i].hasJudgement && pRes->aTensor[i].judgement.nSuspicious > 0;
+    if (nSuspect > 0) fprintf(pOut, "; %zu with suspicious elements", nSuspect);
     fputs(")\n", pOut);
     if (pRes->zError) report_put_line(pOut, "error: ", pRes->zError);
 

@@ -7,7 +7,8 @@
  *    drawn in that interval, its ends half of the time) stay within every node's radius,
  *    over graphs of unary, binary, dot-product, reduction and softmax ops, and of the
  *    exact ops that move, pick or round values (slice, cat, stack, where, masked_fill,
- *    clamp, cast, embedding) and of the averaging pools, in float32 and bfloat16.
+ *    clamp, cast, embedding), of the averaging pools and of attention after its projections
+ *    (float, bool and causal masks), in float32 and bfloat16.
  * 2. Reach: each unary op's enclosure over wide boxes (the dips of gelu, silu and mish
  *    inside them) holds the reference at 2001 points of the box.
  * 3. The rewrites compilers make pass: reassociation and FMA contraction (linear + gelu),
@@ -16,9 +17,11 @@
  *    removes), multiplying by a reciprocal (exp, sum, div), online softmax under a mask.
  * 4. A fusion defect (a tanh that saturates at |z| = 4 in a linear + tanh epilogue) passes
  *    a flat multiple of the single-op bounds on every element and fails the propagated one.
- * 5. Special values: a NaN input stays exact through the region and a fused kernel that
+ * 5. A loose region's suspicious rule: compiled off eager beyond the tolerance and 16x
+ *    eager's error is reported, not failed.
+ * 6. Special values: a NaN input stays exact through the region and a fused kernel that
  *    loses it fails; a box that reaches a pole or a domain edge is vacuous and counted.
- * 6. Bad graphs: an operand that is not an earlier node, shapes an op refuses, an op that
+ * 7. Bad graphs: an operand that is not an earlier node, shapes an op refuses, an op that
  *    cannot carry its operands' error: one-line reasons, nothing judged.
  */
 #include <criterion/criterion.h>
@@ -455,6 +458,49 @@ Test(graph, emulated_correct_implementations_stay_within_the_radius)
             cr_assert_eq(n, 20 * (2 * 392 + 128 + 32), "checked %llu", (unsigned long long)n);
             free(xi); free(wc);
         }
+        {
+            /* self-attention compiled whole: q, k, v projections -> sdpa, with a float mask
+             * made by an op (a bias added to an input mask with -inf entries), with a bool
+             * mask, and causal; then the output projection */
+            uint64_t d2x6x16[3] = { 2, 6, 16 }, d8x16[2] = { 8, 16 }, d6x6[2] = { 6, 6 };
+            uint64_t d16x8[2] = { 16, 8 };
+            double *xa = values(&s, 192, dt, 1.0, 0.0), *wq = values(&s, 128, dt, 0.4, 0.0);
+            double *wk = values(&s, 128, dt, 0.4, 0.0), *wv = values(&s, 128, dt, 0.4, 0.0);
+            double *wo = values(&s, 128, dt, 0.3, 0.0), *bias = values(&s, 36, dt, 0.5, 0.0);
+            double fm[36], bm[36];
+            parity_operand in[7] = { operand("x", dt, 3, d2x6x16, xa), operand("wq", dt, 2, d8x16, wq),
+                                     operand("wk", dt, 2, d8x16, wk), operand("wv", dt, 2, d8x16, wv),
+                                     operand("fm", dt, 2, d6x6, fm), operand("bm", PARITY_DT_BOOL, 2, d6x6, bm),
+                                     operand("wo", dt, 2, d16x8, wo) };
+            parity_operand inB = operand("bias", dt, 2, d6x6, bias);
+            parity_operand all[8];
+            parity_attr aCausal[1] = { attr_int(0, "is_causal", 1) };
+            parity_graph_node g[9] = {
+                node("linear", dt, 2, IN(0), IN(1), 0), node("linear", dt, 2, IN(0), IN(2), 0),
+                node("linear", dt, 2, IN(0), IN(3), 0), node("add", dt, 2, IN(4), IN(7), 0),
+                node("scaled_dot_product_attention", dt, 3, 0, 1, 2),
+                node("scaled_dot_product_attention", dt, 3, 0, 1, 2),
+                node("scaled_dot_product_attention", dt, 3, 0, 1, 2),
+                node("linear", dt, 2, 4, IN(6), 0), node("tanh", dt, 1, 6, 0, 0),
+            };
+            for (i = 0; i < 36; i++) {
+                fm[i] = i % 6 > i / 6 + 2 ? -INFINITY : 0.0;
+                bm[i] = i % 7 != 2;
+            }
+            g[4].nIn = 4;
+            g[4].aIn[3] = 3;                   /* the float mask from the add */
+            g[5].nIn = 4;
+            g[5].aIn[3] = IN(5);               /* the bool mask */
+            with_attrs(&g[6], aCausal, 1);
+            memcpy(all, in, sizeof in);
+            all[7] = inB;
+            n = soundness(g, 9, all, 8, 20, 1010 + iDt);
+            /* 96 elements each for the three projections and three attentions, 192 for the
+             * output projection and its tanh, 36 for the mask */
+            cr_assert_gt(n, 20 * (6 * 96 + 2 * 192 + 36) * 9 / 10, "checked %llu",
+                         (unsigned long long)n);
+            free(xa); free(wq); free(wk); free(wv); free(wo); free(bias);
+        }
         free(x); free(y); free(z); free(a); free(w); free(b); free(e); free(q); free(r);
         free(sc); free(mask);
     }
@@ -822,6 +868,63 @@ Test(graph, early_saturating_tanh_epilogue_fails_the_region_not_a_flat_multiple)
 }
 
 /* ---- 5. special values -------------------------------------------------------------- */
+
+/* The region's second suspicious rule (judge.h, suspectOverEager): within the loose
+ * bound of a long region, compiled off eager beyond the tolerance and far worse than eager
+ * is reported, never failed; a compiled as close as eager, or within the tolerance, is
+ * not. */
+Test(graph, a_loose_region_reports_what_errs_far_beyond_eager)
+{
+    uint64_t d[1] = { 64 };
+    double x[64], w[64 * 64], c[64], e[64], off;
+    uint64_t dw[2] = { 64, 64 };
+    parity_operand in[2];
+    parity_graph_node g[4] = { node("linear", F32, 2, IN(0), IN(1), 0), node("tanh", F32, 1, 0, 0, 0),
+                               node("linear", F32, 2, 1, IN(1), 0), node("gelu", F32, 1, 2, 0, 0) };
+    parity_graph_value v[4];
+    parity_judge_plan plan;
+    parity_judgement j;
+    char zErr[256];
+    uint64_t s = 5;
+    int i;
+    for (i = 0; i < 64; i++) x[i] = (float)normal(&s);
+    for (i = 0; i < 64 * 64; i++) w[i] = (float)(0.3 * normal(&s));
+    in[0] = operand("x", F32, 1, d, x);
+    in[1] = operand("w", F32, 2, dw, w);
+    propagate(g, 4, in, 2, v);
+    for (i = 0; i < 64; i++) {
+        e[i] = parity_round_double_to_dtype(v[3].value.aValue[i], F32);   /* eager: exact */
+        c[i] = e[i];
+    }
+    /* half the bound away: a region of two K = 64 linears is loose enough that this is
+     * several float32 tolerances (1e-5 + 1.3e-6 |e|) */
+    off = 0.5 * v[3].aRadius[7];
+    cr_assert_gt(off, 4.0 * (1e-5 + 1.3e-6 * fabs(e[7])), "radius %g", v[3].aRadius[7]);
+    c[7] = e[7] + off;
+    parity_judge_plan_default(&plan);
+    plan.suspectOverEager = 16.0;
+    plan.suspectAtol = 1e-5;
+    plan.suspectRtol = 1.3e-6;
+    cr_assert_eq(parity_graph_judge(&v[3], e, c, e, &plan, &j, zErr, sizeof zErr), 0, "%s", zErr);
+    cr_assert_eq(j.nFail, 0);
+    cr_assert_eq(j.nSuspicious, 1);
+    cr_assert_eq(j.suspectOverEager, 16.0);
+    /* eager as far off as compiled (its own error, not the kernel's): not suspicious */
+    e[7] = e[7] - off;
+    cr_assert_eq(parity_graph_judge(&v[3], e, c, e, &plan, &j, zErr, sizeof zErr), 0, "%s", zErr);
+    cr_assert_eq(j.nSuspicious, 0);
+    /* within the tolerance of eager: not suspicious, however exact eager is */
+    e[7] = parity_round_double_to_dtype(v[3].value.aValue[7], F32);
+    c[7] = e[7] + 0.5e-5;
+    cr_assert_eq(parity_graph_judge(&v[3], e, c, e, &plan, &j, zErr, sizeof zErr), 0, "%s", zErr);
+    cr_assert_eq(j.nSuspicious, 0);
+    /* the rule off (the default plan): the probabilistic rule only, which a region lacks */
+    c[7] = e[7] + off;
+    parity_judge_plan_default(&plan);
+    cr_assert_eq(parity_graph_judge(&v[3], e, c, e, &plan, &j, zErr, sizeof zErr), 0, "%s", zErr);
+    cr_assert_eq(j.nSuspicious, 0);
+    parity_graph_values_free(v, 4);
+}
 
 Test(graph, a_nan_input_stays_exact_and_losing_it_fails)
 {

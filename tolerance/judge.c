@@ -250,9 +250,14 @@ static void classify_finite(parity_judgement *pJ, judged_element *pEl, double er
         if (errE / ulp > pJ->maxUlpEager) pJ->maxUlpEager = errE / ulp;
     }
     pEl->ratio = pEl->bound > 0.0 ? errC / pEl->bound : (errC > 0.0 ? INFINITY : 0.0);
-    /* Within the deciding bound but beyond the probabilistic one: reported. */
+    /* Within the deciding bound but beyond the probabilistic one, or (a plan's second rule)
+     * beyond the tolerance from eager and far worse than eager: reported. */
     if (!pEl->cOut && !pJ->probabilisticDecides && pEl->probBound == pEl->probBound &&
         errC > pEl->probBound)
+        pJ->nSuspicious++;
+    else if (!pEl->cOut && pJ->suspectOverEager > 0.0 && pEl->hasEager &&
+             fabs(pEl->c - pEl->e) > pJ->suspectAtol + pJ->suspectRtol * fabs(pEl->e) &&
+             errC > pJ->suspectOverEager * errE)
         pJ->nSuspicious++;
     if (pEl->cOut && pEl->eOut && cNotWorse) {
         pJ->nBothBeyond++;
@@ -522,6 +527,11 @@ static void judgement_init(parity_judgement *pJ, const parity_op_call *pCall,
     pJ->worstRatio = -1.0;
     pJ->lambda = pCall->lambda;
     pJ->probabilisticDecides = pPlan && pPlan->probabilistic;
+    if (pPlan && pPlan->suspectOverEager > 0.0) {
+        pJ->suspectOverEager = pPlan->suspectOverEager;
+        pJ->suspectAtol = pPlan->suspectAtol;
+        pJ->suspectRtol = pPlan->suspectRtol;
+    }
 }
 
 /* The judgement's inputs, shared by the fast-path workers. */

@@ -42,7 +42,11 @@ typedef struct {
     uint64_t nVacuousOverflow;     /* of those, the ones where a legal summation order
                                     * overflows acc_dtype (ops.h, overflowPossible) */
     uint64_t nSuspicious;          /* compiled within the deterministic bound but beyond the
-                                    * probabilistic one (ops that have one): reported only */
+                                    * probabilistic one (ops that have one), or with
+                                    * suspectOverEager, beyond the plan's tolerance from
+                                    * eager and that many times eager's error: reported only */
+    double suspectOverEager, suspectAtol, suspectRtol;   /* the plan's (0: the probabilistic
+                                                          * rule only) */
     int hasProbabilistic;          /* the op provided a probabilistic bound */
     int probabilisticDecides;      /* the tolerance file made it the failing bound */
     double lambda;
@@ -102,6 +106,12 @@ typedef struct {
     int probabilistic;             /* the probabilistic bound decides failure */
     double extraUlps;              /* and grows by this many ulps of the output dtype */
     int nanLenient;                /* a finite compiled value where the reference is NaN passes */
+    /* A second "suspicious" rule, for bounds that are sound but loose (a fused region's,
+     * propagated through many ops, can be thousands of times the error a correct kernel
+     * makes): an element within the bound is suspicious where compiled is beyond
+     * suspectAtol + suspectRtol |e| from eager and its error against the reference is more
+     * than suspectOverEager times eager's. 0 turns it off (the default). */
+    double suspectOverEager, suspectAtol, suspectRtol;
     /* The fuzzer's question is "is compiled worse than eager": an element where the two
      * are bit-identical cannot be, so with this set it is not checked (and counts as
      * unchecked, pJ->sampled set). Needs aEager. */

@@ -65,6 +65,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 #include "tolerance/rows.h"
 #include "formats/alloc.h"
 
@@ -91,6 +92,11 @@ typedef struct {
                                       * the same for every element */
     uint64_t generation;      /* this call's number: the fast path's per-thread rows are
                                * keyed by it (a later call may get the same addresses) */
+    /* propagation (sdpa_propagate): the operands' radii while it runs, else NULL; the row
+     * made with them (rowRad) and whether some radius there is not finite or the mask's
+     * is not 0 (rowVacuous) */
+    const double *const *aRad;
+    int rowRad, rowVacuous;
 } sdpa_params;
 
 static uint64_t g_generation;
@@ -321,7 +327,26 @@ void parity_attention_row(const parity_attention_geometry *pG, uint64_t iRow, ui
     *pStrMS = pG->aStrM[pG->nBatch + 1];
 }
 
-/* Scores, weights and per-weight error bounds of row iRow (= batch * L + l). */
+/* How far the exact q . k moves over the operand box: sum_e |q_e| rk_e + rq_e |k_e| +
+ * rq_e rk_e, rounded up (propagate.h); +Inf where a radius is, or where a value that
+ * moves is not finite. */
+static double score_reach(const double *const *aRad, const double *q, const double *k,
+                          uint64_t qOff, uint64_t kOff, uint64_t E)
+{
+    const double *rq = aRad[0] + qOff, *rk = aRad[1] + kOff;
+    double sum = 0.0;
+    uint64_t e;
+    for (e = 0; e < E; e++) {
+        if (rq[e] == 0.0 && rk[e] == 0.0) continue;
+        if (!(rq[e] < INFINITY) || !(rk[e] < INFINITY) || !isfinite(q[e]) || !isfinite(k[e]))
+            return INFINITY;
+        sum += fabs(q[e]) * rk[e] + rq[e] * fabs(k[e]) + rq[e] * rk[e];
+    }
+    return parity_radius_up(sum, 4.0 * (double)E);
+}
+
+/* Scores, weights and per-weight error bounds of row iRow (= batch * L + l); with
+ * pP->aRad, over the operand box (sdpa_propagate). */
 static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
 {
     const parity_attention_geometry *pG = &pCall->geom.attention;
@@ -329,13 +354,15 @@ static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
     const double *pMask = pCall->nIn == 4 ? pCall->aIn[3].aValue : NULL;
     double u = parity_unit_roundoff(pCall->accDtype), sub = parity_ulp_at(pCall->accDtype, 0.0);
     double gScore = pP->gScore, absScale = fabs(pG->scale);
-    double D = 0.0, W = 0.0, w = 0.0, s, r2c, eD;
+    double D = 0.0, W = 0.0, w = 0.0, s, r2c, eD, reach = 0.0;
     uint64_t l = iRow % pG->L, qOff, kOff, vOff, mOff, strMS, j;
     int nan = 0, anyLive = 0;
 
     parity_attention_row(pG, iRow, &qOff, &kOff, &vOff, &mOff, &strMS);
     pP->row = iRow;
     pP->haveRow = 1;
+    pP->rowRad = pP->aRad != NULL;
+    pP->rowVacuous = 0;
     pP->vOff = vOff;
     pP->rowOverflow = 0;
     if (pG->S == 0) { pP->rowKind = ROW_EMPTY; return 0; }
@@ -349,17 +376,35 @@ static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
         if (parity_exact_dot(pP->aE[j], q + qOff, 1, k + kOff + j * pG->E, 1, pG->E, NULL,
                              &absSum) != 0)
             return -1;
+        if (pP->aRad) {
+            /* over the operand box the exact score moves by at most |scale| reach, and the
+             * kernel's error grows with sum |q k| to at most absSum + reach */
+            reach = score_reach(pP->aRad, q + qOff, k + kOff + j * pG->E, qOff,
+                                kOff + j * pG->E, pG->E);
+            if (!(reach < INFINITY)) { pP->rowVacuous = 1; return 0; }
+            absSum = parity_radius_up(absSum + reach, 1.0);
+        }
         /* q k then scale, or q scaled first: either intermediate may overflow */
         if (!(absSum * (absScale > 1.0 ? absScale : 1.0) < parity_dtype_max_finite(pCall->accDtype)))
             pP->rowOverflow = 1;
         mpfr_mul_d(pP->aE[j], pP->aE[j], pG->scale, MPFR_RNDN);
         pP->aDs[j] = gScore * absScale * absSum +
-                     0.5 * (double)pG->E * sub * (absScale > 1.0 ? absScale : 1.0);
+                     0.5 * (double)pG->E * sub * (absScale > 1.0 ? absScale : 1.0) +
+                     absScale * reach;
+        if (pP->aRad && pMask && pP->aRad[3][mOff + j * strMS] != 0.0 &&
+            (pG->maskKind == PARITY_MASK_BOOL ||
+             !(pP->aRad[3][mOff + j * strMS] < INFINITY))) {
+            pP->rowVacuous = 1;         /* a mask that may keep another set of scores */
+            return 0;
+        }
         if (pG->maskKind == PARITY_MASK_FLOAT) {
             double mv = pMask[mOff + j * strMS];
+            double rm = pP->aRad ? pP->aRad[3][mOff + j * strMS] : 0.0;
             mpfr_add_d(pP->aE[j], pP->aE[j], mv, MPFR_RNDN);
-            pP->aDs[j] += u * (fabs(mpfr_get_d(pP->aE[j], MPFR_RNDN)) + fabs(mv));
+            pP->aDs[j] += u * (fabs(mpfr_get_d(pP->aE[j], MPFR_RNDN)) + absScale * reach + rm +
+                               fabs(mv) + rm) + rm;
         }
+        if (pP->aRad) pP->aDs[j] = parity_radius_up(pP->aDs[j], 8.0);
         if (mpfr_nan_p(pP->aE[j]) || (mpfr_inf_p(pP->aE[j]) && mpfr_sgn(pP->aE[j]) > 0)) {
             nan = 1;
             break;
@@ -383,11 +428,20 @@ static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
     for (j = 0; j < pG->S; j++) {
         pP->aP[j] = pP->aLive[j] ? mpfr_get_d(pP->aE[j], MPFR_RNDN) / s : 0.0;
         if (!pP->aLive[j]) continue;
-        w += pP->aP[j] * pP->aShift[j];
         W += pP->aP[j] * pP->aDs[j];
         if (pP->aDs[j] > D) D = pP->aDs[j];
     }
     eD = exp(D);
+    /* the softmax kernel's own error is at the computed scores: with propagation they
+     * lie up to ds_j from the reference's and their maximum up to D from m, so |s_j - m|
+     * grows by ds_j + D, and w = sum p_j |s_j - m| is taken at the weights' upper end,
+     * p_j (1 + r1_j) (2. above) */
+    for (j = 0; j < pG->S; j++) {
+        if (!pP->aLive[j]) continue;
+        if (pP->aRad) pP->aShift[j] += pP->aDs[j] + D;
+        w += pP->aP[j] * (pP->aRad ? 1.0 + expm1(pP->aDs[j] + eD * W) : 1.0) * pP->aShift[j];
+    }
+    if (pP->aRad) w = parity_radius_up(w, 4.0 * (double)pG->S);
     r2c = (w + 2.0 * SDPA_C_EXP + 2.0) * u + pP->gSoftmax;
     for (j = 0; j < pG->S; j++) {
         double r1, r2;
@@ -400,16 +454,27 @@ static int sdpa_row(parity_op_call *pCall, sdpa_params *pP, uint64_t iRow)
     return 0;
 }
 
-static int sdpa_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+/* Output element `linear`: reference and bound; while propagating (pP->aRad) the radius
+ * over the operand box: v_jc anywhere within r_jc adds sum_j p_j r_jc to the weighted sum
+ * and widens |v_jc| to |v_jc| + r_jc in its error (4. above, and the scores' reach in
+ * sdpa_row). */
+static int sdpa_compute(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
 {
     sdpa_params *pP = pCall->pParams;
     const parity_attention_geometry *pG = &pCall->geom.attention;
-    const double *v = pCall->aIn[2].aValue;
+    const double *v = pCall->aIn[2].aValue, *rv = pP->aRad ? pP->aRad[2] : NULL;
     uint64_t c = linear % pG->Ev, iRow = linear / pG->Ev, j;
     double sub = parity_ulp_at(pCall->accDtype, 0.0);
-    double gSum, b0 = 0.0, absV = 0.0, o;
+    double gSum, b0 = 0.0, absV = 0.0, o, vReach = 0.0;
+    int vacuous = 0;
 
-    if ((!pP->haveRow || pP->row != iRow) && sdpa_row(pCall, pP, iRow) != 0) return -1;
+    if ((!pP->haveRow || pP->row != iRow || pP->rowRad != (pP->aRad != NULL)) &&
+        sdpa_row(pCall, pP, iRow) != 0)
+        return -1;
+    if (pP->rowVacuous) {       /* sdpa_propagate makes the reference without radii */
+        *pBound = INFINITY;
+        return 0;
+    }
     /* a score that may overflow in some order makes the whole row's results open (ops.h) */
     pCall->overflowPossible = pP->rowOverflow;
     if (pP->rowKind == ROW_NAN) { mpfr_set_nan(ref); *pBound = 0.0; return 0; }
@@ -420,19 +485,54 @@ static int sdpa_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doub
     }
     gSum = pP->gSum;
     for (j = 0; j < pG->S; j++) {
-        double vj = v[pP->vOff + j * pG->Ev + c];
+        uint64_t iv = pP->vOff + j * pG->Ev + c;
+        double vj = v[iv], av = fabs(vj);
         mpfr_mul_d(pP->aProd[j], pP->aE[j], vj, MPFR_RNDN);   /* exact */
         if (!pP->aLive[j]) continue;
-        b0 += pP->aP[j] * fabs(vj) * (pP->aR[j] + gSum * (1.0 + pP->aR[j]));
-        absV += fabs(vj);
+        if (rv) {
+            if (!(rv[iv] < INFINITY) || (!isfinite(vj) && rv[iv] > 0.0)) vacuous = 1;
+            av += rv[iv];
+            vReach += pP->aP[j] * rv[iv];
+        }
+        b0 += pP->aP[j] * av * (pP->aR[j] + gSum * (1.0 + pP->aR[j]));
+        absV += av;
     }
     mpfr_sum(ref, pP->apProd, pG->S, MPFR_RNDN);
     mpfr_div(ref, ref, pP->sum, MPFR_RNDN);
-    if (!mpfr_number_p(ref)) { *pBound = 0.0; return 0; }
-    b0 = b0 * (1.0 + 0x1p-48) + (double)pG->S * sub * (1.0 + absV);
+    if (vacuous || (rv && !mpfr_number_p(ref) && vReach > 0.0))
+        return parity_propagate_vacuous(pCall, pBound);
+    if (!mpfr_number_p(ref)) {
+        *pBound = 0.0;
+        return 0;
+    }
+    b0 = (b0 + vReach) * (1.0 + 0x1p-48) + (double)pG->S * sub * (1.0 + absV);
     o = fabs(mpfr_get_d(ref, MPFR_RNDN));
     *pBound = b0 + 0.5 * parity_ulp_at(pCall->outDtype, o + b0);
+    if (rv) *pBound = parity_radius_up(*pBound, 4.0 * (double)pG->S + 8.0);
     return 0;
+}
+
+static int sdpa_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    return sdpa_compute(pCall, linear, ref, pBound);
+}
+
+/* Propagation (ops.h, xPropagate): sdpa_compute with the radii, a row at a time. */
+static int sdpa_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                          mpfr_t ref, double *pRadius)
+{
+    sdpa_params *pP = pCall->pParams;
+    int rc;
+    pP->aRad = aRad;
+    rc = sdpa_compute(pCall, linear, ref, pRadius);
+    pP->aRad = NULL;
+    if (rc == 0 && pP->rowVacuous) {
+        /* a radius the row cannot carry: the reference from the operands as given (the
+         * row made again without radii), any value accepted */
+        rc = sdpa_compute(pCall, linear, ref, pRadius);
+        if (rc == 0) parity_propagate_vacuous(pCall, pRadius);
+    }
+    return rc;
 }
 
 /* ---- the fast path (ops.h, xFast) ------------------------------------------------------ */
@@ -726,4 +826,5 @@ const parity_op_def parity_op_scaled_dot_product_attention = {
     .xCost = sdpa_cost,
     .xEnvelope = NULL,
     .xFast = sdpa_fast,
+    .xPropagate = sdpa_propagate,
 };

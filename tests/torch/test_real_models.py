@@ -724,10 +724,10 @@ class FusedRegions(CaptureCase):
         self.assertEqual(doc["_code"], 1, doc["_text"])
         self.assertEqual(doc["first_divergence"], "/out", doc["_text"])
 
-    def whole_and_bug(self, name, model, buggy, args):
+    def whole_region(self, name, model, args):
         """model compiled whole by Inductor passes, /out judged as one fused region with
-        every element within the bound and none vacuous; buggy (model's weights) compiled
-        whole fails /out first, cause local. Returns /out's record and the bug's report."""
+        every element within the bound and none vacuous. Returns eager's capture, /out's
+        record and the report."""
         eager, whole = self.path(name + "_e.h5"), self.path(name + "_c.h5")
         pt.capture_eager(model, args, eager)
         pt.capture_compiled(model, args, whole, whole_model=pt.whole(pt.torch_compile))
@@ -737,6 +737,12 @@ class FusedRegions(CaptureCase):
         self.assertIsNone(t["model_note"], t["model_note"])
         self.assertEqual(t["judgement"]["classes"]["within"], t["elements"], doc["_text"])
         self.assertEqual(t["judgement"]["classes"]["vacuous_bound"], 0)
+        return eager, t, doc
+
+    def whole_and_bug(self, name, model, buggy, args):
+        """whole_region, and buggy (model's weights) compiled whole fails /out first, cause
+        local. Returns /out's record and the bug's report."""
+        eager, t, _ = self.whole_region(name, model, args)
         buggy.load_state_dict(model.state_dict())
         bug = self.path(name + "_bug.h5")
         pt.capture_compiled(model, args, bug, whole_model=pt.whole(pt.torch_compile),
@@ -800,6 +806,37 @@ class FusedRegions(CaptureCase):
         t, _ = self.whole_and_bug("head", model, Head(count_pad=True).eval(), args)
         self.assertEqual(t["judgement"]["fused_region"]["ops"],
                          ["/conv/out", "/0.relu", "/pool/out", "/gap/out", "/0.view", "/out"])
+
+    @unittest.skipUnless(TORCH2, "torch.compile needs torch >= 2")
+    def test_encoder_layer_compiled_whole_is_one_region(self):
+        """Embedding and a TransformerEncoderLayer compiled whole keep only /out: one
+        region of 31 ops from the token ids and parameters, attention included (sdpa's
+        propagation), judged and passing. The bound is loose (up to 0.044 where Inductor
+        errs by 4e-7), so a v projection scaled by 1.01 in the compiled model stays within
+        it; it is reported as suspicious (off eager beyond the tolerance, 16x eager's
+        error), and scaled by 1.1 it fails /out, cause local."""
+        model, args = make("encoder")
+        eager, t, doc = self.whole_region("enc", model, args)
+        ops = t["judgement"]["fused_region"]["ops"]
+        self.assertGreater(len(ops), 16, ops)
+        self.assertTrue(any("scaled_dot_product" in o for o in ops), ops)
+        self.assertFalse(t["judgement"]["suspicious"], doc["_text"])
+        for factor, want in ((1.01, 0), (1.1, 1)):
+            buggy = copy.deepcopy(model)
+            with torch.no_grad():
+                buggy.enc.self_attn.in_proj_weight[64:72] *= factor    # rows of v's projection
+            bug = self.path("enc_bug_%s.h5" % factor)
+            pt.capture_compiled(model, args, bug, whole_model=pt.whole(pt.torch_compile),
+                                run_module=buggy)
+            doc = self.diff(eager, bug)
+            self.assertEqual(doc["_code"], want, doc["_text"])
+            t = self.tensor(doc, "/out")
+            self.assertTrue(t["judgement"]["suspicious"], doc["_text"])
+            self.assertEqual(t["judgement"]["suspicious_rule"], "tolerance_and_eager")
+            if want:
+                self.assertEqual((doc["first_divergence"], t["cause"]), ("/out", "local"))
+            else:
+                self.assertIn("1 with suspicious elements", doc["_text"].splitlines()[0])
 
     def test_torchscript_freeze_regions(self):
         self.regions(pt.torchscript_freeze, "torchscript")
