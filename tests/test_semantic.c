@@ -1471,6 +1471,44 @@ Test(semantic, fused_region_without_a_model_falls_back_with_the_reason)
     diff_free(&run);
 }
 
+/* A region whose bound says nothing: log of a fused linear that cancels to 2^-23 with a
+ * dot-product bound of about 2^-22, so every box holds 0 and log's is vacuous. The tensor
+ * falls back to the tolerance, saying why, rather than pass as judged. */
+Test(semantic, fused_region_vacuous_at_most_elements_falls_back)
+{
+    enum { R = 8 };
+    float x[R * 2], w[2] = { 1.0f, -1.0f + 0x1p-23f }, y[R], out[R];
+    uint64_t dX[2] = { R, 2 }, dW[2] = { 1, 2 }, dY[2] = { R, 1 };
+    const char *azLin[] = { "/x", "/w" }, *azLog[] = { "/y" };
+    parity_writer *pW;
+    diff_run run;
+    int r, side;
+    for (r = 0; r < R; r++) {
+        x[2 * r] = x[2 * r + 1] = (float)(r + 1);
+        y[r] = x[2 * r] * w[0] + x[2 * r + 1] * w[1];      /* (r + 1) 2^-23, exact */
+        out[r] = logf(y[r]);
+    }
+    for (side = 0; side < 2; side++) {
+        pW = cap_open(side ? "c.h5" : "e.h5", side ? "compiled" : "eager");
+        cap_f32(pW, "/x", 2, dX, x);
+        cap_f32(pW, "/w", 2, dW, w);
+        if (!side) {
+            cap_f32(pW, "/y", 2, dY, y);
+            cap_op(pW, "/y", "linear", azLin, 2, 0);
+        }
+        cap_f32(pW, "/out", 2, dY, out);
+        cap_op(pW, "/out", "log", azLog, 1, 1);
+        cap_close(pW);
+    }
+    run_diff("e.h5", "c.h5", &run);
+    assert_exit(&run, 0);
+    cr_assert(json_is_null(json_object_get(tensor_of(&run, "/out"), "judgement")));
+    cr_assert(strstr(str_of(tensor_of(&run, "/out"), "model_note"),
+                     "its bound, propagated through 2 ops, is vacuous at 8 of 8 elements"),
+              "%s", str_of(tensor_of(&run, "/out"), "model_note"));
+    diff_free(&run);
+}
+
 /* Round to TF32 (8 exponent bits, 10 stored significand bits), nearest even. */
 static float tf32r(float x)
 {
