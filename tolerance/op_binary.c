@@ -344,6 +344,10 @@ static int binary_propagate(parity_op_call *pCall, const double *const *aRad, ui
     rx = aRad[0][offX];
     ry = aRad[1][offY];
     if (rx == 0.0 && ry == 0.0) return 0;
+    if ((kind == BIN_ADD || kind == BIN_SUB) && mpfr_inf_p(ref) &&
+        ((isinf(x) && rx == 0.0 && isfinite(y) && ry < INFINITY) ||
+         (isinf(y) && ry == 0.0 && a != 0.0 && isfinite(x) && rx < INFINITY)))
+        return 0;   /* an exact infinity plus a finite box (a -inf mask added to scores) */
     if (!isfinite(x) || !isfinite(y) || !(rx < INFINITY) || !(ry < INFINITY) ||
         !mpfr_number_p(ref))
         return parity_propagate_vacuous(pCall, pRadius);

@@ -50,6 +50,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 #include "tolerance/rows.h"
 #include "formats/alloc.h"
 
@@ -69,6 +70,11 @@ typedef struct {
     double *aBuf;                  /* scratch of lse_row_ref: a row's values */
     mpfr_t *aTerm;                 /* and its terms, initialised lazily */
     mpfr_ptr *apTerm;
+    /* propagation (lse_propagate): per row, the largest radius of its elements (+Inf when
+     * one is not finite or its value is not while it moves), made when first asked */
+    double *aRadMax;
+    unsigned char *aRadMade;
+    double *aRadBuf, *aRadValBuf;  /* a row's radii and values (scratch) */
 } lse_params;
 
 static void lse_free(void *p)
@@ -85,6 +91,10 @@ static void lse_free(void *p)
     free(pP->aLMade);
     free(pP->aKind);
     free(pP->aFastOk);
+    free(pP->aRadMax);
+    free(pP->aRadMade);
+    free(pP->aRadBuf);
+    free(pP->aRadValBuf);
     free(pP->aMax);
     free(pP->aW);
     free(pP->aL);
@@ -236,26 +246,36 @@ static int lse_load(parity_op_call *pCall, char *zErr, size_t nErr)
     return 0;
 }
 
-/* E_L: the absolute error of log(s^) (header comment). */
-static double lse_err_log(const lse_params *pP, const parity_op_call *pCall, uint64_t iRow)
+/* E_L: the absolute error of log(s^) for a row with weighted shift w and log-sum L
+ * (header comment). */
+static double lse_err_log(const lse_params *pP, const parity_op_call *pCall, double w,
+                          double L)
 {
     double u = parity_unit_roundoff(pCall->accDtype), n = (double)pP->rows.n;
-    double eta = (pP->aW[iRow] + C_EXP) * u + pP->gammaN +
-                 n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    double eta = (w + C_EXP) * u + pP->gammaN + n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
     if (!(eta < 1.0)) return INFINITY;
-    return eta / (1.0 - eta) + C_EXP * u * pP->aL[iRow];
+    return eta / (1.0 - eta) + C_EXP * u * L;
 }
 
-/* The bound of an element whose value is y (header comment): logsumexp's, or log_softmax's
- * for input x. Reads the row's binary64 m, w and L, on both paths. */
+/* The bound (header comment) from the figures it grows with: w, L, m - x (log_softmax),
+ * |m + L| and |y|. */
+static double lse_bound_at(const parity_op_call *pCall, const lse_params *pP, double w,
+                           double L, double mMinusX, double absLse, double absY)
+{
+    double u = parity_unit_roundoff(pCall->accDtype), eL = lse_err_log(pP, pCall, w, L);
+    if (pP->isLse) return (1.0 + u) * eL + u * absY + 0.5 * parity_ulp_at(pCall->outDtype, absY);
+    return (1.0 + u) * (u * fmax(mMinusX, absLse) + eL) + u * absY +
+           0.5 * parity_ulp_at(pCall->outDtype, absY);
+}
+
+/* The bound of an element whose value is y: logsumexp's, or log_softmax's for input x.
+ * Reads the row's binary64 m, w and L, on both paths. */
 static double lse_bound(const parity_op_call *pCall, const lse_params *pP, uint64_t iRow,
                         double x, double y)
 {
-    double u = parity_unit_roundoff(pCall->accDtype), m = pP->aMax[iRow];
-    double eL = lse_err_log(pP, pCall, iRow);
-    if (pP->isLse) return (1.0 + u) * eL + u * fabs(y) + 0.5 * parity_ulp_at(pCall->outDtype, y);
-    return (1.0 + u) * (u * fmax(m - x, fabs(m + pP->aL[iRow])) + eL) + u * fabs(y) +
-           0.5 * parity_ulp_at(pCall->outDtype, y);
+    double m = pP->aMax[iRow];
+    return lse_bound_at(pCall, pP, pP->aW[iRow], pP->aL[iRow], m - x,
+                        fabs(m + pP->aL[iRow]), fabs(y));
 }
 
 static int lse_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
@@ -299,6 +319,72 @@ static int lse_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
         mpfr_sub(ref, ref, pL, MPFR_RNDN);
     }
     *pBound = lse_bound(pCall, pP, iRow, x, mpfr_get_d(ref, MPFR_RNDN));
+    return 0;
+}
+
+/* Row iRow's largest radius R, made once per row; +Inf where a radius is, or where an
+ * element that moves is not finite. */
+static double lse_row_rad(parity_op_call *pCall, lse_params *pP, const double *aRad,
+                          uint64_t iRow)
+{
+    uint64_t k, n = pP->rows.n;
+    double r = 0.0;
+    if (!pP->aRadMax) {
+        pP->aRadMax = parity_calloc(pP->rows.nRow + 1, sizeof(double));
+        pP->aRadMade = parity_calloc(pP->rows.nRow + 1, 1);
+        pP->aRadBuf = parity_calloc(n + 1, sizeof(double));
+        pP->aRadValBuf = parity_calloc(n + 1, sizeof(double));
+        if (!pP->aRadMax || !pP->aRadMade || !pP->aRadBuf || !pP->aRadValBuf) return NAN;
+    }
+    if (pP->aRadMade[iRow]) return pP->aRadMax[iRow];
+    parity_rows_gather(&pP->rows, aRad, iRow, pP->aRadBuf);
+    parity_rows_gather(&pP->rows, pCall->aIn[0].aValue, iRow, pP->aRadValBuf);
+    for (k = 0; k < n; k++) {
+        double rk = pP->aRadBuf[k];
+        if (!(rk < INFINITY) || (rk > 0.0 && !isfinite(pP->aRadValBuf[k]))) {
+            r = INFINITY;
+            break;
+        }
+        if (rk > r) r = rk;
+    }
+    pP->aRadMax[iRow] = r;
+    pP->aRadMade[iRow] = 1;
+    return r;
+}
+
+/* Propagation (ops.h, xPropagate). With R the row's largest radius: logsumexp is
+ * 1-Lipschitz in the largest coordinate, so it moves by at most R and log_softmax's
+ * y_i = x_i - lse by r_i + R (the reach). Over the box the bound's figures grow at most
+ * so: m by R, m - x_i by r_i + R, |m + L| = |lse| by R, each term exp(x_j - m) by a factor
+ * e^(+-2R), so L by 2R and the weights p_j by e^(2R), and w = sum p_j (m - x_j) to at most
+ * e^(2R) (w + 2R); the bound, increasing in each, is taken there. */
+static int lse_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                         mpfr_t ref, double *pRadius)
+{
+    lse_params *pP = pCall->pParams;
+    uint64_t iRow = linear, k = 0;
+    double R, x = 0.0, rx = 0.0, reach, m, L, w, y, b;
+
+    if (!pP->isLse) {
+        parity_rows_locate(&pP->rows, linear, &iRow, &k);
+        x = pCall->aIn[0].aValue[linear];
+        rx = aRad[0][linear];
+    }
+    if (lse_element(pCall, linear, ref, pRadius) != 0) return -1;
+    R = lse_row_rad(pCall, pP, aRad[0], iRow);
+    if (R != R) return -1;                       /* out of memory */
+    if (R == 0.0) return 0;
+    if (!(R < INFINITY) || !(2.0 * R < 700.0)) return parity_propagate_vacuous(pCall, pRadius);
+    /* a NaN or +Inf in the row, or a masked x_i (-Inf, exact: its radius is 0 or R would
+     * be +Inf), gives the special value whatever the finite elements are */
+    if (pP->aKind[iRow] != ROW_OK || !mpfr_number_p(ref)) return 0;
+    m = pP->aMax[iRow];
+    L = pP->aL[iRow];
+    w = exp(2.0 * R) * (pP->aW[iRow] + 2.0 * R) * (1.0 + 0x1p-50);
+    reach = parity_radius_up(pP->isLse ? R : rx + R, 1.0);
+    y = fabs(mpfr_get_d(ref, MPFR_RNDN));
+    b = lse_bound_at(pCall, pP, w, L + 2.0 * R, (m - x) + rx + R, fabs(m + L) + R, y + reach);
+    *pRadius = parity_radius_up(reach + b, 16.0);
     return 0;
 }
 
@@ -356,6 +442,7 @@ const parity_op_def parity_op_log_softmax = {
     .zName = "log_softmax",
     .family = PARITY_FAMILY_ROWWISE,
     .xLoad = lse_load,
+    .xPropagate = lse_propagate,
     .zModel = "shifted log_softmax: (1+u)(u max(|x-m|,|m+L|) + E_L) + u|y| + 0.5 ulp, E_L = eta/(1-eta) + c u L, eta = (w+c)u + gamma_{(c+2)n} (Blanchard-Higham-Higham 2021)",
     .nInMin = 1, .nInMax = 1,
     .xPrepare = lse_prepare, .xElement = lse_element, .xFreeParams = lse_free,
@@ -367,6 +454,7 @@ const parity_op_def parity_op_logsumexp = {
     .family = PARITY_FAMILY_REDUCE,
     .flags = PARITY_OPF_NAMES_DIM,
     .xLoad = lse_load,
+    .xPropagate = lse_propagate,
     .zModel = "shifted log-sum-exp: (1+u) E_L + u|lse| + 0.5 ulp, E_L = eta/(1-eta) + c u L, eta = (w+c)u + gamma_{(c+2)n} (Blanchard-Higham-Higham 2021)",
     .nInMin = 1, .nInMax = 1,
     .xPrepare = lse_prepare, .xElement = lse_element, .xFreeParams = lse_free,
