@@ -481,8 +481,9 @@ static parity_run_status flush_run(parity_target *pT, const parity_graph_case *p
     return PARITY_RUN_OK;
 }
 
-/* The symptom of linear(x, w) for one-element x and w under g_flushMode. */
-static const char *flush_symptom(double x, double w)
+/* The symptom of family zFam's case (variant) for one-element x and w under
+ * g_flushMode. */
+static const char *flush_symptom_of(const char *zFam, uint32_t variant, double x, double w)
 {
     static char zSym[32];
     parity_graph_spec s;
@@ -493,9 +494,9 @@ static const char *flush_symptom(double x, double w)
     size_t i, f;
     memset(&s, 0, sizeof s);
     for (f = 0; f < parity_graph_family_count(); f++)
-        if (parity_graph_family_at(f) == parity_graph_family_find("gemm_epilogue"))
+        if (parity_graph_family_at(f) == parity_graph_family_find(zFam))
             s.family = (uint8_t)f;
-    s.variant = 1u << 8 | 1u << 9;      /* no bias, no activation: linear alone */
+    s.variant = variant;
     s.dtype = PARITY_DT_F32;
     s.aDim[0] = s.aDim[1] = s.aDim[2] = 1;
     s.seed = 5;
@@ -514,6 +515,12 @@ static const char *flush_symptom(double x, double w)
     return zSym;
 }
 
+/* linear(x, w) alone: gemm_epilogue without bias and activation */
+static const char *flush_symptom(double x, double w)
+{
+    return flush_symptom_of("gemm_epilogue", 1u << 8 | 1u << 9, x, w);
+}
+
 Test(fuzz_graph, flush_modes_are_named_and_grouped_by_dtype)
 {
     parity_graph_cause *aC = NULL;
@@ -522,6 +529,10 @@ Test(fuzz_graph, flush_modes_are_named_and_grouped_by_dtype)
 
     g_flushMode = FLUSH_DAZ;            /* XLA:CPU: -2.26e-39 * -3.4e38 gave 0, not 0.77 */
     cr_assert_str_eq(flush_symptom(-2.263648e-39, -3.4028235e38), "subnormal input zeroed");
+    /* whatever the symptom: rms_norm(-5.5e-39) * -inf is +inf, read as zero NaN ("nan
+     * made"; XLA:CPU's residual_rmsnorm finding) */
+    cr_assert_str_eq(flush_symptom_of("residual_rmsnorm", 1u << 8, -5.496579e-39, -INFINITY),
+                     "subnormal input zeroed");
     g_flushMode = FLUSH_FTZ;
     cr_assert_str_eq(flush_symptom(1e-30, 1e-7), "underflow to zero");   /* 1e-37: normal */
     cr_assert_str_eq(flush_symptom(1e-30, 1e-9), "subnormal flushed");   /* 1e-39 */

@@ -30,7 +30,9 @@ void parity_graph_campaign_result_free(parity_graph_campaign_result *pRes)
  *   subnormal input zeroed   compiled's worst element is what eager gives with every
  *                       subnormal input read as zero, far closer than the IEEE result
  *                       (denormals-are-zero: x = -2.3e-39 times w = -3.4e38 gives 0, not
- *                       0.77; graph_oracle.c reruns eager so to tell)
+ *                       0.77, and rms_norm(-5.5e-39) times w = -inf gives NaN, not +inf;
+ *                       graph_oracle.c reruns eager so to tell), whatever the symptom but
+ *                       a flushed result
  * A single op cannot show either apart: its worker's eager side shares the flush mode. */
 const char *parity_graph_symptom(const parity_graph_oracle_result *pR, parity_dtype dt)
 {
@@ -38,8 +40,11 @@ const char *parity_graph_symptom(const parity_graph_oracle_result *pR, parity_dt
     if (pR->cls != PARITY_FINDING_DIVERGES || !pR->judged)
         return parity_finding_class_name(pR->cls);
     zSymptom = parity_triage_symptom(pR->worstRef, pR->worstCompiled, dt);
+    /* denormals-are-zero explains any symptom it reproduces (a subnormal x times -inf
+     * gives NaN, not +inf), except a flushed result, which either flush mode gives */
+    if (pR->subnormalInputZeroed && strcmp(zSymptom, "subnormal flushed") != 0)
+        return "subnormal input zeroed";
     if (strcmp(zSymptom, "accuracy") != 0) return zSymptom;
-    if (pR->subnormalInputZeroed) return "subnormal input zeroed";
     if (pR->worstCompiled == 0 && pR->worstRef != 0 &&
         fabs(pR->worstRef) < ldexp(parity_dtype_smallest_normal(dt), 24))
         return "underflow to zero";
