@@ -26,6 +26,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 #include "tolerance/rows.h"
 #include "formats/alloc.h"
 
@@ -34,6 +35,9 @@ typedef struct {
     int narrow;                    /* input wider than acc_dtype */
     double *aHi, *aMid, *aLo;      /* per input element: the exact prefix, 3 parts */
     double *aAbs;                  /* per input element: sum_{j <= k} |x_j| (rounded up) */
+    double *aRadSum;               /* propagation: per element sum_{j <= k} r_j, rounded up
+                                    * (+Inf where a radius is, or a value that moves is
+                                    * not finite); made on the first cumsum_propagate */
 } cumsum_params;
 
 static void cumsum_free(void *p)
@@ -43,6 +47,7 @@ static void cumsum_free(void *p)
     free(pP->aMid);
     free(pP->aLo);
     free(pP->aAbs);
+    free(pP->aRadSum);
     free(pP);
 }
 
@@ -154,6 +159,50 @@ static int cumsum_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, do
     return 0;
 }
 
+/* Every element's prefix sum of radii (aRadSum), row by row. */
+static int cumsum_radii(const parity_op_call *pCall, cumsum_params *pP, const double *aRad)
+{
+    const double *x = pCall->aIn[0].aValue;
+    uint64_t iRow, k;
+    pP->aRadSum = parity_malloc((pCall->aIn[0].nElem + 1) * sizeof(double));
+    if (!pP->aRadSum) return -1;
+    for (iRow = 0; iRow < pP->rows.nRow; iRow++) {
+        double sum = 0.0;
+        for (k = 0; k < pP->rows.n; k++) {
+            uint64_t off = parity_rows_offset(&pP->rows, iRow, k);
+            double r = aRad[off];
+            if (!(r < INFINITY) || (r > 0.0 && !isfinite(x[off]))) sum = INFINITY;
+            else sum = (sum + r) * (1.0 + 0x1p-52);   /* keep it an upper bound */
+            pP->aRadSum[off] = sum;
+        }
+    }
+    return 0;
+}
+
+/* Propagation (ops.h, xPropagate): a prefix sum is linear, so y_k moves by at most
+ * R_k = sum_{j <= k} r_j, and the bound above, increasing in sum |x_j| and |y_k|, is
+ * taken with both grown by R_k. */
+static int cumsum_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                            mpfr_t ref, double *pRadius)
+{
+    cumsum_params *pP = pCall->pParams;
+    uint64_t iRow, k;
+    double u = parity_unit_roundoff(pCall->accDtype), R, y, e;
+
+    if (cumsum_element(pCall, linear, ref, pRadius) != 0) return -1;
+    if (!pP->aRadSum && cumsum_radii(pCall, pP, aRad[0]) != 0) return -1;
+    R = pP->aRadSum[linear];
+    if (R == 0.0) return 0;
+    if (!(R < INFINITY) || !mpfr_number_p(ref)) return parity_propagate_vacuous(pCall, pRadius);
+    parity_rows_locate(&pP->rows, linear, &iRow, &k);
+    parity_note_overflow(pCall, pP->aAbs[linear] + R);
+    y = fabs(pP->aHi[linear]) + R;
+    e = parity_gamma((double)k + (pP->narrow ? 1.0 : 0.0), u) * (pP->aAbs[linear] + R);
+    if (pP->narrow) e += ((double)k + 1.0) * 0.5 * parity_ulp_at(pCall->accDtype, 0.0);
+    *pRadius = parity_radius_up(R + e + 0.5 * parity_ulp_at(pCall->outDtype, y + e), 8.0);
+    return 0;
+}
+
 const parity_op_def parity_op_cumsum = {
     .zName = "cumsum",
     .family = PARITY_FAMILY_ROWWISE,
@@ -161,4 +210,5 @@ const parity_op_def parity_op_cumsum = {
     .zModel = "any scan: gamma_k(u_acc) sum_{j<=k} |x_j| + 0.5 ulp (Higham 2002, eq. 4.3, Lemma 3.1)",
     .nInMin = 1, .nInMax = 1,
     .xPrepare = cumsum_prepare, .xElement = cumsum_element, .xFreeParams = cumsum_free,
+    .xPropagate = cumsum_propagate,
 };
