@@ -8,8 +8,8 @@
  *    over graphs of unary, binary, dot-product, reduction and softmax ops, and of the
  *    exact ops that move, pick or round values (slice, cat, stack, where, masked_fill,
  *    clamp, cast, embedding), of the averaging pools, of attention after its projections
- *    (float, bool and causal masks), of log_softmax, logsumexp and cumsum, in float32 and
- *    bfloat16.
+ *    (float, bool and causal masks), of log_softmax, logsumexp, cumsum and var, in float32
+ *    and bfloat16.
  * 2. Reach: each unary op's enclosure over wide boxes (the dips of gelu, silu and mish
  *    inside them) holds the reference at 2001 points of the box.
  * 3. The rewrites compilers make pass: reassociation and FMA contraction (linear + gelu),
@@ -505,7 +505,7 @@ Test(graph, emulated_correct_implementations_stay_within_the_radius)
         {
             /* a classifier's head: linear -> log_softmax, masked scores (an input mask with
              * -inf entries added) -> log_softmax, logsumexp with keepdim, exp of it; and
-             * the logits' cumsum */
+             * the logits' cumsum and variance */
             uint64_t d6x24[2] = { 6, 24 }, d10x24[2] = { 10, 24 }, d6x10[2] = { 6, 10 };
             double *h = values(&s, 144, dt, 1.0, 0.0), *wh = values(&s, 240, dt, 0.5, 0.0);
             double hm[60];
@@ -513,20 +513,21 @@ Test(graph, emulated_correct_implementations_stay_within_the_radius)
                                      operand("hm", dt, 2, d6x10, hm) };
             parity_attr aLs[1] = { attr_int(0, "dim", -1) };
             parity_attr aLse[2] = { attr_int(0, "dim", -1), attr_int(1, "keepdim", 1) };
-            parity_graph_node g[7] = {
+            parity_graph_node g[8] = {
                 node("linear", dt, 2, IN(0), IN(1), 0), node("log_softmax", dt, 1, 0, 0, 0),
                 node("add", dt, 2, 0, IN(2), 0), node("log_softmax", dt, 1, 2, 0, 0),
                 node("logsumexp", dt, 1, 2, 0, 0), node("exp", dt, 1, 4, 0, 0),
-                node("cumsum", dt, 1, 0, 0, 0),
+                node("cumsum", dt, 1, 0, 0, 0), node("var", dt, 1, 0, 0, 0),
             };
             for (i = 0; i < 60; i++) hm[i] = i % 4 == 1 ? -INFINITY : 0.0;
             with_attrs(&g[1], aLs, 1);
             with_attrs(&g[3], aLs, 1);
             with_attrs(&g[4], aLse, 2);
             with_attrs(&g[6], aLs, 1);
-            n = soundness(g, 7, in, 3, 20, 1111 + iDt);
+            with_attrs(&g[7], aLs, 1);         /* var over the 10 logits, correction 1 */
+            n = soundness(g, 8, in, 3, 20, 1111 + iDt);
             /* none vacuous: a -inf mask added to a moving score is exactly -inf */
-            cr_assert_eq(n, 20 * (5 * 60 + 12), "checked %llu", (unsigned long long)n);
+            cr_assert_eq(n, 20 * (5 * 60 + 12 + 6), "checked %llu", (unsigned long long)n);
             free(h); free(wh);
         }
         free(x); free(y); free(z); free(a); free(w); free(b); free(e); free(q); free(r);

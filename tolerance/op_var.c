@@ -36,6 +36,7 @@
 #include <string.h>
 #include "tolerance/ops.h"
 #include "tolerance/mpref.h"
+#include "tolerance/propagate.h"
 #include "tolerance/rows.h"
 #include "formats/alloc.h"
 
@@ -43,12 +44,14 @@ typedef struct {
     parity_rows rows;
     double correction;
     double *aBuf;                  /* one row */
+    double *aRadBuf;               /* its radii (propagation), made on first use */
 } var_params;
 
 static void var_free(void *p)
 {
     var_params *pP = p;
     free(pP->aBuf);
+    free(pP->aRadBuf);
     free(pP);
 }
 
@@ -100,49 +103,94 @@ static int var_load(parity_op_call *pCall, char *zErr, size_t nErr)
     return 0;
 }
 
-static int var_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+/* Row `linear`'s reference and bound; with aRad (the operand's radii, or NULL) the
+ * radius over the operand box. With x_i moved by d_i, |d_i| <= r_i, and dbar their mean,
+ * M2 moves by 2 sum (x_i - mu)(d_i - dbar) + sum (d_i - dbar)^2, where the first sum is
+ * sum (x_i - mu) d_i (the deviations sum to 0) and the second at most sum d_i^2: var
+ * moves by at most (2 sum |x_i - mu| r_i + sum r_i^2) / D (the reach). The bound grows
+ * with sum |x|, sum x^2 and var: it is taken with sum (|x_i| + r_i), sum (|x_i| + r_i)^2
+ * and var + reach. */
+static int var_compute(parity_op_call *pCall, const double *aRad, uint64_t linear, mpfr_t ref,
+                       double *pBound)
 {
     var_params *pP = pCall->pParams;
     uint64_t k, nn = pP->rows.n;
     double n = (double)nn, D = n - pP->correction, absSum = 0.0, sumSq = 0.0, u, v;
-    double eMu, eM2;
+    double eMu, eM2, reach = 0.0, radSum = 0.0, mu = 0.0;
+    int moves = 0, vacuous = 0;
     mpfr_t mean, t;
 
     *pBound = 0.0;
     parity_rows_gather(&pP->rows, pCall->aIn[0].aValue, linear, pP->aBuf);
+    if (aRad) {
+        if (!pP->aRadBuf && !(pP->aRadBuf = parity_malloc((nn + 1) * sizeof(double))))
+            return -1;
+        parity_rows_gather(&pP->rows, aRad, linear, pP->aRadBuf);
+        for (k = 0; k < nn; k++) moves |= pP->aRadBuf[k] != 0.0;
+    }
     mpfr_inits2(PARITY_REF_PREC, mean, t, (mpfr_ptr)0);
     if (parity_exact_sum(mean, pP->aBuf, 1, nn, &absSum) != 0) {
         mpfr_clears(mean, t, (mpfr_ptr)0);
         return -1;
     }
     if (nn) mpfr_div_ui(mean, mean, (unsigned long)nn, MPFR_RNDN);
+    mu = mpfr_get_d(mean, MPFR_RNDN);
     mpfr_set_zero(ref, 1);
     for (k = 0; k < nn; k++) {
         mpfr_set_d(t, pP->aBuf[k], MPFR_RNDN);
         mpfr_sub(t, t, mean, MPFR_RNDN);
         mpfr_sqr(t, t, MPFR_RNDN);
         mpfr_add(ref, ref, t, MPFR_RNDN);
-        sumSq += pP->aBuf[k] * pP->aBuf[k];
+        if (moves) {
+            double r = pP->aRadBuf[k], a = fabs(pP->aBuf[k]) + r;
+            /* |x - mu| with mu's binary64 rounding (half an ulp) added back */
+            reach += 2.0 * (fabs(pP->aBuf[k] - mu) + 0.5 * parity_ulp_at(PARITY_DT_F64, mu)) * r +
+                     r * r;
+            radSum += r;
+            sumSq += a * a;
+        } else {
+            sumSq += pP->aBuf[k] * pP->aBuf[k];
+        }
     }
     mpfr_clears(mean, t, (mpfr_ptr)0);
+    if (moves) {
+        vacuous = !(reach < INFINITY) || !(D > 0.0) || !mpfr_number_p(ref);
+        reach = parity_radius_up(reach / D, 4.0 * n + 2.0);
+        absSum = parity_radius_up(absSum + radSum, n + 1.0);
+        sumSq = parity_radius_up(sumSq, 2.0 * n + 2.0);
+    }
     parity_note_overflow(pCall, sumSq);     /* a one-pass sum of squares may overflow */
-    if (mpfr_nan_p(ref)) return 0;
+    if (mpfr_nan_p(ref)) return vacuous ? parity_propagate_vacuous(pCall, pBound) : 0;
     if (!(D > 0.0)) {
         /* torch: M2 / max(n - correction, 0). */
         if (mpfr_zero_p(ref)) mpfr_set_nan(ref);
         else mpfr_set_inf(ref, 1);
-        return 0;
+        return vacuous ? parity_propagate_vacuous(pCall, pBound) : 0;
     }
     mpfr_div_d(ref, ref, D, MPFR_RNDN);
+    if (vacuous || (moves && mpfr_inf_p(ref))) return parity_propagate_vacuous(pCall, pBound);
     if (mpfr_inf_p(ref)) return 0;
     u = parity_unit_roundoff(pCall->accDtype);
-    v = mpfr_get_d(ref, MPFR_RNDN);
+    v = mpfr_get_d(ref, MPFR_RNDN) + reach;
     eMu = parity_gamma(n + 1.0, u) * (absSum / n);
     eM2 = parity_gamma(2.0 * n + 4.0, u) * (sumSq * (1.0 + 4.0 * 0x1p-53)) + n * eMu * eMu;
     *pBound = (1.0 + 2.0 * u) * eM2 / D + 2.0 * u * v +
               n * 0.5 * parity_ulp_at(pCall->accDtype, 0.0) / D +
               0.5 * parity_ulp_at(pCall->outDtype, v);
+    if (moves) *pBound = parity_radius_up(reach + *pBound, 12.0);
     return 0;
+}
+
+static int var_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, double *pBound)
+{
+    return var_compute(pCall, NULL, linear, ref, pBound);
+}
+
+/* Propagation (ops.h, xPropagate): var_compute over the operand box. */
+static int var_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                         mpfr_t ref, double *pRadius)
+{
+    return var_compute(pCall, aRad[0], linear, ref, pRadius);
 }
 
 /* generated cases try correction 0 too (fuzz/cases/layout.c) */
@@ -159,4 +207,5 @@ const parity_op_def parity_op_var = {
     .zModel = "derived in op_var.c: (1+2u)(gamma_{2n+4} sum x^2 + n E_mu^2)/(n - correction) + 2u var + 0.5 ulp, E_mu = gamma_{n+1} mean|x|; two-pass, Welford, one-pass (Chan-Golub-LeVeque 1983)",
     .nInMin = 1, .nInMax = 1,
     .xPrepare = var_prepare, .xElement = var_element, .xFreeParams = var_free,
+    .xPropagate = var_propagate,
 };
