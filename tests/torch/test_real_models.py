@@ -838,6 +838,22 @@ class FusedRegions(CaptureCase):
             else:
                 self.assertIn("1 with suspicious elements", doc["_text"].splitlines()[0])
 
+    @unittest.skipUnless(TORCH2, "torch.compile needs torch >= 2")
+    def test_region_too_loose_to_judge_keeps_the_tolerance(self):
+        """The encoder layer under bf16 autocast on both sides, compiled whole: its region of
+        41 ops propagates a bound up to 4.9e8 on float32 outputs below 10, which judges
+        nothing; /out keeps the per-dtype tolerance, passes, and says why."""
+        model, args = make("encoder")
+        model = Autocast(model).eval()
+        eager, whole = self.path("acenc_e.h5"), self.path("acenc_c.h5")
+        pt.capture_eager(model, args, eager)
+        pt.capture_compiled(model, args, whole, whole_model=pt.whole(pt.torch_compile))
+        doc = self.diff(eager, whole)
+        self.assert_pass(doc)
+        t = self.tensor(doc, "/out")
+        self.assertIsNone(t["judgement"])
+        self.assertIn("wider than the whole tensor's largest value", t["model_note"])
+
     def test_torchscript_freeze_regions(self):
         self.regions(pt.torchscript_freeze, "torchscript")
 
