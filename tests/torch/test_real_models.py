@@ -854,6 +854,53 @@ class FusedRegions(CaptureCase):
         self.assertIsNone(t["judgement"])
         self.assertIn("wider than the whole tensor's largest value", t["model_note"])
 
+    @unittest.skipUnless(TORCH2 and hasattr(torch.nn, "RMSNorm"), "needs torch >= 2.4")
+    def test_llama_block_compiled_whole_is_one_region(self):
+        """A Llama-style block (RMSNorm, q/k/v projections, rotary embedding by slices, neg
+        and cat, causal attention, output projection, residuals, a SiLU-gated MLP)
+        compiled whole by Inductor: one region of 46 ops from the input, the rotary tables
+        and the weights, passing (bound up to 0.011, Inductor's error 2.7e-7). A rotary
+        embedding that forgets the negation in the compiled model fails /out, cause
+        local."""
+        def rotate(x, neg):
+            x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+            return torch.cat((-x2 if neg else x2, x1), dim=-1)
+
+        class Block(torch.nn.Module):
+            def __init__(self, neg=True, d=64, heads=4, ff=128):
+                super().__init__()
+                self.neg, self.heads, self.dh = neg, heads, d // heads
+                self.n1 = torch.nn.RMSNorm(d, eps=1e-6)
+                self.n2 = torch.nn.RMSNorm(d, eps=1e-6)
+                self.q, self.k, self.v, self.o = (torch.nn.Linear(d, d, bias=False)
+                                                  for _ in range(4))
+                self.gate = torch.nn.Linear(d, ff, bias=False)
+                self.up = torch.nn.Linear(d, ff, bias=False)
+                self.down = torch.nn.Linear(ff, d, bias=False)
+
+            def forward(self, x, cos, sin):
+                b, t, d = x.shape
+                h = self.n1(x)
+                q, k, v = (p(h).view(b, t, self.heads, self.dh).transpose(1, 2)
+                           for p in (self.q, self.k, self.v))
+                q = q * cos + rotate(q, self.neg) * sin
+                k = k * cos + rotate(k, self.neg) * sin
+                a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+                x = x + self.o(a.transpose(1, 2).reshape(b, t, d))
+                h = self.n2(x)
+                return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+        torch.manual_seed(0)
+        t = 16
+        angle = torch.arange(t)[:, None] * (10000 ** (-torch.arange(8) / 8))[None]
+        cos = torch.cat([angle.cos(), angle.cos()], -1)
+        sin = torch.cat([angle.sin(), angle.sin()], -1)
+        args = (torch.randn(2, t, 64), cos, sin)
+        out, _ = self.whole_and_bug("llama", Block().eval(), Block(neg=False).eval(), args)
+        ops = out["judgement"]["fused_region"]["ops"]
+        self.assertGreater(len(ops), 40, ops)
+        for kind in ("scaled_dot_product", "cat", "slice", "neg", "rsqrt", "silu"):
+            self.assertTrue(any(kind in o for o in ops), (kind, ops))
+
     def test_torchscript_freeze_regions(self):
         self.regions(pt.torchscript_freeze, "torchscript")
 
