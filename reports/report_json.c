@@ -341,8 +341,9 @@ static json_t *report_judgement(const parity_tensor_result *pT)
     rc |= parity_report_set(pObj, "flagged", pJ->sampled ? report_uint(pJ->nFlagged) : json_null());
     rc |= parity_report_set(pObj, "sampled", pJ->sampled ? report_uint(pJ->nSampled) : json_null());
     rc |= parity_report_set(pObj, "max_bound", report_real(pJ->maxBound));
-    rc |= parity_report_set(pObj, "bound", json_string(pJ->probabilisticDecides ? "probabilistic"
-                                                                        : "deterministic"));
+    rc |= parity_report_set(pObj, "bound", json_string(pJ->eagerScaled ? "eager_scaled"
+                                                       : pJ->probabilisticDecides ? "probabilistic"
+                                                                                  : "deterministic"));
     rc |= parity_report_set(pObj, "lambda", pJ->hasProbabilistic ? report_real(pJ->lambda) : json_null());
     rc |= parity_report_set(pObj, "suspicious", json_boolean(pJ->nSuspicious > 0));
     rc |= parity_report_set(pObj, "suspicious_rule",

@@ -1472,22 +1472,23 @@ Test(semantic, fused_region_without_a_model_falls_back_with_the_reason)
 }
 
 /* A region whose bound says nothing: log of a fused linear that cancels to 2^-23 with a
- * dot-product bound of about 2^-22, so every box holds 0 and log's is vacuous. The tensor
- * falls back to the tolerance, saying why, rather than pass as judged. */
-Test(semantic, fused_region_vacuous_at_most_elements_falls_back)
+ * dot-product bound of about 2^-22, so every box holds 0 and log's is vacuous. The bound is
+ * capped at 4 times eager's largest error against the reference, which the model note
+ * says: the compiled side as eager passes, one off by more than that fails. */
+static void vacuous_region(float bump, diff_run *pRun)
 {
     enum { R = 8 };
-    float x[R * 2], w[2] = { 1.0f, -1.0f + 0x1p-23f }, y[R], out[R];
+    float x[R * 2], w[2] = { 1.0f, -1.0f + 0x1p-23f }, y[R], out[R], outC[R];
     uint64_t dX[2] = { R, 2 }, dW[2] = { 1, 2 }, dY[2] = { R, 1 };
     const char *azLin[] = { "/x", "/w" }, *azLog[] = { "/y" };
     parity_writer *pW;
-    diff_run run;
     int r, side;
     for (r = 0; r < R; r++) {
         x[2 * r] = x[2 * r + 1] = (float)(r + 1);
         y[r] = x[2 * r] * w[0] + x[2 * r + 1] * w[1];      /* (r + 1) 2^-23, exact */
-        out[r] = logf(y[r]);
+        out[r] = outC[r] = logf(y[r]);
     }
+    outC[3] += bump;
     for (side = 0; side < 2; side++) {
         pW = cap_open(side ? "c.h5" : "e.h5", side ? "compiled" : "eager");
         cap_f32(pW, "/x", 2, dX, x);
@@ -1496,17 +1497,39 @@ Test(semantic, fused_region_vacuous_at_most_elements_falls_back)
             cap_f32(pW, "/y", 2, dY, y);
             cap_op(pW, "/y", "linear", azLin, 2, 0);
         }
-        cap_f32(pW, "/out", 2, dY, out);
+        cap_f32(pW, "/out", 2, dY, side ? outC : out);
         cap_op(pW, "/out", "log", azLog, 1, 1);
         cap_close(pW);
     }
-    run_diff("e.h5", "c.h5", &run);
+    run_diff("e.h5", "c.h5", pRun);
+}
+
+Test(semantic, fused_region_vacuous_at_most_elements_is_capped_at_eager_error)
+{
+    diff_run run;
+    json_t *pJ;
+    vacuous_region(0.0f, &run);
     assert_exit(&run, 0);
-    cr_assert(json_is_null(json_object_get(tensor_of(&run, "/out"), "judgement")));
+    pJ = judgement_of(&run, "/out");
+    cr_assert_str_eq(json_string_value(json_object_get(pJ, "bound")), "eager_scaled");
     cr_assert(strstr(str_of(tensor_of(&run, "/out"), "model_note"),
-                     "its bound, propagated through 2 ops, is vacuous or wider than the whole "
-                     "tensor's largest value at 8 of 8 elements"),
+                     "the bound propagated through the fused region's 2 ops is vacuous or "
+                     "wider than the whole tensor's largest value at 8 of 8 elements: capped "
+                     "at 4x eager's largest error against the reference"),
               "%s", str_of(tensor_of(&run, "/out"), "model_note"));
+    diff_free(&run);
+    /* eager's own error is large here: its linear rounds 3 (-1 + 2^-23) to 25 bits, y by a
+     * third, log by 0.29; so 1e-3 off passes (reported as suspicious) and 10 off fails */
+    vacuous_region(1e-3f, &run);
+    assert_exit(&run, 0);
+    cr_assert(json_is_true(json_object_get(judgement_of(&run, "/out"), "suspicious")));
+    diff_free(&run);
+    vacuous_region(10.0f, &run);
+    assert_exit(&run, 1);
+    cr_assert_str_eq(status_of(&run, "/out"), "fail");
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(judgement_of(&run, "/out"),
+                                                                    "classes"),
+                                                    "compiled_worse")), 1);
     diff_free(&run);
 }
 

@@ -47,6 +47,8 @@ typedef struct {
                                     * eager and that many times eager's error: reported only */
     double suspectOverEager, suspectAtol, suspectRtol;   /* the plan's (0: the probabilistic
                                                           * rule only) */
+    int eagerScaled;               /* set by the caller: the bound was capped at a multiple
+                                    * of eager's own error (paritydiff's loose fused regions) */
     int hasProbabilistic;          /* the op provided a probabilistic bound */
     int probabilisticDecides;      /* the tolerance file made it the failing bound */
     double lambda;

@@ -734,7 +734,10 @@ class FusedRegions(CaptureCase):
         doc = self.diff(eager, whole)
         self.assert_pass(doc)
         t = self.tensor(doc, "/out")
-        self.assertIsNone(t["model_note"], t["model_note"])
+        if t["judgement"]["bound"] == "eager_scaled":      # a region too loose to judge
+            self.assertIn("capped at 4x eager's largest error", t["model_note"])
+        else:
+            self.assertIsNone(t["model_note"], t["model_note"])
         self.assertEqual(t["judgement"]["classes"]["within"], t["elements"], doc["_text"])
         self.assertEqual(t["judgement"]["classes"]["vacuous_bound"], 0)
         return eager, t, doc
@@ -839,10 +842,11 @@ class FusedRegions(CaptureCase):
                 self.assertIn("1 with suspicious elements", doc["_text"].splitlines()[0])
 
     @unittest.skipUnless(TORCH2, "torch.compile needs torch >= 2")
-    def test_region_too_loose_to_judge_keeps_the_tolerance(self):
+    def test_region_too_loose_is_capped_at_eager_error(self):
         """The encoder layer under bf16 autocast on both sides, compiled whole: its region of
         41 ops propagates a bound up to 4.9e8 on float32 outputs below 10, which judges
-        nothing; /out keeps the per-dtype tolerance, passes, and says why."""
+        nothing; the bound is capped at 4x eager's largest error against the reference,
+        the model note says so, and the capture passes."""
         model, args = make("encoder")
         model = Autocast(model).eval()
         eager, whole = self.path("acenc_e.h5"), self.path("acenc_c.h5")
@@ -851,17 +855,18 @@ class FusedRegions(CaptureCase):
         doc = self.diff(eager, whole)
         self.assert_pass(doc)
         t = self.tensor(doc, "/out")
-        self.assertIsNone(t["judgement"])
-        self.assertIn("wider than the whole tensor's largest value", t["model_note"])
+        self.assertEqual(t["judgement"]["bound"], "eager_scaled", doc["_text"])
+        self.assertIn("capped at 4x eager's largest error", t["model_note"])
+        self.assertEqual(t["judgement"]["classes"]["vacuous_bound"], 0)
 
     @unittest.skipUnless(TORCH2 and hasattr(torch.nn, "RMSNorm"), "needs torch >= 2.4")
     def test_llama_block_compiled_whole_is_one_region(self):
         """A Llama-style block (RMSNorm, q/k/v projections, rotary embedding by slices, neg
         and cat, causal attention, output projection, residuals, a SiLU-gated MLP)
         compiled whole by Inductor: one region of 46 ops from the input, the rotary tables
-        and the weights, passing (bound up to 0.011, Inductor's error 2.7e-7). A rotary
-        embedding that forgets the negation in the compiled model fails /out, cause
-        local."""
+        and the weights, passing (bound up to 0.011, Inductor's error 2.7e-7); in bfloat16
+        the region's bound is capped at eager's error and passes. A rotary embedding that
+        forgets the negation in the compiled model fails /out, cause local, in both."""
         def rotate(x, neg):
             x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
             return torch.cat((-x2 if neg else x2, x1), dim=-1)
@@ -894,12 +899,20 @@ class FusedRegions(CaptureCase):
         angle = torch.arange(t)[:, None] * (10000 ** (-torch.arange(8) / 8))[None]
         cos = torch.cat([angle.cos(), angle.cos()], -1)
         sin = torch.cat([angle.sin(), angle.sin()], -1)
-        args = (torch.randn(2, t, 64), cos, sin)
-        out, _ = self.whole_and_bug("llama", Block().eval(), Block(neg=False).eval(), args)
-        ops = out["judgement"]["fused_region"]["ops"]
-        self.assertGreater(len(ops), 40, ops)
-        for kind in ("scaled_dot_product", "cat", "slice", "neg", "rsqrt", "silu"):
-            self.assertTrue(any(kind in o for o in ops), (kind, ops))
+        for dtype in (torch.float32, torch.bfloat16):
+            with self.subTest(dtype=dtype):
+                args = (torch.randn(2, t, 64).to(dtype), cos.to(dtype), sin.to(dtype))
+                out, _ = self.whole_and_bug("llama_%s" % str(dtype)[6:],
+                                            Block().eval().to(dtype),
+                                            Block(neg=False).eval().to(dtype), args)
+                ops = out["judgement"]["fused_region"]["ops"]
+                self.assertGreater(len(ops), 40, ops)
+                for kind in ("scaled_dot_product", "cat", "slice", "neg", "rsqrt", "silu"):
+                    self.assertTrue(any(kind in o for o in ops), (kind, ops))
+                # bfloat16: the bound is capped at eager's error; the per-dtype tolerance
+                # failed this clean capture (compiled 0.0079 from the reference, eager 0.0135)
+                self.assertEqual(out["judgement"]["bound"],
+                                 "deterministic" if dtype == torch.float32 else "eager_scaled")
 
     def test_torchscript_freeze_regions(self):
         self.regions(pt.torchscript_freeze, "torchscript")
