@@ -124,9 +124,10 @@ int parity_region_build(parity_capture *pEagerCap, parity_capture *pCompCap, siz
 
 int parity_region_propagate(const parity_region *pReg, parity_operand_cache *pCache,
                             parity_capture *pEagerCap, parity_capture *pCap,
-                            parity_graph_value *aOut, int *pSame, char *zErr, size_t nErr)
+                            parity_graph_value *aOut, int *pSame, int (*xBeat)(void *),
+                            void *pBeatCtx, char *zErr, size_t nErr)
 {
-    parity_operand aIn[REGION_MAX_INPUTS];
+    parity_operand aIn[REGION_MAX_INPUTS] = { { 0 } };
     size_t i, nLoaded = 0;
     int rc = 0, same = 1;
 
@@ -157,10 +158,11 @@ int parity_region_propagate(const parity_region *pReg, parity_operand_cache *pCa
         }
     }
     if (pSame) *pSame = rc == 0 && same;
-    if (rc == 0 && !(pSame && *pSame) &&
-        parity_graph_propagate(pReg->aNode, pReg->nNode, aIn, pReg->nInput, aOut, zErr,
-                               nErr) != 0)
-        rc = 1;
+    if (rc == 0 && !(pSame && *pSame)) {
+        int r = parity_graph_propagate_beat(pReg->aNode, pReg->nNode, aIn, pReg->nInput, aOut,
+                                            xBeat, pBeatCtx, zErr, nErr);
+        rc = r == -2 ? -1 : r != 0 ? 1 : 0;
+    }
     for (i = 0; i < nLoaded; i++) parity_operand_cache_release(pCache, &aIn[i]);
     return rc;
 }

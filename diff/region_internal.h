@@ -34,10 +34,12 @@ int parity_region_build(parity_capture *pEagerCap, parity_capture *pCompCap, siz
 /* Propagates the region from its inputs as pCap holds them (the compiled capture: where it
  * lacks one, a graph input or parameter, eager's is the same data) or as eager holds them
  * (pCap NULL), into aOut[0 .. nNode-1]. *pSame (may be NULL) is set when every input read
- * from pCap holds eager's bits. Returns 0; 1 when the region cannot carry its operands'
- * error (zErr says why, nothing to free); -1 on a read error (zErr). */
+ * from pCap holds eager's bits. xBeat (may be NULL) beats as the judge's (graph.h). Returns
+ * 0; 1 when the region cannot carry its operands' error (zErr says why, nothing to free);
+ * -1 on a read error or when xBeat stopped it (zErr). */
 int parity_region_propagate(const parity_region *pReg, parity_operand_cache *pCache,
                             parity_capture *pEagerCap, parity_capture *pCap,
-                            parity_graph_value *aOut, int *pSame, char *zErr, size_t nErr);
+                            parity_graph_value *aOut, int *pSame, int (*xBeat)(void *),
+                            void *pBeatCtx, char *zErr, size_t nErr);
 
 #endif

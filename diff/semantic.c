@@ -568,11 +568,14 @@ static int judge_region(const parity_diff_options *pOpt, parity_operand_cache *p
                  (unsigned long long)reg.nElem);
         goto fallback;
     }
-    rc = parity_region_propagate(&reg, pCache, pEagerCap, NULL, aE, NULL, zWhy, sizeof zWhy);
+    rc = parity_region_propagate(&reg, pCache, pEagerCap, NULL, aE, NULL,
+                                 pOpt ? pOpt->xBeat : NULL, pOpt ? pOpt->pProgressCtx : NULL,
+                                 zWhy, sizeof zWhy);
     if (rc < 0) goto read_error;
     if (rc > 0) goto fallback;
-    rc = parity_region_propagate(&reg, pCache, pEagerCap, pCompCap, aC, &same, zWhy,
-                                 sizeof zWhy);
+    rc = parity_region_propagate(&reg, pCache, pEagerCap, pCompCap, aC, &same,
+                                 pOpt ? pOpt->xBeat : NULL, pOpt ? pOpt->pProgressCtx : NULL,
+                                 zWhy, sizeof zWhy);
     if (rc != 0) {
         parity_graph_values_free(aE, reg.nNode);
         if (rc < 0) goto read_error;

@@ -1008,6 +1008,41 @@ Test(graph, a_box_reaching_a_domain_edge_is_vacuous_and_counted)
     }
 }
 
+/* A long propagation beats like the judge (a supervisor must not take it for a hung
+ * reader), and a beat that says stop stops it with the judge's message. */
+static int g_nBeat, g_stopAt;
+static int count_beat(void *pCtx)
+{
+    (void)pCtx;
+    return ++g_nBeat == g_stopAt;
+}
+
+Test(graph, a_long_propagation_beats_and_stops_when_told)
+{
+    enum { N = 4096 };
+    uint64_t d[1] = { N };
+    double *x = calloc(N, sizeof *x);
+    parity_operand in[1];
+    parity_graph_node g[2] = { node("exp", F32, 1, IN(0), 0, 0), node("tanh", F32, 1, 0, 0, 0) };
+    parity_graph_value v[2];
+    char zErr[256] = "";
+    cr_assert(x);
+    in[0] = operand("x", F32, 1, d, x);
+    g_nBeat = 0;
+    g_stopAt = -1;
+    cr_assert_eq(parity_graph_propagate_beat(g, 2, in, 1, v, count_beat, NULL, zErr,
+                                             sizeof zErr), 0, "%s", zErr);
+    cr_assert_eq(g_nBeat, 2 * N / PARITY_JUDGE_BEAT_ELEMS);
+    parity_graph_values_free(v, 2);
+    g_nBeat = 0;
+    g_stopAt = 3;
+    cr_assert_eq(parity_graph_propagate_beat(g, 2, in, 1, v, count_beat, NULL, zErr,
+                                             sizeof zErr), -2);
+    cr_assert_str_eq(zErr, "time limit reached while judging");
+    cr_assert(v[0].value.aValue == NULL && v[1].value.aValue == NULL, "left allocated");
+    free(x);
+}
+
 /* ---- 6. bad graphs ------------------------------------------------------------------- */
 
 static void expect_refused(const parity_graph_node *g, size_t n, const parity_operand *in,

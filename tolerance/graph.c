@@ -66,9 +66,17 @@ static int any_radius(const parity_operand *aOp, const double *const *aRad, size
     return 0;
 }
 
+/* A propagation's heartbeat (parity_graph_propagate_beat). */
+typedef struct {
+    int (*xBeat)(void *);
+    void *pCtx;
+    uint64_t nSince;           /* elements since the last beat */
+} graph_beat;
+
 static int propagate_node(const parity_graph_node *pNode, size_t iNode,
                           const parity_operand *aInput, const double *const *aInputRad,
-                          size_t nInput, parity_graph_value *aOut, char *zErr, size_t nErr)
+                          size_t nInput, parity_graph_value *aOut, graph_beat *pBeat,
+                          char *zErr, size_t nErr)
 {
     parity_operand aOp[PARITY_GRAPH_MAX_IN];
     const double *aRad[PARITY_GRAPH_MAX_IN];
@@ -132,10 +140,17 @@ static int propagate_node(const parity_graph_node *pNode, size_t iNode,
         rc = node_element(&call, aRad, anyRadius, k, ref, &pV->value.aValue[k],
                           &pV->aRadius[k]);
         if (rc == 0 && !(pV->aRadius[k] < INFINITY)) pV->nVacuous++;
+        if (rc == 0 && pBeat->xBeat && ++pBeat->nSince >= PARITY_JUDGE_BEAT_ELEMS) {
+            pBeat->nSince = 0;
+            if (pBeat->xBeat(pBeat->pCtx) != 0) {
+                snprintf(zErr, nErr, "time limit reached while judging");
+                rc = -2;
+            }
+        }
     }
     mpfr_clear(ref);
     parity_op_end(&call);
-    if (rc != 0)
+    if (rc == -1)
         snprintf(zErr, nErr, "graph node %zu (%s): reference failed at element %llu", iNode,
                  pNode->pDef->zName, (unsigned long long)(k - 1));
     return rc;
@@ -145,6 +160,16 @@ int parity_graph_propagate(const parity_graph_node *aNode, size_t nNode,
                            const parity_operand *aInput, size_t nInput,
                            parity_graph_value *aOut, char *zErr, size_t nErr)
 {
+    return parity_graph_propagate_beat(aNode, nNode, aInput, nInput, aOut, NULL, NULL, zErr,
+                                       nErr);
+}
+
+int parity_graph_propagate_beat(const parity_graph_node *aNode, size_t nNode,
+                                const parity_operand *aInput, size_t nInput,
+                                parity_graph_value *aOut, int (*xBeat)(void *),
+                                void *pBeatCtx, char *zErr, size_t nErr)
+{
+    graph_beat beat = { xBeat, pBeatCtx, 0 };
     double **aInputRad = parity_calloc(nInput + 1, sizeof(double *));
     size_t i;
     int rc = 0;
@@ -157,7 +182,7 @@ int parity_graph_propagate(const parity_graph_node *aNode, size_t nNode,
     }
     for (i = 0; i < nNode && rc == 0; i++)
         rc = propagate_node(&aNode[i], i, aInput, (const double *const *)aInputRad, nInput,
-                            aOut, zErr, nErr);
+                            aOut, &beat, zErr, nErr);
     for (i = 0; i < nInput; i++) parity_free(aInputRad[i]);
     parity_free(aInputRad);
     if (rc != 0) parity_graph_values_free(aOut, nNode);

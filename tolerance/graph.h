@@ -80,6 +80,14 @@ typedef struct {
 int parity_graph_propagate(const parity_graph_node *aNode, size_t nNode,
                            const parity_operand *aInput, size_t nInput,
                            parity_graph_value *aOut, char *zErr, size_t nErr);
+/* The same, calling xBeat(pBeatCtx) (may be NULL) every PARITY_JUDGE_BEAT_ELEMS elements,
+ * as the judge does: a region of many ops over large tensors takes a while (61 ops over
+ * 65,536 elements: 17 s), and a supervisor must not take that for a hung reader. A
+ * non-zero return stops it: -2, zErr "time limit reached while judging". */
+int parity_graph_propagate_beat(const parity_graph_node *aNode, size_t nNode,
+                                const parity_operand *aInput, size_t nInput,
+                                parity_graph_value *aOut, int (*xBeat)(void *),
+                                void *pBeatCtx, char *zErr, size_t nErr);
 void parity_graph_values_free(parity_graph_value *aValue, size_t nValue);
 
 /* Judges a region output computed by a fused kernel (aCompiled) and by eager (aEager, may
