@@ -540,20 +540,28 @@ Test(fuzz_graph, flush_modes_are_named_and_grouped_by_dtype)
     cr_assert_str_eq(flush_symptom(-2.263648e-39, -3.4028235e38), "accuracy");
     cr_assert_str_eq(flush_symptom(1e-30, 1e-7), "accuracy");
 
-    /* a flush is the dtype's whatever the ops; accuracy stays with its ops */
+    /* a flush is the dtype's whatever the ops; accuracy and an underflow to zero (which a
+     * kernel returning 0 early shows too) stay with their ops */
+    cr_assert_not_null(parity_graph_cause_add(&aC, &n, "gemm_epilogue", "linear+silu",
+                                              PARITY_DT_F32, "subnormal flushed", &isNew));
+    cr_assert_not_null(parity_graph_cause_add(&aC, &n, "masked_softmax", "add+softmax",
+                                              PARITY_DT_F32, "subnormal flushed", &isNew));
+    cr_assert_eq(isNew, 0, "one flush cause for both families");
+    cr_assert_str_eq(aC[0].zFamily, "*");
     cr_assert_not_null(parity_graph_cause_add(&aC, &n, "gemm_epilogue", "linear+silu",
                                               PARITY_DT_F32, "underflow to zero", &isNew));
     cr_assert_not_null(parity_graph_cause_add(&aC, &n, "masked_softmax", "add+softmax",
                                               PARITY_DT_F32, "underflow to zero", &isNew));
-    cr_assert_eq(isNew, 0, "one flush cause for both families");
-    cr_assert_str_eq(aC[0].zFamily, "*");
+    cr_assert_eq((int)n, 3, "the underflows apart, by their ops");
+    cr_assert_str_eq(aC[1].zOps, "linear+silu");
     cr_assert_not_null(parity_graph_cause_add(&aC, &n, "gemm_epilogue", "linear",
                                               PARITY_DT_F32, "subnormal input zeroed", &isNew));
     cr_assert_not_null(parity_graph_cause_add(&aC, &n, "gemm_epilogue", "linear",
                                               PARITY_DT_BF16, "subnormal input zeroed", &isNew));
     cr_assert_not_null(parity_graph_cause_add(&aC, &n, "gemm_epilogue", "linear+tanh",
                                               PARITY_DT_F32, "accuracy", &isNew));
-    cr_assert_eq(n, 4, "float32 flush, float32 and bfloat16 zeroed inputs, tanh's accuracy");
-    cr_assert_str_eq(aC[3].zOps, "linear+tanh");
+    cr_assert_eq(n, 6, "float32 flush, two underflows, float32 and bfloat16 zeroed inputs, "
+                 "tanh's accuracy");
+    cr_assert_str_eq(aC[5].zOps, "linear+tanh");
     free(aC);
 }
