@@ -17,6 +17,8 @@ import subprocess
 import sys
 import unittest
 
+from corpus_check import assert_fails_at_out
+
 PARITYDIFF, PARITYFUZZ, SOURCE = sys.argv[1:4]
 PYTHON = sys.argv[4] if len(sys.argv) > 4 else None
 
@@ -58,12 +60,7 @@ class GraphCorpora(unittest.TestCase):
             self.assertEqual(len(found), count, compiler)
             for r in found:
                 with self.subTest(repro=r):
-                    p = subprocess.run([PARITYDIFF, os.path.join(r, "eager.h5"),
-                                        os.path.join(r, "compiled.h5")],
-                                       capture_output=True, text=True, timeout=120)
-                    self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
-                    self.assertIn("first divergence: /out", p.stdout)
-                    self.assertIn("cause: local", p.stdout)
+                    assert_fails_at_out(self, PARITYDIFF, r)
                     self.assertFalse(os.path.exists(os.path.join(r, "signature")), r)
                     with open(os.path.join(r, "origin")) as f:
                         note = f.read()

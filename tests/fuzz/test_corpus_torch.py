@@ -16,6 +16,8 @@ import subprocess
 import sys
 import unittest
 
+from corpus_check import assert_fails_at_out
+
 PARITYDIFF, PARITYFUZZ, SOURCE = sys.argv[1:4]
 PYTHON = sys.argv[4] if len(sys.argv) > 4 else None
 CORPUS = os.path.join(SOURCE, "corpus", "torch", "repros")
@@ -41,16 +43,6 @@ def torch_here():
     return None
 
 
-def assert_fails_at_out(test, repro):
-    """paritydiff fails the stored pair, its first divergence /out with a local cause."""
-    p = subprocess.run([PARITYDIFF, os.path.join(repro, "eager.h5"),
-                        os.path.join(repro, "compiled.h5")],
-                       capture_output=True, text=True, timeout=120)
-    test.assertEqual(p.returncode, 1, p.stdout + p.stderr)
-    test.assertIn("first divergence: /out", p.stdout)
-    test.assertIn("cause: local", p.stdout)
-
-
 class Corpus(unittest.TestCase):
     def test_there_are_repros(self):
         self.assertGreater(len(repros()), 0)
@@ -58,7 +50,7 @@ class Corpus(unittest.TestCase):
     def test_paritydiff_fails_each_pair_at_out_with_a_local_cause(self):
         for r in repros():
             with self.subTest(repro=r):
-                assert_fails_at_out(self, r)
+                assert_fails_at_out(self, PARITYDIFF, r)
                 with open(os.path.join(r, "signature")) as f:
                     sig = f.read()
                 self.assertIn("found by: ", sig)
@@ -86,7 +78,7 @@ class GraphCorpus(unittest.TestCase):
     def test_paritydiff_fails_each_pair_at_out_with_a_local_cause(self):
         for r in repros(GRAPHS):
             with self.subTest(repro=r):
-                assert_fails_at_out(self, r)
+                assert_fails_at_out(self, PARITYDIFF, r)
                 self.assertFalse(os.path.exists(os.path.join(r, "signature")), r)
                 with open(os.path.join(r, "origin")) as f:
                     note = f.read()
