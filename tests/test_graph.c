@@ -11,7 +11,9 @@
  *    (float, bool and causal masks), of log_softmax, logsumexp, cumsum and var, in float32
  *    and bfloat16.
  * 2. Reach: each unary op's enclosure over wide boxes (the dips of gelu, silu and mish
- *    inside them) holds the reference at 2001 points of the box.
+ *    inside them) holds the reference at 2001 points of the box; softplus's and elu's
+ *    radii (attributes of either sign, softplus's branch change inside the box) hold the
+ *    reference plus the op's bound there.
  * 3. The rewrites compilers make pass: reassociation and FMA contraction (linear + gelu),
  *    wider intermediates (the same in bfloat16, where the single-op judgement of gelu from
  *    eager's bfloat16 intermediate fails the fused output: the false alarm propagation
@@ -215,21 +217,30 @@ Test(graph, emulated_correct_implementations_stay_within_the_radius)
         for (i = 0; i < 128; i++)
             if (i % 7 == 3) mask[i] = -INFINITY; else if (i % 5 == 1) mask[i] = -1e4;
         {
-            /* add -> gelu, mul -> sub -> relu -> mean, exp -> log, sigmoid, mish, erf... */
+            /* add -> gelu, mul -> sub -> relu -> mean, exp -> log, sigmoid, mish, erf...,
+             * softplus -> elu */
             parity_operand in[3] = { operand("x", dt, 2, d8x4, x), operand("y", dt, 2, d8x4, y),
                                      operand("z", dt, 2, d8x4, z) };
             parity_attr aMean[1] = { attr_int(0, "dim", 1) };
-            parity_graph_node g[12] = {
+            /* softplus with its branch change at sub's 0.5 (beta 2, threshold 1) and elu
+             * with a negative alpha after the fused ops */
+            parity_attr aSoftplus[2] = { attr_float(0, "beta", 2.0),
+                                         attr_float(1, "threshold", 1.0) };
+            parity_attr aElu[1] = { attr_float(0, "alpha", -0.5) };
+            parity_graph_node g[14] = {
                 node("add", dt, 2, IN(0), IN(1), 0), node("gelu", dt, 1, 0, 0, 0),
                 node("mul", dt, 2, 1, IN(2), 0), node("sub", dt, 2, 2, IN(0), 0),
                 node("relu", dt, 1, 3, 0, 0), node("silu", dt, 1, 3, 0, 0),
                 node("exp", dt, 1, 4, 0, 0), node("log", dt, 1, 6, 0, 0),
                 node("sigmoid", dt, 1, 7, 0, 0), node("mish", dt, 1, 5, 0, 0),
                 node("mean", dt, 1, 9, 0, 0), node("div", dt, 2, 8, 9, 0),
+                node("softplus", dt, 1, 3, 0, 0), node("elu", dt, 1, 12, 0, 0),
             };
             with_attrs(&g[10], aMean, 1);
-            n = soundness(g, 12, in, 3, 20, 101 + iDt);
-            cr_assert_gt(n, 20 * 8 * 4 * 10, "checked %llu", (unsigned long long)n);
+            with_attrs(&g[12], aSoftplus, 2);
+            with_attrs(&g[13], aElu, 1);
+            n = soundness(g, 14, in, 3, 20, 101 + iDt);
+            cr_assert_gt(n, 20 * 8 * 4 * 12, "checked %llu", (unsigned long long)n);
         }
         {
             /* linear (bias) -> tanh, matmul -> silu, amax */
@@ -585,6 +596,77 @@ Test(graph, unary_reach_holds_the_function_over_wide_boxes)
                 in.aValue = &x;
             }
     mpfr_clear(ref);
+}
+
+/* softplus and elu, with their attributes: at 2001 points of each box the reference plus
+ * the op's own bound there stays within the propagated radius, across softplus's branch
+ * change (t/beta, either sign of beta) and elu's 0 (alpha of either sign). */
+Test(graph, softplus_and_elu_radii_hold_every_implementation_in_the_box)
+{
+    typedef struct { const char *zOp; double a, b; } param_case;   /* beta, threshold; alpha */
+    static const param_case aCase[] = {
+        { "softplus", 1.0, 20.0 }, { "softplus", 2.0, 5.0 }, { "softplus", -0.7, 3.0 },
+        { "softplus", 0.3, 1.0 }, { "elu", 1.0, 0 }, { "elu", -0.5, 0 }, { "elu", 2.5, 0 },
+    };
+    /* t/beta of the cases (2.5, 10/3, -4.29) and elu's 0 among them */
+    static const double aCenter[] = { -30.0, -3.0, -0.01, 0.0, 0.4, 2.5, 10.0 / 3.0, -4.29, 20.0 };
+    /* 1e-8: a box beside t/beta that holds no branch change, where the kernel may still
+     * take the other branch */
+    static const double aRadius[] = { 1e-8, 0.002, 0.05, 0.3, 1.5 };
+    static const parity_dtype aDt[] = { F32, BF16 };
+    size_t iCase, iC, iR, iDt;
+    uint64_t nChecked = 0;
+    mpfr_t ref;
+    mpfr_init2(ref, PARITY_REF_PREC);
+    for (iCase = 0; iCase < sizeof aCase / sizeof aCase[0]; iCase++)
+        for (iDt = 0; iDt < 2; iDt++)
+            for (iC = 0; iC < sizeof aCenter / sizeof aCenter[0]; iC++)
+                for (iR = 0; iR < sizeof aRadius / sizeof aRadius[0]; iR++) {
+                    const param_case *pC = &aCase[iCase];
+                    const parity_op_def *pDef = parity_op_find(pC->zOp);
+                    int isSoftplus = strcmp(pC->zOp, "softplus") == 0;
+                    parity_attr aAttr[2] = {
+                        attr_float(0, isSoftplus ? "beta" : "alpha", pC->a),
+                        attr_float(1, "threshold", pC->b) };
+                    size_t nAttr = isSoftplus ? 2 : 1;
+                    uint64_t d1[1] = { 1 };
+                    double x = parity_round_double_to_dtype(aCenter[iC], aDt[iDt]);
+                    double r = aRadius[iR], rad, mid, pt;
+                    const double *aRad[1] = { &r };
+                    parity_operand in = operand("x", aDt[iDt], 1, d1, &x);
+                    parity_op_call call;
+                    char zErr[256];
+                    int k;
+                    cr_assert_eq(parity_op_begin(&call, pDef, &in, 1, aDt[iDt], 1, d1,
+                                                 PARITY_DT_INVALID, aAttr, nAttr, zErr,
+                                                 sizeof zErr), 0, "%s", zErr);
+                    cr_assert(pDef->xPropagate != NULL);
+                    call.overflowPossible = 0;
+                    cr_assert_eq(pDef->xPropagate(&call, aRad, 0, ref, &rad), 0);
+                    mid = mpfr_get_d(ref, MPFR_RNDN);
+                    parity_op_end(&call);
+                    cr_assert(rad < INFINITY, "%s(%g, %g) at %g +- %g: vacuous", pC->zOp,
+                              pC->a, pC->b, x, r);
+                    for (k = 0; k <= 2000; k++) {
+                        double b, v;
+                        pt = x - r + 2.0 * r * k / 2000.0;
+                        in.aValue = &pt;
+                        cr_assert_eq(parity_op_begin(&call, pDef, &in, 1, aDt[iDt], 1, d1,
+                                                     PARITY_DT_INVALID, aAttr, nAttr, zErr,
+                                                     sizeof zErr), 0);
+                        cr_assert_eq(pDef->xElement(&call, 0, ref, &b), 0);
+                        parity_op_end(&call);
+                        v = mpfr_get_d(ref, MPFR_RNDN);
+                        cr_assert(fabs(v - mid) + b <= rad, "%s(%g, %g) on %g +- %g: f(%.17g) "
+                                  "= %.17g, bound %.3g, is %.3g from %.17g, radius %.3g",
+                                  pC->zOp, pC->a, pC->b, x, r, pt, v, b, fabs(v - mid), mid,
+                                  rad);
+                        nChecked++;
+                    }
+                    in.aValue = &x;
+                }
+    mpfr_clear(ref);
+    cr_assert_eq(nChecked, 7ull * 2 * 9 * 5 * 2001);
 }
 
 /* ---- 3. the rewrites compilers make ------------------------------------------------- */
@@ -1073,17 +1155,21 @@ Test(graph, bad_graphs_are_refused_with_a_reason)
     expect_refused(g, 1, in, 5, "neither an earlier node nor an input");
     g[0] = node("add", F32, 2, IN(0), IN(1), 0);          /* [3] + [4] */
     expect_refused(g, 1, in, 5, "graph node 0 (add): add: shapes [3] and [4] do not broadcast");
-    /* elu cannot carry an error yet: fine on exact inputs, refused after an op */
-    g[0] = node("elu", F32, 1, IN(2), 0, 0);
-    with_attrs(&g[0], aNorm, 1);
+    /* an op without xPropagate (every registered op has one now: elu without it stands
+     * in for the next op added): fine on exact inputs, refused after an op */
     {
+        parity_op_def eluAlone = parity_op_elu;
         parity_graph_value v[1];
+        eluAlone.xPropagate = NULL;
+        g[0] = node("elu", F32, 1, IN(2), 0, 0);
+        g[0].pDef = &eluAlone;
+        with_attrs(&g[0], aNorm, 1);
         propagate(g, 1, in, 5, v);
         cr_assert_eq(v[0].nVacuous, 0);
         parity_graph_values_free(v, 1);
+        g[1] = g[0];
+        g[0] = node("exp", F32, 1, IN(2), 0, 0);
+        g[1].aIn[0] = 0;
+        expect_refused(g, 2, in, 5, "graph node 1 (elu): its model cannot carry the error");
     }
-    g[1] = g[0];
-    g[0] = node("exp", F32, 1, IN(2), 0, 0);
-    g[1].aIn[0] = 0;
-    expect_refused(g, 2, in, 5, "graph node 1 (elu): its model cannot carry the error");
 }

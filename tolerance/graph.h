@@ -25,7 +25,9 @@
  * over [lo, hi] comes from its MPFR reference at the two ends, widened by one binary64
  * ulp (the references are within 2^-120 relative, mpref.h), and from its monotone pieces:
  * gelu, silu and mish fall to one minimum and rise after it, and where the box holds
- * that minimum's neighbourhood a stated lower bound of it is used (op_unary.c).
+ * that minimum's neighbourhood a stated lower bound of it is used (op_unary.c); softplus
+ * rises on both branches and drops where its threshold switches them, elu is monotone on
+ * each side of 0 (op_unary_param.c).
  * layer_norm's reach comes from the mean value theorem with its gradient bounded over the
  * box (op_layer_norm.c); no other op needs a derivative.
  * An element whose box reaches a special value, a pole or an overflow has radius +Inf

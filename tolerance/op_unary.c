@@ -543,25 +543,40 @@ static double unary_allowance_box(const unary_fn *pF, parity_dtype acc, double l
     return a;
 }
 
-static int unary_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
-                           mpfr_t ref, double *pRadius)
+/* The propagation every unary op shares (op_unary_internal.h). */
+int parity_unary_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                           mpfr_t ref, double *pRadius, parity_unary_box_fn xBox)
 {
-    const unary_fn *pF = pCall->pParams;
     double x = pCall->aIn[0].aValue[linear], r = aRad[0][linear];
-    double lo, hi, yLo, yHi, yMax, a, reach;
-    if (unary_element(pCall, linear, ref, pRadius) != 0) return -1;
+    double lo, hi, yLo, yHi, a, reach;
+    if (pCall->pDef->xElement(pCall, linear, ref, pRadius) != 0) return -1;
     if (r == 0.0) return 0;
     if (!isfinite(x) || !(r < INFINITY) || !mpfr_number_p(ref))
         return parity_propagate_vacuous(pCall, pRadius);
     parity_propagate_box(x, r, &lo, &hi);
-    if (unary_reach(pF, lo, hi, &yLo, &yHi) != 0)
+    if (xBox(pCall, lo, hi, &yLo, &yHi, &a) != 0)
         return parity_propagate_vacuous(pCall, pRadius);
-    yMax = fmax(fabs(yLo), fabs(yHi));
-    a = unary_allowance_box(pF, pCall->accDtype, lo, hi, yMax);
     reach = fmax(parity_radius_between(ref, yLo), parity_radius_between(ref, yHi));
-    /* bound_given at yMax with the output rounding always counted: its largest value */
-    *pRadius = parity_radius_up(reach + bound_given(pCall, 0, yMax, a), 8.0);
+    /* bound_given at the reach's largest magnitude with the output rounding always
+     * counted: its largest value over the box */
+    *pRadius = parity_radius_up(reach + bound_given(pCall, 0, fmax(fabs(yLo), fabs(yHi)), a),
+                                8.0);
     return 0;
+}
+
+static int unary_box(const parity_op_call *pCall, double lo, double hi, double *pLo,
+                     double *pHi, double *pA)
+{
+    const unary_fn *pF = pCall->pParams;
+    if (unary_reach(pF, lo, hi, pLo, pHi) != 0) return -1;
+    *pA = unary_allowance_box(pF, pCall->accDtype, lo, hi, fmax(fabs(*pLo), fabs(*pHi)));
+    return 0;
+}
+
+static int unary_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                           mpfr_t ref, double *pRadius)
+{
+    return parity_unary_propagate(pCall, aRad, linear, ref, pRadius, unary_box);
 }
 
 #define UNARY_OP(sym, name, model) \

@@ -39,4 +39,18 @@ int parity_unary_softplus(mpfr_ptr y, mpfr_srcptr z, mpfr_rnd_t rnd);
 /* The same in binary64, for allowances: max(z, 0) + log1p(exp(-|z|)). */
 double parity_unary_softplus_d(double z);
 
+/* Over the input box [lo, hi] (finite, lo < hi), an op's reach, an enclosure [*pLo, *pHi]
+ * of its exact values there, and *pA, its allowance's largest value there (in the acc
+ * dtype, before the rounding to the output dtype). Returns 0, or -1 where it cannot say
+ * (a pole, a domain edge, an overflow): the element is then vacuous. */
+typedef int (*parity_unary_box_fn)(const parity_op_call *pCall, double lo, double hi,
+                                   double *pLo, double *pHi, double *pA);
+
+/* xPropagate (ops.h) of a unary op whose xElement is pCall->pDef's: the element's own
+ * reference and bound with radius 0; else the distance from the reference to the reach
+ * over the box x +- r, plus the allowance there and the output rounding at the reach's
+ * largest magnitude. A non-finite x or reference, or a box xBox refuses, is vacuous. */
+int parity_unary_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                           mpfr_t ref, double *pRadius, parity_unary_box_fn xBox);
+
 #endif

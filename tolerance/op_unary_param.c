@@ -3,7 +3,8 @@
  * threshold = 20) and elu(x; alpha = 1), with torch.nn.functional's semantics. The element
  * machinery (shape check, rounding to the output dtype, the softplus reference) is
  * op_unary.c's (op_unary_internal.h); what the attributes change, the special values and
- * the allowance, is here.
+ * the allowance, and both ops' propagation through fused regions (their reach and largest
+ * allowance over a box, at the end), is here.
  *
  * Semantics (torch's CPU and CUDA kernels, at::native softplus_kernel and elu_kernel):
  *   softplus(x) = x                           if beta x > threshold
@@ -129,24 +130,11 @@ static int param_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t
     return 0;
 }
 
-static int softplus_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref,
-                            double *pBound)
+/* softplus's reference at a finite x: z = beta x exactly (106 bits), compared with the
+ * threshold t exactly; x past it, else softplus(z) / beta rounded once into ref. */
+static void softplus_ref(mpfr_ptr ref, double x, double beta, double t)
 {
-    const parity_elementwise_geometry *pP = &pCall->geom.elementwise;
-    const parity_dtype acc = pCall->accDtype;
-    const double beta = pP->beta, t = pP->threshold, absBeta = fabs(beta);
-    double x = pCall->aIn[0].aValue[linear], z = beta * x, y, a, eZ = 0.0, eT;
     mpfr_t zm;
-
-    *pBound = 0.0;
-    if (x != x) {
-        mpfr_set_nan(ref);
-        return 0;
-    }
-    if (isinf(x)) {           /* x, or log1p(exp(-Inf)) / beta = 0 / beta: exact */
-        mpfr_set_d(ref, z > t ? x : 0.0 / beta, MPFR_RNDN);
-        return 0;
-    }
     mpfr_init2(zm, 2 * 53);
     mpfr_set_d(zm, x, MPFR_RNDN);
     mpfr_mul_d(zm, zm, beta, MPFR_RNDN);          /* exact */
@@ -160,6 +148,37 @@ static int softplus_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref,
         mpfr_clear(s);
     }
     mpfr_clear(zm);
+}
+
+/* elu's reference at a finite nonzero x <= 0: alpha expm1(x), rounded once into ref. */
+static void elu_ref_negative(mpfr_ptr ref, double x, double alpha)
+{
+    mpfr_t m;
+    mpfr_init2(m, PARITY_REF_PREC + PARITY_UNARY_WORK_EXTRA);
+    mpfr_set_d(m, x, MPFR_RNDN);
+    mpfr_expm1(m, m, MPFR_RNDN);
+    mpfr_mul_d(ref, m, alpha, MPFR_RNDN);
+    mpfr_clear(m);
+}
+
+static int softplus_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref,
+                            double *pBound)
+{
+    const parity_elementwise_geometry *pP = &pCall->geom.elementwise;
+    const parity_dtype acc = pCall->accDtype;
+    const double beta = pP->beta, t = pP->threshold, absBeta = fabs(beta);
+    double x = pCall->aIn[0].aValue[linear], z = beta * x, y, a, eZ = 0.0, eT;
+
+    *pBound = 0.0;
+    if (x != x) {
+        mpfr_set_nan(ref);
+        return 0;
+    }
+    if (isinf(x)) {           /* x, or log1p(exp(-Inf)) / beta = 0 / beta: exact */
+        mpfr_set_d(ref, z > t ? x : 0.0 / beta, MPFR_RNDN);
+        return 0;
+    }
+    softplus_ref(ref, x, beta, t);
     y = fabs(mpfr_get_d(ref, MPFR_RNDA));
 
     a = 3.0 * C_FN * parity_ulp_at(acc, absBeta * y) / absBeta;
@@ -195,17 +214,131 @@ static int elu_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, doubl
     if (x == 0.0 || isinf(x)) {   /* (exp(x) - 1) alpha: +0 alpha at +-0, -alpha at -Inf */
         mpfr_set_d(ref, x == 0.0 ? 0.0 * alpha : -alpha, MPFR_RNDN);
     } else {
-        mpfr_t m;
-        mpfr_init2(m, PARITY_REF_PREC + PARITY_UNARY_WORK_EXTRA);
-        mpfr_set_d(m, x, MPFR_RNDN);
-        mpfr_expm1(m, m, MPFR_RNDN);
-        mpfr_mul_d(ref, m, alpha, MPFR_RNDN);
-        mpfr_clear(m);
+        elu_ref_negative(ref, x, alpha);
     }
     y = fabs(mpfr_get_d(ref, MPFR_RNDA));
     a = (C_FN + 2.0) * parity_ulp_at(acc, y) + fabs(alpha) * C_FN * parity_ulp_at(acc, exp(x));
     *pBound = parity_unary_bound(pCall, ref, y, a);
     return 0;
+}
+
+/* ---- propagation (ops.h, xPropagate; graph.h) ------------------------------------- */
+
+/* Widens [*pLo, *pHi] to hold v (finite), v's binary64 value widened by one ulp each way
+ * (the references are within 2^-120 relative, mpref.h). */
+static void hull_add(mpfr_srcptr v, double *pLo, double *pHi)
+{
+    double d = mpfr_get_d(v, MPFR_RNDN);
+    *pLo = fmin(*pLo, nextafter(d, -INFINITY));
+    *pHi = fmax(*pHi, nextafter(d, INFINITY));
+}
+
+/* softplus over [lo, hi]. Each branch increases in x (the identity, and softplus(beta x)
+ * / beta, whose slope is sigmoid(beta x) > 0, for either sign of beta), and where the box
+ * holds the point x_t = t/beta where the branch changes the function drops there by
+ * log1p(exp(-t))/|beta|: the hull of both ends and of both branches' values at x_t (t/beta
+ * and softplus(t)/beta) is the reach. The allowance (softplus_element's terms) at its
+ * largest: ulps at the reach's largest magnitude, eZ at the box's largest |x| with the
+ * sigmoid factor taken as 1, and the other branch's distance where some z of the box is
+ * within the comparison's margin of t (softplus(-z) falls with z, so it is largest at
+ * z = t - margin). That allowance is at least the drop, so the drop's two values in the
+ * reach add nothing a test can see; they keep the reach the function's own. A box where
+ * the kernel's exp(beta x) may overflow acc is refused. */
+static int softplus_box(const parity_op_call *pCall, double lo, double hi, double *pLo,
+                        double *pHi, double *pA)
+{
+    const parity_elementwise_geometry *pP = &pCall->geom.elementwise;
+    const parity_dtype acc = pCall->accDtype;
+    const double beta = pP->beta, t = pP->threshold, absBeta = fabs(beta);
+    /* z = beta x over the box, widened for binary64's rounding of the products */
+    const double zLo = nextafter(fmin(beta * lo, beta * hi), -INFINITY);
+    const double zHi = nextafter(fmax(beta * lo, beta * hi), INFINITY);
+    double xMax = fmax(fabs(lo), fabs(hi)), yMax, eZ = 0.0, eT, margin, a;
+    mpfr_t v;
+
+    if (!isfinite(zLo) || !isfinite(zHi) ||
+        fmin(zHi, t) > log(parity_dtype_max_finite(acc)) * (1.0 - 1e-6))
+        return -1;
+    *pLo = INFINITY;
+    *pHi = -INFINITY;
+    mpfr_init2(v, PARITY_REF_PREC);
+    softplus_ref(v, lo, beta, t);
+    hull_add(v, pLo, pHi);
+    softplus_ref(v, hi, beta, t);
+    hull_add(v, pLo, pHi);
+    if (zLo <= t && t <= zHi) {
+        mpfr_set_d(v, t, MPFR_RNDN);
+        mpfr_div_d(v, v, beta, MPFR_RNDN);                  /* the identity's end, t/beta */
+        hull_add(v, pLo, pHi);
+        {
+            mpfr_t s;
+            mpfr_init2(s, PARITY_REF_PREC + PARITY_UNARY_WORK_EXTRA);
+            mpfr_set_d(v, t, MPFR_RNDN);
+            parity_unary_softplus(s, v, MPFR_RNDN);
+            mpfr_div_d(v, s, beta, MPFR_RNDN);              /* the other's, softplus(t)/beta */
+            mpfr_clear(s);
+        }
+        hull_add(v, pLo, pHi);
+    }
+    mpfr_clear(v);
+    yMax = fmax(fabs(*pLo), fabs(*pHi));
+
+    /* the ulps are a step function of binary64 products a few ulps off: nudged up first */
+    a = 3.0 * C_FN * parity_ulp_at(acc, absBeta * yMax * (1.0 + 0x1p-40)) / absBeta;
+    if (beta != 1.0) {
+        double b1 = parity_round_double_to_dtype(beta, acc);
+        eZ = xMax * fabs(beta - b1) + 0.5 * parity_ulp_at(acc, fabs(b1) * xMax * (1.0 + 0x1p-40));
+        a += 2.0 * parity_ulp_at(acc, yMax) + eZ / absBeta;
+    }
+    eT = fabs(t - parity_round_double_to_dtype(t, acc));
+    margin = eZ + eT + 0x1p-50 * (fmax(fabs(zLo), fabs(zHi)) + fabs(t));
+    if (zLo - margin <= t && t <= zHi + margin)
+        a += parity_unary_softplus_d(margin - t) / absBeta;
+    *pA = a;
+    return 0;
+}
+
+/* elu over [lo, hi]: x above 0, alpha expm1(x) at and below it, each monotone (the second
+ * falls for alpha < 0) and both 0 at 0: the hull of both ends and, where the box holds 0,
+ * of 0. The allowance is elu_element's for x <= 0 at its largest (ulps at the reach's
+ * largest magnitude, exp(x) at the box's largest x <= 0), 0 where the box is above 0. */
+static int elu_box(const parity_op_call *pCall, double lo, double hi, double *pLo,
+                   double *pHi, double *pA)
+{
+    const double alpha = pCall->geom.elementwise.alpha, aEnd[2] = { lo, hi };
+    const parity_dtype acc = pCall->accDtype;
+    mpfr_t v;
+    int i;
+
+    *pLo = INFINITY;
+    *pHi = -INFINITY;
+    mpfr_init2(v, PARITY_REF_PREC);
+    for (i = 0; i < 2; i++) {
+        if (aEnd[i] < 0.0) elu_ref_negative(v, aEnd[i], alpha);
+        else mpfr_set_d(v, aEnd[i], MPFR_RNDN);                 /* x, and 0 at 0 */
+        hull_add(v, pLo, pHi);
+    }
+    mpfr_clear(v);
+    if (lo <= 0.0 && hi >= 0.0) {
+        *pLo = fmin(*pLo, 0.0);
+        *pHi = fmax(*pHi, 0.0);
+    }
+    *pA = lo > 0.0 ? 0.0
+        : (C_FN + 2.0) * parity_ulp_at(acc, fmax(fabs(*pLo), fabs(*pHi)))
+          + fabs(alpha) * C_FN * parity_ulp_at(acc, exp(fmin(hi, 0.0)) * (1.0 + 0x1p-40));
+    return 0;
+}
+
+static int softplus_propagate(parity_op_call *pCall, const double *const *aRad,
+                              uint64_t linear, mpfr_t ref, double *pRadius)
+{
+    return parity_unary_propagate(pCall, aRad, linear, ref, pRadius, softplus_box);
+}
+
+static int elu_propagate(parity_op_call *pCall, const double *const *aRad, uint64_t linear,
+                         mpfr_t ref, double *pRadius)
+{
+    return parity_unary_propagate(pCall, aRad, linear, ref, pRadius, elu_box);
 }
 
 const parity_op_def parity_op_softplus = {
@@ -214,6 +347,7 @@ const parity_op_def parity_op_softplus = {
     "torch's log1p(exp) keeps it), + beta's rounding; 0.5 ulp_out",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_UNARY,
     .xPrepare = param_prepare, .xElement = softplus_element,
+    .xPropagate = softplus_propagate,
 };
 
 const parity_op_def parity_op_elu = {
@@ -222,4 +356,5 @@ const parity_op_def parity_op_elu = {
     "cancels near 0), x > 0: exact; 0.5 ulp_out",
     .nInMin = 1, .nInMax = 1, .family = PARITY_FAMILY_UNARY,
     .xPrepare = param_prepare, .xElement = elu_element,
+    .xPropagate = elu_propagate,
 };

@@ -811,6 +811,30 @@ class FusedRegions(CaptureCase):
                          ["/conv/out", "/0.relu", "/pool/out", "/gap/out", "/0.view", "/out"])
 
     @unittest.skipUnless(TORCH2, "torch.compile needs torch >= 2")
+    def test_softplus_and_elu_carry_the_error(self):
+        """linear -> softplus (beta 2, threshold 1: outputs on both sides of its branch
+        change) -> linear -> ELU (alpha 0.5) -> linear, compiled whole: one region of five
+        ops from the input, every element judged and passing. Before softplus and elu
+        carried an error, a region with either after a fused op kept the per-dtype
+        tolerance. ELU's alpha at 0.55 in the compiled model fails /out, cause local."""
+        class Act(torch.nn.Module):
+            def __init__(self, alpha=0.5):
+                super().__init__()
+                self.fc1 = torch.nn.Linear(48, 64)
+                self.sp = torch.nn.Softplus(beta=2.0, threshold=1.0)
+                self.fc2 = torch.nn.Linear(64, 64)
+                self.elu = torch.nn.ELU(alpha=alpha)
+                self.fc3 = torch.nn.Linear(64, 16)
+
+            def forward(self, x):
+                return self.fc3(self.elu(self.fc2(self.sp(self.fc1(x)))))
+        torch.manual_seed(0)
+        model, args = Act().eval(), (torch.randn(32, 48),)
+        t, _ = self.whole_and_bug("act", model, Act(alpha=0.55).eval(), args)
+        self.assertEqual(t["judgement"]["fused_region"]["ops"],
+                         ["/fc1/out", "/sp/out", "/fc2/out", "/elu/out", "/out"])
+
+    @unittest.skipUnless(TORCH2, "torch.compile needs torch >= 2")
     def test_encoder_layer_compiled_whole_is_one_region(self):
         """Embedding and a TransformerEncoderLayer compiled whole keep only /out: one
         region of 31 ops from the token ids and parameters, attention included (sdpa's
