@@ -70,6 +70,8 @@ typedef struct {
     parity_process_stream err;    /* INHERIT, NULL or CAPTURE */
     /* its limits and shared state */
     int ownGroup;                 /* 1: it leads a process group of its own */
+    int reapGroup;                /* with ownGroup, 1: once it ends, what it left in its group
+                                   * is killed and reaped here (process.c, "Group reaping") */
     size_t maxMemoryMiB;          /* RLIMIT_AS (0: none; ignored under ASan) */
     size_t nState;                /* bytes of shared state beside the heartbeat */
     size_t nCaptureMax;           /* bytes kept per captured stream (0: CAPTURE_MAX) */
@@ -108,6 +110,7 @@ typedef struct {
     int fdPid;                    /* a pidfd, readable once the child ended (-1: none) */
     size_t nCaptureMax;
     int ownGroup;
+    int reapGroup;
     void *pPage;
     size_t nPage;
     double tStart;

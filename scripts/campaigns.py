@@ -125,6 +125,10 @@ def run_slice(args, cell, ops, dtype, n):
     res["command"] = " ".join(cmd)
     res["wall_s"] = round(time.time() - t0, 1)
     res["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 1)
+    # parityfuzz reaps its worker's whole process group since 2026-12-06 (formats/process.c,
+    # "Group reaping"): before, a worker behind `sh -c` went to init and cpu_s held
+    # parityfuzz's own time only
+    res["cpu_includes_workers"] = True
     with open(tmp, "w") as f:
         json.dump(res, f, indent=1)
     os.replace(tmp, final)
@@ -166,7 +170,7 @@ def table(args):
         print(f"| {label} | " + " | ".join(f"{d} execs" for d in args.dtypes) +
               " | unique signatures (" + " / ".join(SHORT.get(d, d) for d in args.dtypes) + ") |")
     print("|---|" + "---:|" * len(args.dtypes) + "---:|")
-    rows, total, cpu, guessed = {}, 0, 0.0, False
+    rows, total, cpu, estimated = {}, 0, 0.0, 0.0
     for cell, ops, dtype in cells(args):
         name = cell[:-len(dtype) - 1] if dtype else cell
         rows.setdefault(name, (ops, {}))[1][dtype] = slices_done(args.state, cell)
@@ -178,8 +182,12 @@ def table(args):
             judged = sum(s.get("judged", 0) for s in done)
             secs = sum(s["elapsed_s"] for s in done)
             total += execs
-            cpu += sum(s.get("cpu_s", s["elapsed_s"]) for s in done)
-            guessed |= any("cpu_s" not in s for s in done)
+            for s in done:
+                in_process = not s.get("target", "").startswith("cmd:")   # no worker
+                if "cpu_s" in s and (in_process or s.get("cpu_includes_workers")):
+                    cpu += s["cpu_s"]
+                else:   # one core for its wall time: parityfuzz and its worker take turns
+                    estimated += s.get("wall_s", s["elapsed_s"])
             if dtype not in by_dtype:
                 cells_txt.append("-")
             elif done and all("judged" in s for s in done):
@@ -191,8 +199,12 @@ def table(args):
             sigs.append(str(len(set().union(*[found(s) for s in done]))) if done else "-")
         shown = name if args.by in ("op", "graph") else f"{name} ({', '.join(ops)})"
         print(f"| {shown} | {' | '.join(cells_txt)} | {' / '.join(sigs)} |")
-    print(f"\n{total:,} cases in all, {cpu / 3600:.2f} CPU hours" +
-          (" (a slice's wall time where it predates the CPU count)." if guessed else "."))
+    hours = (cpu + estimated) / 3600
+    print(f"\n{total:,} cases in all, {hours:.2f} CPU hours" +
+          (f" ({estimated / 3600:.2f} of them the wall time of slices recorded before "
+           "parityfuzz counted its workers' CPU time, or any CPU time: one core each, an "
+           "upper bound)."
+           if estimated else "."))
 
 
 def main():

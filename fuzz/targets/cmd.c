@@ -427,6 +427,7 @@ static int worker_start(cmd_target *p, char *zErr, size_t nErr)
     opt.in = PARITY_PROCESS_PIPE;
     opt.out = PARITY_PROCESS_PIPE;
     opt.ownGroup = 1;
+    opt.reapGroup = 1;      /* its shell's child and its compile pool end with it, counted */
     if (parity_process_start(&p->worker, &opt, zErr, nErr) != 0) return -1;
     for (;;) {
         int rc = read_line(p, zLine, sizeof zLine, CMD_STARTUP_TIMEOUT);

@@ -13,6 +13,7 @@ It must judge at least 100 cases whose sides are not bit-identical (a worker who
 run one kernel would judge none), its summary line must say what was judged, skipped and
 bit-identical, the worker must account for its compile time (in its log at exit, and per
 request through the protocol's OK compile_s=, which the summary's time line and JSON show),
+its CPU time must reach parityfuzz's parent (campaigns count CPU hours with wait4),
 and any finding it stores must be a repro paritydiff fails. With a python that lacks the package the worker says it
 is unavailable and parityfuzz stops with exit 2: never a silent skip.
 argv: WORKER PARITYFUZZ PARITYDIFF COMPILERS_PYTHON SOURCE_DIR.
@@ -20,6 +21,7 @@ argv: WORKER PARITYFUZZ PARITYDIFF COMPILERS_PYTHON SOURCE_DIR.
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -45,10 +47,17 @@ CONFIG = {
 }[WHICH]
 
 
+def children_cpu_s():
+    """User and system seconds of this process's reaped children (and theirs)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 class Worker(unittest.TestCase):
     def test_campaign_judges_what_the_compiler_changed(self):
         with tempfile.TemporaryDirectory() as tmp:
             summary = os.path.join(tmp, "s.json")
+            cpu0 = children_cpu_s()
             p = subprocess.run([PARITYFUZZ, "--target",
                                 "cmd:%s %s%s" % (PYTHON, WORKER, CONFIG.get("worker_args", "")),
                                 "--ops", CONFIG["ops"], *CONFIG["args"],
@@ -75,6 +84,12 @@ class Worker(unittest.TestCase):
             # every case reached the eager side; every judged or identical one, the compiled
             self.assertGreaterEqual(t["eager_runs"], doc["execs"], t)
             self.assertGreaterEqual(t["compiled_runs"], doc["judged"] + doc["bit_identical"], t)
+            # the worker's CPU time reached parityfuzz's wait4, so a campaign's CPU hours
+            # (scripts/campaigns.py) count it: a worker behind `sh -c` that took longer
+            # than QUIT's grace to exit was killed and went to init, and only parityfuzz's
+            # own time (0.12 - 0.16 of the time in the target) was counted
+            cpu = children_cpu_s() - cpu0
+            self.assertGreater(cpu, 0.3 * (t["eager_s"] + t["compiled_s"]), (cpu, t))
             self.assertRegex(p.stdout, r"parityfuzz: time in the target: eager [\d.]+ s, "
                              r"compiled [\d.]+ s \(compiling [\d.]+ s in %d runs, \d+%% of the "
                              r"compiled side\)" % t["compiles"])
