@@ -170,7 +170,7 @@ def table(args):
         print(f"| {label} | " + " | ".join(f"{d} execs" for d in args.dtypes) +
               " | unique signatures (" + " / ".join(SHORT.get(d, d) for d in args.dtypes) + ") |")
     print("|---|" + "---:|" * len(args.dtypes) + "---:|")
-    rows, total, cpu, estimated = {}, 0, 0.0, 0.0
+    rows, total, counted, upper = {}, 0, 0.0, 0.0
     for cell, ops, dtype in cells(args):
         name = cell[:-len(dtype) - 1] if dtype else cell
         rows.setdefault(name, (ops, {}))[1][dtype] = slices_done(args.state, cell)
@@ -184,10 +184,12 @@ def table(args):
             total += execs
             for s in done:
                 in_process = not s.get("target", "").startswith("cmd:")   # no worker
-                if "cpu_s" in s and (in_process or s.get("cpu_includes_workers")):
-                    cpu += s["cpu_s"]
-                else:   # one core for its wall time: parityfuzz and its worker take turns
-                    estimated += s.get("wall_s", s["elapsed_s"])
+                wall = s.get("wall_s", s["elapsed_s"])
+                counted += s.get("cpu_s", 0.0)
+                # an older worker slice's count may lack its worker: one core for its wall
+                # time bounds it (parityfuzz and its worker take turns)
+                complete = "cpu_s" in s and (in_process or s.get("cpu_includes_workers"))
+                upper += s["cpu_s"] if complete else wall
             if dtype not in by_dtype:
                 cells_txt.append("-")
             elif done and all("judged" in s for s in done):
@@ -199,12 +201,16 @@ def table(args):
             sigs.append(str(len(set().union(*[found(s) for s in done]))) if done else "-")
         shown = name if args.by in ("op", "graph") else f"{name} ({', '.join(ops)})"
         print(f"| {shown} | {' | '.join(cells_txt)} | {' / '.join(sigs)} |")
-    hours = (cpu + estimated) / 3600
-    print(f"\n{total:,} cases in all, {hours:.2f} CPU hours" +
-          (f" ({estimated / 3600:.2f} of them the wall time of slices recorded before "
-           "parityfuzz counted its workers' CPU time, or any CPU time: one core each, an "
-           "upper bound)."
-           if estimated else "."))
+    if counted == 0.0 and upper > 0.0:
+        print(f"\n{total:,} cases in all, at most {upper / 3600:.2f} CPU hours (the wall time "
+              "of slices recorded before the CPU count: one core each).")
+    elif abs(upper - counted) < 1.0:
+        print(f"\n{total:,} cases in all, {counted / 3600:.2f} CPU hours.")
+    else:
+        print(f"\n{total:,} cases in all, {counted / 3600:.2f} CPU hours counted, at most "
+              f"{upper / 3600:.2f}: a slice recorded before parityfuzz reaped its worker's "
+              "process group (2026-12-06) counts its worker only where it left within "
+              "QUIT's grace, so its wall time, one core, bounds it.")
 
 
 def main():
