@@ -92,14 +92,29 @@ class GraphCorpus(unittest.TestCase):
         self.assertIn("%d repros, %d root causes (%d of graph cases)" % (n, n, n), p.stdout)
 
     def test_each_graph_repro_still_diverges_in_this_torch(self):
+        """Every graph repro diverges again, but one whose origin names a CPU flag this
+        CPU lacks (`needs cpu flag: amx_bf16`: a defect in a kernel oneDNN picks only
+        there), which is said and not held to it."""
         why = torch_here()
         if why:
             self.skipTest(why)
+        with open("/proc/cpuinfo") as f:
+            flags = set(f.read().split())
+        expected, elsewhere = [], []
+        for r in repros(GRAPHS):
+            with open(os.path.join(r, "origin")) as f:
+                needs = [line.split(":", 1)[1].split()[0] for line in f
+                         if line.startswith("needs cpu flag:")]
+            (expected if all(n in flags for n in needs) else elsewhere).append(r)
+        for r in elsewhere:
+            print("not expected to diverge on this CPU (its origin's cpu flag): %s" % r)
         p = subprocess.run([PARITYFUZZ, "graph", "replay", GRAPHS, "--target",
                             "cmd:%s %s --mode compile-dynamic" % (PYTHON, WORKER),
                             "--expect-divergent"], capture_output=True, text=True, timeout=600)
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertIn("0 fixed, %d still diverge" % len(repros(GRAPHS)), p.stdout)
+        self.assertIn(p.returncode, (0, 1), p.stdout + p.stderr)
+        self.assertGreater(len(expected), 0)
+        for r in expected:
+            self.assertIn("diverges %s: " % r, p.stdout, p.stdout + p.stderr)
 
 
 if __name__ == "__main__":
