@@ -336,6 +336,13 @@ static void warn_vacuous(parity_tensor_result *pR)
                  parity_dtype_name(pR->accDtype));
         push_warning(pR, zMsg);
     }
+    if (pJ->nOverflowRounded > 0) {
+        snprintf(zMsg, sizeof zMsg, "compiled is infinite at %llu element(s) whose reference "
+                 "is finite but within the bound of %s's overflow threshold: a value within "
+                 "the bound rounds to the infinity there, so it is accepted",
+                 (unsigned long long)pJ->nOverflowRounded, parity_dtype_name(pR->dtype));
+        push_warning(pR, zMsg);
+    }
 }
 
 /* The attributes a capture's metadata gives this op ("'a', 'b'" after a comma), for the

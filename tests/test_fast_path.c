@@ -251,7 +251,7 @@ static void expect_same_judgement(const parity_judgement *pF, const parity_judge
 #define SAME(f) cr_assert_eq(pF->f, pS->f, "%s: " #f " fast %llu, mpfr %llu", zWhat, \
                              (unsigned long long)pF->f, (unsigned long long)pS->f)
     SAME(nChecked); SAME(nWithin); SAME(nCompiledWorse); SAME(nEagerWorse); SAME(nBothBeyond);
-    SAME(nNonFinite); SAME(nOverflowAccepted); SAME(nVacuous); SAME(nSuspicious); SAME(nFail);
+    SAME(nNonFinite); SAME(nOverflowAccepted); SAME(nOverflowRounded); SAME(nVacuous); SAME(nSuspicious); SAME(nFail);
     SAME(nFailEagerBeyond); SAME(sampled);
 #undef SAME
     for (d = 0; d < rank && pF->nFail; d++) {

@@ -1296,6 +1296,49 @@ Test(semantic_model, matmul_bound_grows_with_k_shrinks_with_f64_acc)
                 j4096d.maxBound, j4096.maxErrCompiled, j4096.maxErrCompiled / j4096.maxBound);
 }
 
+/* The float16 dot product XLA's jit gave -inf for (a JAX campaign, 2026-12-06): exact
+ * -65343.27, finite in float16, but float32 accumulation of terms near 3.5e9 is allowed
+ * 1.2e4 of error, and a value there below -65520 rounds to -inf. So -inf is accepted and
+ * counted (nOverflowRounded); +inf, out of reach on that side, fails; and where the bound
+ * is small (K = 1, 60000 exactly) an infinity fails too. */
+static void judge_f16_dot(double *a, double *b, int K, double c,
+                          parity_judgement *pJ)
+{
+    uint64_t dA[2] = { 1, (uint64_t)K }, dB[2] = { (uint64_t)K, 1 }, dC[2] = { 1, 1 };
+    parity_operand aIn[2];
+    parity_op_call call;
+    char zErr[PARITY_ERR_LEN];
+    aIn[0] = op_operand("a", PARITY_DT_F16, 2, dA, a);
+    aIn[1] = op_operand("b", PARITY_DT_F16, 2, dB, b);
+    cr_assert(parity_op_begin(&call, parity_op_find("matmul"), aIn, 2, PARITY_DT_F16, 2, dC,
+                              PARITY_DT_INVALID, NULL, 0, zErr, sizeof zErr) == 0, "%s", zErr);
+    cr_assert(parity_judge(&call, NULL, &c, pJ, zErr, sizeof zErr) == 0, "%s", zErr);
+    parity_op_end(&call);
+}
+
+Test(semantic, an_infinity_a_value_within_the_bound_rounds_to_is_accepted)
+{
+    double x[14] = { 0.82373046875, -65504, -0.3603515625, -0.72705078125, 65504,
+                                  -0.1234130859375, 0.60009765625, -0.30908203125, 1.0185546875,
+                                  0.908203125, -0.17016601562, 65504, -0.44433593750, -65504 };
+    double w[14], one = 1.0, big = 60000.0;
+    parity_judgement j;
+    int k;
+    for (k = 0; k < 14; k++) w[k] = -53728.0;
+    judge_f16_dot(x, w, 14, -INFINITY, &j);
+    cr_assert_eq(j.nFail, 0, "-inf within reach of the bound failed");
+    cr_assert_eq(j.nOverflowRounded, 1);
+    cr_assert_gt(j.maxBound, 65520.0 - 65343.27, "the bound %g does not reach -65520",
+                 j.maxBound);
+    judge_f16_dot(x, w, 14, INFINITY, &j);
+    cr_assert_eq(j.nFail, 1, "+inf, out of reach on that side, passed");
+    cr_assert_eq(j.nOverflowRounded, 0);
+    judge_f16_dot(&big, &one, 1, INFINITY, &j);
+    cr_assert_eq(j.nFail, 1, "60000 exactly: +inf passed");
+    judge_f16_dot(&big, &one, 1, 60000.0, &j);
+    cr_assert_eq(j.nFail, 0);
+}
+
 /* Largest bound / |reference| over a softmax of x[4, n], x uniform in [-2, 2). */
 static double softmax_rel_bound(int n)
 {

@@ -37,6 +37,10 @@ typedef struct {
                                     * non-finite where it is finite, accepted because a legal
                                     * summation order overflows there (ops.h, judge.c's
                                     * vacuous_nonfinite) */
+    uint64_t nOverflowRounded;     /* of the compiled infinities where the reference is
+                                    * finite, those accepted because a value within the bound
+                                    * rounds to them in the output dtype (judge.c,
+                                    * overflow_within_bound); each also in nOverflowAccepted */
     uint64_t nVacuous;             /* checked elements whose bound is infinite (n u >= 1, say):
                                     * nothing finite can fail there, which must be said */
     uint64_t nVacuousOverflow;     /* of those, the ones where a legal summation order
