@@ -60,22 +60,21 @@ static int vacuous_nonfinite(const parity_op_call *pCall, double rounded, double
 
 /* An infinity v where the reference is a finite number: a correct kernel's value lies
  * within the bound of the reference (in the acc dtype, before its rounding to the output),
- * and where that interval reaches the output dtype's overflow threshold on v's side, the
- * largest finite plus half its ulp (IEEE 754 round to nearest: a value there or beyond
- * becomes the infinity), the infinity is that value rounded. A float16 dot product of
+ * and where the end of that interval on v's side rounds to the infinity in the output
+ * dtype (IEEE 754 round to nearest: at or past the largest finite plus half its ulp), the
+ * infinity is a correct value rounded. A float16 dot product of
  * terms near 3.5e9 whose exact value is -65343 (bound 1.2e4 from float32 accumulation)
  * legally gives -inf: XLA's did (corpus/jax/retracted/linear-overflow-within-bound-float16). */
 static int overflow_within_bound(const parity_op_call *pCall, const mpfr_t ref, double bound,
                                  double v)
 {
-    const parity_dtype out = pCall->outDtype;
-    double top = parity_dtype_max_finite(out), t, r;
+    double r, edge;
     if (!isinf(v) || !mpfr_number_p(ref) || !(bound > 0.0)) return 0;
-    t = top + 0.5 * parity_ulp_at(out, top);
-    if (!isfinite(t)) t = top;        /* float64: its threshold is past binary64's range */
     r = mpfr_get_d(ref, v > 0 ? MPFR_RNDU : MPFR_RNDD);
-    /* the sum rounded outward: a reach that touches the threshold is not missed */
-    return v > 0 ? nextafter(r + bound, INFINITY) >= t : nextafter(r - bound, -INFINITY) <= -t;
+    /* the reach on v's side, rounded outward, then the dtype table's own rounding: it
+     * knows where each dtype overflows (float64's edge overflows binary64 itself) */
+    edge = v > 0 ? nextafter(r + bound, INFINITY) : nextafter(r - bound, -INFINITY);
+    return isinf(parity_round_double_to_dtype(edge, pCall->outDtype));
 }
 
 /* splitmix64's finaliser (Steele, Lea & Flood, OOPSLA 2014): a well-mixed hash of the
