@@ -484,8 +484,8 @@ static int run_campaign(cli_options *pCli)
     if (res.nEagerWrong > 0)
         printf("parityfuzz: the reference proves eager wrong in %llu of the judged cases: a "
                "kernel both sides share, or a contract the registry does not model, which "
-               "the differential cannot call a finding (eager_beyond_bound)\n",
-               (unsigned long long)res.nEagerWrong);
+               "the differential cannot call a finding (eager_beyond_bound; the first: %s)\n",
+               (unsigned long long)res.nEagerWrong, res.zEagerWrong);
     /* last: a campaign that judged nothing found nothing by construction: the counts say so */
     printf("parityfuzz: %llu execs in %.1f s (%llu judged, %llu skipped, %llu bit-identical), "
            "%zu finding%s, %zu root cause%s\n", (unsigned long long)res.nExecs, res.elapsed,

@@ -124,7 +124,7 @@ int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPat
         return -1;
     }
     pDoc = json_pack("{s:s, s:i, s:s, s:o, s:s, s:I, s:I, s:I, s:f, s:f, s:o, s:I, s:I, s:I, "
-                     "s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:i}",
+                     "s:I, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:i}",
                      "tool", "parityfuzz", "schema_version", 1, "target", pRes->zTarget,
                      "defects", pDefects,
                      "strategy", pRes->zStrategy, "seed", (json_int_t)pRes->seed,
@@ -138,6 +138,8 @@ int parity_report_fuzz_json(const parity_campaign_result *pRes, const char *zPat
                      "bit_identical", (json_int_t)pRes->nBitIdentical,
                      "judged", (json_int_t)pRes->nJudged,
                      "eager_beyond_bound", (json_int_t)pRes->nEagerWrong,
+                     "eager_beyond_bound_first",
+                     pRes->zEagerWrong[0] ? json_string(pRes->zEagerWrong) : json_null(),
                      "raw_findings", (json_int_t)pRes->nRawFindings,
                      "root_causes", parity_report_root_causes_json(pRes->aFinding, pRes->aCause,
                                                                    pRes->nCause),

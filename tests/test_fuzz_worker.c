@@ -101,11 +101,22 @@ Test(fuzz_worker, a_wrong_eager_side_is_counted_not_found)
     cr_assert_eq(json_integer_value(json_object_get(pDoc, "eager_beyond_bound")), nJudged,
                  "%s", r.zOut);
     cr_assert(strstr(r.zOut, "the reference proves eager wrong in "), "%s", r.zOut);
+    /* and names the first such case, so that a user knows where to look */
+    {
+        const char *zFirst =
+            json_string_value(json_object_get(pDoc, "eager_beyond_bound_first"));
+        char zLine[300];
+        cr_assert(zFirst && strncmp(zFirst, "relu ", 5) == 0 && strstr(zFirst, " seed="),
+                  "first: %s", zFirst ? zFirst : "(null)");
+        snprintf(zLine, sizeof zLine, "(eager_beyond_bound; the first: %s)\n", zFirst);
+        cr_assert(strstr(r.zOut, zLine), "%s", r.zOut);
+    }
     json_decref(pDoc);
     run_free(&r);
     /* and a correct eager side counts nothing */
     pDoc = fake_campaign("nan", "30", 1, &r);
     cr_assert_eq(json_integer_value(json_object_get(pDoc, "eager_beyond_bound")), 0);
+    cr_assert(json_is_null(json_object_get(pDoc, "eager_beyond_bound_first")));
     cr_assert_null(strstr(r.zOut, "proves eager wrong"), "%s", r.zOut);
     json_decref(pDoc);
     run_free(&r);

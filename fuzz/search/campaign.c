@@ -49,6 +49,7 @@ typedef struct {
     volatile int state;
     parity_case_spec spec;            /* the case in flight while SLOT_RUNNING */
     uint64_t nExecs, nMinimizeExecs, nSkipped, nBitIdentical, nRawFindings, nJudged, nEagerWrong;
+    char zEagerWrong[PARITY_EAGER_WRONG_LEN];
     parity_target_times times;
     size_t nOp;
     char azOp[SLOT_MAX_OPS][PARITY_CASE_OP_LEN];
@@ -73,6 +74,7 @@ typedef struct {
     double tFound;                    /* FINDING: seconds since the job's own start */
     uint64_t nExecs, nMinimizeExecs, nSkipped, nBitIdentical, nRawFindings, nJudged, nEagerWrong;
     parity_target_times times;        /* END */
+    char zEagerWrong[PARITY_EAGER_WRONG_LEN];   /* END */
     char zOp[PARITY_CASE_OP_LEN];     /* FINDING, OP */
     char zSignature[SIG_LEN];         /* FINDING */
     char zRepro[REPRO_PATH_LEN];      /* FINDING ("" when not stored) */
@@ -417,6 +419,13 @@ done:
 }
 
 /* Mirrors the job's counters into its slot, so that they outlive a fault. */
+/* With jobs, "the first" eager-wrong case is the first a job reports, not the earliest. */
+static void keep_first_eager_wrong(parity_campaign_result *pRes, const char *zCase)
+{
+    if (!pRes->zEagerWrong[0] && zCase[0])
+        snprintf(pRes->zEagerWrong, sizeof pRes->zEagerWrong, "%s", zCase);
+}
+
 static void slot_mirror(job_slot *pSlot, const parity_campaign_result *pRes)
 {
     size_t i;
@@ -428,6 +437,8 @@ static void slot_mirror(job_slot *pSlot, const parity_campaign_result *pRes)
     pSlot->nRawFindings = pRes->nRawFindings;
     pSlot->nJudged = pRes->nJudged;
     pSlot->nEagerWrong = pRes->nEagerWrong;
+    if (!pSlot->zEagerWrong[0] && pRes->zEagerWrong[0])
+        snprintf(pSlot->zEagerWrong, sizeof pSlot->zEagerWrong, "%s", pRes->zEagerWrong);
     pSlot->times = pRes->times;
     for (i = 0; i < pRes->nOp && i < SLOT_MAX_OPS; i++) {
         if (i >= pSlot->nOp) snprintf(pSlot->azOp[i], sizeof pSlot->azOp[i], "%s", pRes->azOp[i]);
@@ -603,7 +614,8 @@ static void run_case(search_state *pS, parity_case *pC)
     if (r.cls == PARITY_FINDING_SKIPPED) pRes->nSkipped++;
     else if (r.bitIdentical) pRes->nBitIdentical++;
     if (r.judged) pRes->nJudged++;
-    if (r.judged && parity_judgement_eager_wrong(&r.judgement)) pRes->nEagerWrong++;
+    if (r.judged && parity_judgement_eager_wrong(&r.judgement) && pRes->nEagerWrong++ == 0)
+        parity_case_describe(pC, pRes->zEagerWrong, sizeof pRes->zEagerWrong);
     if (pS->pSlot) pS->pSlot->state = SLOT_MINIMIZING;
     if (r.cls != PARITY_FINDING_NONE && r.cls != PARITY_FINDING_SKIPPED)
         handle_finding(pS, pS->pT, pC, pS->aEager, pS->aCompiled, &r);
@@ -714,6 +726,7 @@ static int job_main(void *pArg, const parity_process_child *pSelf)
     rec.nRawFindings = res.nRawFindings;
     rec.nJudged = res.nJudged;
     rec.nEagerWrong = res.nEagerWrong;
+    snprintf(rec.zEagerWrong, sizeof rec.zEagerWrong, "%s", res.zEagerWrong);
     rec.times = res.times;
     rec.trouble = res.trouble;
     snprintf(rec.zText, sizeof rec.zText, "%s", res.zTrouble);
@@ -825,6 +838,7 @@ static void take_record(job_pool *pP, job_state *pJob, const job_record *pRec)
         pRes->nRawFindings += pRec->nRawFindings;
         pRes->nJudged += pRec->nJudged;
         pRes->nEagerWrong += pRec->nEagerWrong;
+        keep_first_eager_wrong(pRes, pRec->zEagerWrong);
         parity_target_times_add(&pRes->times, &pRec->times);
         if (pRec->trouble) set_trouble(pRes, "%s", pRec->zText[0] ? pRec->zText : "a job failed");
         pJob->done = 1;
@@ -882,6 +896,7 @@ static void job_died(job_pool *pP, int j)
     pRes->nBitIdentical += slot.nBitIdentical;
     pRes->nJudged += slot.nJudged;
     pRes->nEagerWrong += slot.nEagerWrong;
+    keep_first_eager_wrong(pRes, slot.zEagerWrong);
     parity_target_times_add(&pRes->times, &slot.times);
     pRes->nRawFindings += slot.nRawFindings + (haveFatal ? 0 : 1);
     for (i = 0; i < slot.nOp; i++) count_op(pRes, slot.azOp[i], slot.anOpExecs[i]);

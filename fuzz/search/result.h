@@ -68,6 +68,8 @@ typedef struct {
 
 #define PARITY_CAMPAIGN_MAX_DEFECTS 32    /* defects are bits of a uint32_t */
 
+#define PARITY_EAGER_WRONG_LEN 256
+
 typedef struct {
     /* echo of the options */
     const char *zTarget;          /* as given (the options' string) */
@@ -90,6 +92,9 @@ typedef struct {
     uint64_t nEagerWrong;         /* of those, the ones whose eager side the reference proves
                                    * wrong (parity_judgement_eager_wrong): a kernel both
                                    * sides share, which no divergence can show */
+    char zEagerWrong[PARITY_EAGER_WRONG_LEN];   /* the first of them, described (op, dtype,
+                                   * shapes, value class, seed): what a user looks at first;
+                                   * "" when none */
     parity_target_times times;    /* the target's time by side, compiling apart */
     parity_root_cause *aCause;    /* the findings' root causes, most findings first */
     size_t nCause;
