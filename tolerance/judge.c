@@ -68,14 +68,12 @@ static int vacuous_nonfinite(const parity_op_call *pCall, double rounded, double
 static int overflow_within_bound(const parity_op_call *pCall, const mpfr_t ref, double bound,
                                  double v)
 {
-    parity_op_family f = pCall->pDef->family;
     double r, edge;
-    /* only where the bound is an accumulation's (sums, dot products): an elementwise op
-     * whose value stays below its input (OpenVINO's gelu giving +inf for x near the
-     * largest finite, corpus/openvino/repros) is a defect, not a rounding */
-    if (f != PARITY_FAMILY_REDUCE && f != PARITY_FAMILY_MATMUL && f != PARITY_FAMILY_LINEAR &&
-        f != PARITY_FAMILY_BMM && f != PARITY_FAMILY_CONV2D)
-        return 0;
+    /* only where the element is a sum of terms, as its op model says (sumsTerms, set by
+     * parity_note_overflow): an elementwise op whose value stays below its input
+     * (OpenVINO's gelu giving +inf for x near the largest finite, corpus/openvino/repros)
+     * is a defect, not a rounding */
+    if (!pCall->sumsTerms) return 0;
     if (!isinf(v) || !mpfr_number_p(ref) || !(bound > 0.0)) return 0;
     r = mpfr_get_d(ref, v > 0 ? MPFR_RNDU : MPFR_RNDD);
     /* the reach on v's side, rounded outward, then the dtype table's own rounding: it
@@ -502,6 +500,7 @@ static int slow_element(parity_op_call *pCall, const parity_judge_plan *pPlan, u
     pCall->probBound = NAN;
     pCall->overflowPossible = 0;
     pCall->nonfiniteAny = 0;
+    pCall->sumsTerms = 0;
     if (pCall->pDef->xElement(pCall, i, ref, &pEl->bound) != 0) {
         snprintf(zErr, nErr, "%s: reference failed at element %llu", pCall->pDef->zName,
                  (unsigned long long)i);

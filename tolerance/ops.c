@@ -381,5 +381,6 @@ const char *parity_shape_str(int rank, const uint64_t *aDim, char *zBuf, size_t 
 
 void parity_note_overflow(parity_op_call *pCall, double absSum)
 {
+    pCall->sumsTerms = 1;
     if (!(absSum < parity_dtype_max_finite(pCall->accDtype))) pCall->overflowPossible = 1;
 }

@@ -142,6 +142,10 @@ typedef struct {
      * weight) and a correct kernel's rounding can as well give an infinity of either sign:
      * any non-finite value is then accepted (judge.c). Cleared before each call. */
     int nonfiniteAny;
+    /* Set by xElement (through parity_note_overflow) where the element is a sum of terms:
+     * its bound is an accumulation's, so a value within it may round to an infinity
+     * (judge.c, overflow_within_bound). Cleared before each call. */
+    int sumsTerms;
 } parity_op_call;
 
 struct parity_op_def {
