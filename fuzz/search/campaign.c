@@ -418,14 +418,14 @@ done:
     if (haveMin) parity_minimized_free(&min);
 }
 
-/* Mirrors the job's counters into its slot, so that they outlive a fault. */
-/* With jobs, "the first" eager-wrong case is the first a job reports, not the earliest. */
-static void keep_first_eager_wrong(parity_campaign_result *pRes, const char *zCase)
+/* Keeps the first eager-wrong case described (zDst, PARITY_EAGER_WRONG_LEN bytes). With
+ * jobs, "the first" is the first a job reports, not the earliest. */
+static void keep_first_eager_wrong(char *zDst, const char *zCase)
 {
-    if (!pRes->zEagerWrong[0] && zCase[0])
-        snprintf(pRes->zEagerWrong, sizeof pRes->zEagerWrong, "%s", zCase);
+    if (!zDst[0] && zCase[0]) snprintf(zDst, PARITY_EAGER_WRONG_LEN, "%s", zCase);
 }
 
+/* Mirrors the job's counters into its slot, so that they outlive a fault. */
 static void slot_mirror(job_slot *pSlot, const parity_campaign_result *pRes)
 {
     size_t i;
@@ -437,8 +437,7 @@ static void slot_mirror(job_slot *pSlot, const parity_campaign_result *pRes)
     pSlot->nRawFindings = pRes->nRawFindings;
     pSlot->nJudged = pRes->nJudged;
     pSlot->nEagerWrong = pRes->nEagerWrong;
-    if (!pSlot->zEagerWrong[0] && pRes->zEagerWrong[0])
-        snprintf(pSlot->zEagerWrong, sizeof pSlot->zEagerWrong, "%s", pRes->zEagerWrong);
+    keep_first_eager_wrong(pSlot->zEagerWrong, pRes->zEagerWrong);
     pSlot->times = pRes->times;
     for (i = 0; i < pRes->nOp && i < SLOT_MAX_OPS; i++) {
         if (i >= pSlot->nOp) snprintf(pSlot->azOp[i], sizeof pSlot->azOp[i], "%s", pRes->azOp[i]);
@@ -838,7 +837,7 @@ static void take_record(job_pool *pP, job_state *pJob, const job_record *pRec)
         pRes->nRawFindings += pRec->nRawFindings;
         pRes->nJudged += pRec->nJudged;
         pRes->nEagerWrong += pRec->nEagerWrong;
-        keep_first_eager_wrong(pRes, pRec->zEagerWrong);
+        keep_first_eager_wrong(pRes->zEagerWrong, pRec->zEagerWrong);
         parity_target_times_add(&pRes->times, &pRec->times);
         if (pRec->trouble) set_trouble(pRes, "%s", pRec->zText[0] ? pRec->zText : "a job failed");
         pJob->done = 1;
@@ -896,7 +895,7 @@ static void job_died(job_pool *pP, int j)
     pRes->nBitIdentical += slot.nBitIdentical;
     pRes->nJudged += slot.nJudged;
     pRes->nEagerWrong += slot.nEagerWrong;
-    keep_first_eager_wrong(pRes, slot.zEagerWrong);
+    keep_first_eager_wrong(pRes->zEagerWrong, slot.zEagerWrong);
     parity_target_times_add(&pRes->times, &slot.times);
     pRes->nRawFindings += slot.nRawFindings + (haveFatal ? 0 : 1);
     for (i = 0; i < slot.nOp; i++) count_op(pRes, slot.azOp[i], slot.anOpExecs[i]);

@@ -1,4 +1,4 @@
-"""The findings in torch.compile (README, "torch.compile: every campaign run; XLA: campaigns under way"),
+"""The findings in torch.compile (README, "torch.compile and XLA: every campaign run"),
 stored as minimized repros under corpus/torch/repros/, and the fused-region findings of
 parityfuzz graph under corpus/torch/graph-repros/ (no signature file: an origin note).
 
