@@ -236,9 +236,7 @@ static int referee_values(referee *pRef, uint64_t first, uint64_t n, double *a)
     if (!pRef->tried) referee_open(pRef);
     if (!pRef->ready) return -1;
     for (i = 0; i < n; i++) {
-        pRef->call.probBound = NAN;
-        pRef->call.overflowPossible = 0;
-        pRef->call.nonfiniteAny = 0;
+        parity_op_call_clear_element(&pRef->call);
         if (pRef->call.pDef->xElement(&pRef->call, first + i, pRef->value, &bound) != 0) return -1;
         a[i] = mpfr_get_d(pRef->value, MPFR_RNDN);
     }

@@ -29,9 +29,7 @@ static int node_element(parity_op_call *pCall, const double *const *aRad, int an
 {
     double bound = 0.0, v, maxOut = parity_dtype_max_finite(pCall->outDtype);
     int rc;
-    pCall->probBound = NAN;
-    pCall->overflowPossible = 0;
-    pCall->nonfiniteAny = 0;
+    parity_op_call_clear_element(pCall);
     rc = anyRadius ? pCall->pDef->xPropagate(pCall, aRad, linear, ref, &bound)
                    : pCall->pDef->xElement(pCall, linear, ref, &bound);
     if (rc != 0) return -1;

@@ -497,10 +497,7 @@ static int slow_element(parity_op_call *pCall, const parity_judge_plan *pPlan, u
                         mpfr_t ref, mpfr_t scratch, parity_judgement *pJ, judged_element *pEl,
                         char *zErr, size_t nErr)
 {
-    pCall->probBound = NAN;
-    pCall->overflowPossible = 0;
-    pCall->nonfiniteAny = 0;
-    pCall->sumsTerms = 0;
+    parity_op_call_clear_element(pCall);
     if (pCall->pDef->xElement(pCall, i, ref, &pEl->bound) != 0) {
         snprintf(zErr, nErr, "%s: reference failed at element %llu", pCall->pDef->zName,
                  (unsigned long long)i);

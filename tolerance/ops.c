@@ -379,6 +379,14 @@ const char *parity_shape_str(int rank, const uint64_t *aDim, char *zBuf, size_t 
     return zBuf;
 }
 
+void parity_op_call_clear_element(parity_op_call *pCall)
+{
+    pCall->probBound = NAN;
+    pCall->overflowPossible = 0;
+    pCall->nonfiniteAny = 0;
+    pCall->sumsTerms = 0;
+}
+
 void parity_note_overflow(parity_op_call *pCall, double absSum)
 {
     pCall->sumsTerms = 1;

@@ -293,6 +293,9 @@ int parity_param_float(const parity_attr *aAttr, size_t nAttr, const char *zName
 int parity_param_ints(const parity_attr *aAttr, size_t nAttr, const char *zName,
                       int64_t *aValue, size_t nMax, size_t *pn, int *pFound, char *zErr,
                       size_t nErr);
+/* Clears what xElement and xPropagate set per element (probBound, overflowPossible,
+ * nonfiniteAny, sumsTerms): before each element's call. */
+void parity_op_call_clear_element(parity_op_call *pCall);
 /* Sets pCall->overflowPossible when absSum (the exact sum of |terms| of an element's sum
  * or dot product) reaches the largest finite value of the accumulation dtype. */
 void parity_note_overflow(parity_op_call *pCall, double absSum);
