@@ -112,6 +112,9 @@ typedef struct {
     const char *zModel;        /* its model in one line (static string), or NULL */
     parity_dtype accDtype;     /* accumulation dtype the model assumed */
     char *zModelNote;          /* why no model judged this op tensor, or NULL */
+    const char *zRule;         /* a deliberate rule that judged an op tensor without a
+                                * model (static string; the exact rule for integer and
+                                * bool results, diff/semantic.c), or NULL */
     /* Judged as the output of a fused region (diff/region_internal.h): the eager tensors
      * the compiled side fused away, in execution order, and the region's inputs, the
      * tensors both sides hold (or graph inputs and parameters). nRegionOp 0: not so. */

@@ -454,7 +454,7 @@ static void warn_unmodelled(parity_diff_result *pRes)
     char zLine[1200];
     for (k = 0; k < pRes->nTensor; k++) {
         const parity_tensor_result *pR = &pRes->aTensor[k];
-        if (!pR->zOp || pR->hasJudgement || parity_op_find(pR->zOp)) continue;
+        if (!pR->zOp || pR->hasJudgement || pR->zRule || parity_op_find(pR->zOp)) continue;
         for (j = 0; j < nOp && strcmp(azOp[j], pR->zOp) != 0; j++) {}
         if (j < nOp) anOp[j]++;
         else if (nOp < 16) { azOp[nOp] = pR->zOp; anOp[nOp++] = 1; }
@@ -488,14 +488,30 @@ static void check_order_known(diff_run *pD)
 }
 
 /* A pass that compared no tensor is no pass: the run is an error with the reason. A
- * zero-size pair was compared (shape and dtype agree): it passes with its own warning. */
+ * zero-size pair was compared (shape and dtype agree): it passes with its own warning.
+ * Nor is a pass that compared only inputs and parameters, which both sides were given: a
+ * model whose output the compiled capture names otherwise (a dict under other keys) would
+ * pass having compared nothing it computed. */
 static void check_compared(parity_diff_result *pRes, size_t nE, size_t nC)
 {
-    size_t k;
+    size_t k, nInputPass = 0, nComputed = 0;
     char zMsg[PARITY_ERR_LEN];
     if (pRes->verdict != PARITY_VERDICT_PASS) return;
-    for (k = 0; k < pRes->nTensor; k++)
-        if (pRes->aTensor[k].status == PARITY_ST_PASS) return;
+    for (k = 0; k < pRes->nTensor; k++) {
+        const parity_tensor_result *pR = &pRes->aTensor[k];
+        if (pR->status == PARITY_ST_PASS && !pR->isInput) return;
+        nInputPass += pR->status == PARITY_ST_PASS;
+        nComputed += !pR->isInput && pR->status == PARITY_ST_MISSING_IN_COMPILED;
+    }
+    if (nInputPass > 0) {
+        snprintf(zMsg, sizeof zMsg, "nothing computed compared: the %zu tensor(s) compared are "
+                 "inputs and parameters, and none of the %zu computed eager tensor(s) has a "
+                 "counterpart in the compiled capture (are the outputs named alike on both "
+                 "sides?)", nInputPass, nComputed);
+        pRes->zError = parity_result_dup(&pRes->oom, zMsg);
+        pRes->verdict = PARITY_VERDICT_ERROR;
+        return;
+    }
     if (nE == 0 && nC == 0)
         snprintf(zMsg, sizeof zMsg, "nothing compared: neither capture holds a tensor");
     else

@@ -665,6 +665,93 @@ read_error:
     return -1;
 }
 
+/* Integer and bool results (position ids, masks, T5's bucket arithmetic, a UNet's timestep):
+ * no rounding happens in integer arithmetic, data movement or comparisons, and torch's
+ * integer overflow wraps in two's complement on every backend, so a correct kernel given
+ * the same operands gives the same bits. The per-dtype tolerance has already compared them
+ * bit for bit (exact for integers and bool); this rule says why a difference happened:
+ *  - the compiled side holds the op's operands and they are eager's own bits: the kernel
+ *    is wrong for what it was given, cause local;
+ *  - an operand differs and one failed earlier: an echo, cause propagated;
+ *  - an operand differs only within its own bound (a float operand that rounded
+ *    differently, which legitimately flips a comparison or an argmax): a pass with a
+ *    warning that counts the flipped elements;
+ *  - operands fused away on the compiled side: cause unknown when every one of them is
+ *    an integer or bool tensor (exact all the way up); a pass with that warning when one
+ *    is a float tensor, whose rounding the rule cannot see.
+ * Operands are compared as their binary64 decoding (integers beyond 2^53 may compare equal
+ * when they differ in their last bits: the local check then says local less often, never
+ * more). */
+#define EXACT_RULE "integer or bool result: exact, compared bit for bit (integer ops, data " \
+                   "movement and comparisons do not round)"
+
+static void judge_exact(const parity_diff_options *pOpt, parity_operand_cache *pCache,
+                        parity_capture *pEagerCap, size_t iE, parity_capture *pCompCap,
+                        int upstreamFailed, parity_tensor_result *pR)
+{
+    const parity_tensor_info *pE = parity_capture_tensor(pEagerCap, iE);
+    parity_operand aIn[SEMANTIC_MAX_INPUTS], aInC[SEMANTIC_MAX_INPUTS];
+    char zErr[PARITY_ERR_LEN], zW[PARITY_ERR_LEN + 200];
+    int rc, rcC, floatOperand = 0;
+    size_t k;
+
+    pR->zRule = EXACT_RULE;
+    if (pR->status != PARITY_ST_FAIL) return;
+    for (k = 0; k < pE->nInput; k++) {
+        long iI = parity_capture_find(pEagerCap, pE->azInput[k]);
+        if (iI >= 0 && parity_dtype_is_float(parity_capture_tensor(pEagerCap, (size_t)iI)->dtype))
+            floatOperand = 1;
+    }
+    if (pE->nInput > SEMANTIC_MAX_INPUTS) {
+        pR->cause = upstreamFailed ? PARITY_CAUSE_PROPAGATED : PARITY_CAUSE_UNKNOWN;
+        return;
+    }
+    parity_diff_progress(pOpt, parity_capture_filename(pEagerCap));
+    rc = load_inputs(pCache, pEagerCap, NULL, pE->azInput, pE->nInput, aIn,
+                     OPERAND_BUDGET_ELEMS, zErr, sizeof zErr);
+    if (rc < 0) goto read_error;
+    rcC = rc == 0 ? load_inputs(pCache, pCompCap, pEagerCap, pE->azInput, pE->nInput, aInC,
+                                OPERAND_BUDGET_ELEMS, zErr, sizeof zErr) : 1;
+    if (rcC < 0) {
+        free_inputs(pCache, aIn, pE->nInput);
+        goto read_error;
+    }
+    if (rc == 0 && rcC == 0) {
+        pR->hasLocalCheck = 1;
+        if (same_operands(aIn, aInC, pE->nInput)) {
+            pR->cause = PARITY_CAUSE_LOCAL;
+            pR->nLocalFail = pR->stats.nMismatch;
+        } else if (upstreamFailed) {
+            pR->cause = PARITY_CAUSE_PROPAGATED;
+        } else if (floatOperand) {
+            snprintf(zW, sizeof zW, "%llu element(s) differ: its float operands differ within "
+                     "their bounds, which can flip an integer or bool result (a comparison, an "
+                     "argmax); not a divergence", (unsigned long long)pR->stats.nMismatch);
+            push_warning(pR, zW);
+            pR->status = PARITY_ST_PASS;
+        } else {
+            pR->cause = PARITY_CAUSE_UNKNOWN;
+        }
+        free_inputs(pCache, aInC, pE->nInput);
+    } else if (upstreamFailed) {
+        pR->cause = PARITY_CAUSE_PROPAGATED;
+    } else if (floatOperand) {
+        snprintf(zW, sizeof zW, "%llu element(s) differ, and the compiled capture lacks its "
+                 "operands (%s): float operands that rounded differently can flip an integer "
+                 "or bool result, so this is not judged a divergence",
+                 (unsigned long long)pR->stats.nMismatch, rc == 0 ? "fused away" : zErr);
+        push_warning(pR, zW);
+        pR->status = PARITY_ST_PASS;
+    } else {
+        pR->cause = PARITY_CAUSE_UNKNOWN;
+    }
+    if (rc == 0) free_inputs(pCache, aIn, pE->nInput);
+    return;
+read_error:
+    pR->status = PARITY_ST_ERROR;
+    parity_result_set(&pR->oom, &pR->zMessage, zErr);
+}
+
 void parity_semantic_judge(const parity_diff_options *pOpt, parity_operand_cache *pCache,
                            parity_capture *pEagerCap, size_t iE, parity_capture *pCompCap,
                            long iC, int upstreamFailed, parity_tensor_result *pR)
@@ -683,6 +770,11 @@ void parity_semantic_judge(const parity_diff_options *pOpt, parity_operand_cache
     uint64_t nBudget = OPERAND_BUDGET_ELEMS;
 
     if (!pE->zOp || !pC || (pR->status != PARITY_ST_PASS && pR->status != PARITY_ST_FAIL)) return;
+    pDef = parity_op_find(pE->zOp);
+    if (!parity_dtype_is_float(pE->dtype) && (!pDef || !(pDef->flags & PARITY_OPF_INT_OUTPUT))) {
+        judge_exact(pOpt, pCache, pEagerCap, iE, pCompCap, upstreamFailed, pR);
+        return;
+    }
     pDef = model_settings(pOpt, pE, pC, pR, &ov, &accDtype, &uOperand, &nBudget);
     if (!pDef) return;
     memset(&outE, 0, sizeof outE);

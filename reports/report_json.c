@@ -401,6 +401,7 @@ static json_t *report_tensor(const parity_tensor_result *pT, size_t iPosition)
     rc |= report_tensor_stats(pObj, pT);
     rc |= parity_report_set(pObj, "judgement", report_judgement(pT));
     rc |= parity_report_set(pObj, "model_note", parity_report_string(pT->zModelNote));
+    rc |= parity_report_set(pObj, "rule", parity_report_string(pT->zRule));
     return parity_report_finish(pObj, rc);
 }
 

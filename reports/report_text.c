@@ -284,6 +284,10 @@ static void report_put_stats(FILE *pOut, const parity_tensor_result *pT)
                     pJ->nChecked, pS->nElem, pJ->nFlagged, pJ->nSampled);
         return;
     }
+    if (pT->zRule) {
+        report_put_line(pOut, "  rule: ", pT->zRule);
+        return;
+    }
     if (pTol->exact) {
         fputs("  tolerance exact", pOut);
     } else {

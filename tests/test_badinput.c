@@ -698,12 +698,14 @@ Test(badinput, run_failure_fails_the_pair_and_what_the_run_lost)
     run_result r;
 
     write_good_pair();
-    /* without run_failure a missing /y passes (compilers fuse tensors away) */
+    /* without run_failure a missing /y is fused away, not lost; but with only the input
+     * /x left, nothing computed was compared, which is no pass either (exit 2) */
     pW = wopen(zPlain);
     w_f32(pW, "/x", aX, 4);
     wclose(pW);
     run_paritydiff(&r, g_zGoodE, zPlain, NULL);
-    cr_expect_eq(r.code, 0, "a missing tensor alone: exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    cr_expect_eq(r.code, 2, "only the input left: exit %d\n%s%s", r.code, r.zOut, r.zErr);
+    cr_expect(strstr(r.zErr, "nothing computed compared") != NULL, "%s", r.zErr);
     run_free(&r);
 
     write_failed_run(zLost, 1);

@@ -601,7 +601,7 @@ Test(report_json, every_tensor_has_the_same_keys)
         "compiled_shape", "status", "cause", "message", "is_input", "warnings", "tolerance",
         "elements", "mismatches", "nan_mismatches", "signed_zero_mismatches",
         "bit_differences", "max_abs_err", "max_rel_err", "max_ulp", "rel_l2", "worst_index",
-        "worst_score", "affected_slice", "ulp_histogram", "judgement", "model_note", NULL
+        "worst_score", "affected_slice", "ulp_histogram", "judgement", "model_note", "rule", NULL
     };
     static const char *const azTolKey[] = {
         "atol", "rtol", "max_ulp", "exact", "signed_zeros", NULL

@@ -1996,3 +1996,126 @@ Test(semantic, compute_dtype_on_a_non_dot_op_is_an_error)
     cr_assert(strstr(run.zErr, "'compute_dtype' is a contract of the dot-product ops"), "%s", run.zErr);
     diff_free(&run);
 }
+
+/* ---- integer and bool results: the exact rule ------------------------------------------ */
+
+/* Position ids the way a transformers model makes them: /pos = add(ids, one) (int64),
+ * /win = slice(pos, 1, 0, 4), and a bool mask /pos_mask = gt(x, zero) over a float32 matmul
+ * /x whose summation order legitimately decides the sign of its first element
+ * ((1e8 + 1) - 1e8 is 0 in float32, (1e8 - 1e8) + 1 is 1; both within the dot product's
+ * bound). mode 0: a byte copy; 1: the compiled add is off by one at [1, 2]; 2: the compiled
+ * matmul summed the other way, flipping the mask's first element. */
+static void write_int_graph(const char *zFile, const char *zSide, int mode)
+{
+    const uint64_t aIds[2] = { 2, 8 }, aWin[2] = { 2, 4 }, aOne[1] = { 1 };
+    const uint64_t aA[2] = { 2, 3 }, aB[2] = { 3, 1 }, aX[2] = { 2, 1 };
+    const char *const azPos[] = { "/ids", "/one" }, *const azWin[] = { "/pos" };
+    const char *const azX[] = { "/a", "/b" }, *const azMask[] = { "/x", "/zero" };
+    int64_t ids[16], pos[16], win[8], one = 1;
+    float a[6] = { 1e8f, 1.0f, -1e8f, 0.5f, 2.0f, -1.0f }, b[3] = { 1.0f, 1.0f, 1.0f };
+    float x[2], zero = 0.0f;
+    uint8_t mask[2];
+    parity_writer *pW = cap_open(zFile, zSide);
+    int i, j;
+    for (i = 0; i < 16; i++) ids[i] = i % 8 + 100 * (i / 8);
+    for (i = 0; i < 16; i++) pos[i] = ids[i] + one;
+    if (mode == 1) pos[10] += 1;
+    for (i = 0; i < 2; i++)
+        for (j = 0; j < 4; j++) win[i * 4 + j] = pos[i * 8 + j];
+    x[0] = mode == 2 ? (a[0] + a[2]) + a[1] : (a[0] + a[1]) + a[2];
+    x[1] = (a[3] + a[4]) + a[5];
+    for (i = 0; i < 2; i++) mask[i] = x[i] > zero;
+    cr_assert(parity_writer_tensor(pW, "/ids", PARITY_DT_I64, 2, aIds, ids) == 0);
+    cr_assert(parity_writer_tensor(pW, "/one", PARITY_DT_I64, 0, aOne, &one) == 0);
+    cr_assert(parity_writer_tensor(pW, "/pos", PARITY_DT_I64, 2, aIds, pos) == 0);
+    cap_op(pW, "/pos", "aten.add.Tensor", azPos, 2, 0);
+    cr_assert(parity_writer_tensor(pW, "/win", PARITY_DT_I64, 2, aWin, win) == 0);
+    cap_op(pW, "/win", "aten.slice.Tensor", azWin, 1, 1);
+    cr_assert(parity_writer_attr_int(pW, "/win", "dim", 1) == 0);
+    cr_assert(parity_writer_attr_int(pW, "/win", "start", 0) == 0);
+    cr_assert(parity_writer_attr_int(pW, "/win", "end", 4) == 0);
+    cap_f32(pW, "/a", 2, aA, a);
+    cap_f32(pW, "/b", 2, aB, b);
+    cap_f32(pW, "/zero", 0, aOne, &zero);
+    cap_f32(pW, "/x", 2, aX, x);
+    cap_op(pW, "/x", "matmul", azX, 2, 2);
+    cr_assert(parity_writer_tensor(pW, "/pos_mask", PARITY_DT_BOOL, 2, aX, mask) == 0);
+    cap_op(pW, "/pos_mask", "aten.gt.Tensor", azMask, 2, 3);
+    cap_close(pW);
+}
+
+Test(semantic, integer_results_byte_copy_passes_by_the_exact_rule)
+{
+    diff_run run;
+    write_int_graph("ie.h5", "eager", 0);
+    write_int_graph("ic.h5", "compiled", 0);
+    run_diff("ie.h5", "ic.h5", &run);
+    assert_exit(&run, 0);
+    cr_expect_str_eq(status_of(&run, "/pos"), "pass");
+    cr_expect(strstr(str_of(tensor_of(&run, "/win"), "rule"), "exact"), "%s", run.zOut);
+    cr_expect(strstr(str_of(tensor_of(&run, "/pos_mask"), "rule"), "exact"));
+    /* integers and bool count as judged: no "no model" warning for add, slice or gt */
+    cr_expect(!strstr(run.zOut, "no model for"), "%s", run.zOut);
+    diff_free(&run);
+}
+
+Test(semantic, integer_result_wrong_for_its_operands_is_local_and_echoes_propagate)
+{
+    diff_run run;
+    write_int_graph("ie.h5", "eager", 0);
+    write_int_graph("ic.h5", "compiled", 1);
+    run_diff("ie.h5", "ic.h5", &run);
+    assert_exit(&run, 1);
+    cr_expect_str_eq(status_of(&run, "/pos"), "fail");
+    cr_expect_str_eq(cause_of(&run, "/pos"), "local");
+    cr_expect_str_eq(status_of(&run, "/win"), "fail");
+    cr_expect_str_eq(cause_of(&run, "/win"), "propagated");
+    cr_expect_str_eq(status_of(&run, "/pos_mask"), "pass");
+    cr_expect(strstr(run.zOut, "first divergence: /pos "), "%s", run.zOut);
+    cr_expect(strstr(run.zOut, "rule: integer or bool result: exact"), "%s", run.zOut);
+    diff_free(&run);
+}
+
+Test(semantic, bool_result_flipped_by_legitimate_float_rounding_passes_with_a_warning)
+{
+    diff_run run;
+    json_t *pW;
+    write_int_graph("ie.h5", "eager", 0);
+    write_int_graph("ic.h5", "compiled", 2);
+    run_diff("ie.h5", "ic.h5", &run);
+    assert_exit(&run, 0);
+    cr_expect_str_eq(status_of(&run, "/x"), "pass");
+    cr_expect_str_eq(status_of(&run, "/pos_mask"), "pass");
+    pW = json_object_get(tensor_of(&run, "/pos_mask"), "warnings");
+    cr_assert(json_array_size(pW) == 1, "%s", run.zOut);
+    cr_expect(strstr(json_string_value(json_array_get(pW, 0)), "1 element(s) differ"),
+              "%s", json_string_value(json_array_get(pW, 0)));
+    diff_free(&run);
+}
+
+/* A model returning a dict whose compiled capture named its outputs otherwise: the
+ * parameters and inputs match, nothing the model computed is compared, and that is no
+ * pass (exit 2, the reason in the report), however many identical parameters there are. */
+Test(semantic, only_inputs_compared_is_no_pass)
+{
+    const uint64_t aDim[1] = { 4 };
+    const char *const azIn[] = { "/w", "/x" };
+    float w[4] = { 1, 2, 3, 4 }, x[4] = { 1, 1, 1, 1 }, y[4] = { 1, 2, 3, 4 };
+    parity_writer *pE = cap_open("ne.h5", "eager"), *pC = cap_open("nc.h5", "compiled");
+    diff_run run;
+    cap_f32(pE, "/w", 1, aDim, w);
+    cap_f32(pE, "/x", 1, aDim, x);
+    cap_f32(pE, "/out", 1, aDim, y);
+    cap_op(pE, "/out", "mul", azIn, 2, 0);
+    cap_f32(pC, "/w", 1, aDim, w);
+    cap_f32(pC, "/x", 1, aDim, x);
+    cap_f32(pC, "/out_last_hidden_state", 1, aDim, y);
+    cap_close(pE);
+    cap_close(pC);
+    run_diff("ne.h5", "nc.h5", &run);
+    assert_exit(&run, 2);
+    cr_expect(strstr(str_of(run.pJson, "error"), "nothing computed compared: the 2 tensor(s) "
+                     "compared are inputs"), "%s", str_of(run.pJson, "error"));
+    cr_expect(count_newlines(run.zErr) == 1, "one line on stderr: %s", run.zErr);
+    diff_free(&run);
+}
