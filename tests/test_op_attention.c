@@ -424,6 +424,67 @@ Test(sdpa, bound_catches_error_in_one_weight)
     sdpa_free_data(&D);
 }
 
+/* Grouped-query attention (enable_gqa = 1): q [2, 4, L, E] against k, v [2, 2, S, E] is
+ * the attention of q against k, v with each head repeated twice (torch's
+ * repeat_interleave on dim -3): every element's reference and bound must be those of the
+ * repeated call, with a bool mask over [2, 1, L, S]; without the attribute, or with heads
+ * that do not group, the shapes are a clear error. */
+Test(sdpa, grouped_query_heads_are_repeated_kv)
+{
+    const uint64_t B = 2, Hq = 4, Hk = 2, L = 3, S = 5, E = 8;
+    uint64_t aQ[4] = { B, Hq, L, E }, aK[4] = { B, Hk, S, E }, aKr[4] = { B, Hq, S, E };
+    uint64_t aM[4] = { B, 1, L, S }, aOut[4] = { B, Hq, L, E }, i, b, h, j;
+    double *q = rand_f32(B * Hq * L * E, 11, -1.5f, 1.5f);
+    double *k = rand_f32(B * Hk * S * E, 12, -1.5f, 1.5f);
+    double *v = rand_f32(B * Hk * S * E, 13, -2.0f, 2.0f);
+    double *kr = malloc(B * Hq * S * E * sizeof *kr), *vr = malloc(B * Hq * S * E * sizeof *vr);
+    double *mask = malloc(B * L * S * sizeof *mask);
+    parity_operand aG[4], aR[4], aBad[3];
+    parity_attr aAttr[1];
+    parity_op_call gqa, rep;
+    cr_assert(kr && vr && mask);
+    for (b = 0; b < B; b++)
+        for (h = 0; h < Hq; h++)
+            for (j = 0; j < S * E; j++) {
+                kr[(b * Hq + h) * S * E + j] = k[(b * Hk + h / 2) * S * E + j];
+                vr[(b * Hq + h) * S * E + j] = v[(b * Hk + h / 2) * S * E + j];
+            }
+    for (i = 0; i < B * L * S; i++) mask[i] = (i % 7) != 3;   /* a few entries masked */
+    aG[0] = operand(4, aQ, q, PARITY_DT_F32);
+    aG[1] = operand(4, aK, k, PARITY_DT_F32);
+    aG[2] = operand(4, aK, v, PARITY_DT_F32);
+    aG[3] = operand(4, aM, mask, PARITY_DT_BOOL);
+    aR[0] = aG[0];
+    aR[1] = operand(4, aKr, kr, PARITY_DT_F32);
+    aR[2] = operand(4, aKr, vr, PARITY_DT_F32);
+    aR[3] = aG[3];
+    aAttr[0] = attr_int(0, "enable_gqa", 1);
+    op_begin_ok(&gqa, SDPA, aG, 4, 4, aOut, aAttr, 1);
+    op_begin_ok(&rep, SDPA, aR, 4, 4, aOut, NULL, 0);
+    cr_assert_eq(gqa.nOut, rep.nOut);
+    for (i = 0; i < gqa.nOut; i++) {
+        double refG, boundG, refR, boundR;
+        op_element(&gqa, i, &refG, &boundG);
+        op_element(&rep, i, &refR, &boundR);
+        cr_expect(refG == refR && boundG == boundR, "element %llu: gqa %.17g (bound %g), "
+                  "repeated %.17g (bound %g)", (unsigned long long)i, refG, boundG, refR, boundR);
+    }
+    parity_op_end(&gqa);
+    parity_op_end(&rep);
+    /* the same operands without the attribute: the heads do not broadcast, and the error
+     * says which attribute groups them */
+    expect_error(SDPA, aG, 3, 4, aOut, NULL, 0, "enable_gqa");
+    /* 4 query heads over 3 k/v heads do not group */
+    {
+        uint64_t aK3[4] = { B, 3, S, E };
+        aBad[0] = aG[0];
+        aBad[1] = operand(4, aK3, kr, PARITY_DT_F32);
+        aBad[2] = operand(4, aK3, vr, PARITY_DT_F32);
+        expect_error(SDPA, aBad, 3, 4, aOut, aAttr, 1, "same number of heads dividing q's");
+    }
+    free(q); free(k); free(v); free(kr); free(vr); free(mask);
+}
+
 Test(sdpa, bad_shapes_and_attributes)
 {
     double a[512] = {0};

@@ -55,6 +55,11 @@ typedef struct {
     uint64_t aBatchDim[PARITY_MAX_RANK];
     uint64_t aStrQ[PARITY_MAX_RANK], aStrK[PARITY_MAX_RANK], aStrV[PARITY_MAX_RANK];
     uint64_t aStrM[PARITY_MAX_RANK + 2];
+    /* Grouped-query attention (enable_gqa): k and v have nHeadKV = Hq / nGroup heads on
+     * the head dim (batch dim iGroupDim, the last), and query head h reads k/v head
+     * h / nGroup, as torch repeats them (repeat_interleave). nGroup 1: none. */
+    uint64_t nGroup;
+    int iGroupDim;
     parity_mask_kind maskKind;               /* a bool mask keeps True; a float one adds */
     int causal;
     double scale;                            /* 'scale', else 1 / sqrt(E) */

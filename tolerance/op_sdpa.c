@@ -1,7 +1,8 @@
 /*
  * op_sdpa.c - scaled_dot_product_attention(q, k, v, attn_mask?) with PyTorch semantics:
  * q [..., L, E], k [..., S, E], v [..., S, Ev] -> out [..., L, Ev]; batch dims broadcast
- * (equal, or 1); attn_mask (4th input) broadcasts to [..., L, S] and is boolean (bool
+ * (equal, or 1; with enable_gqa = 1, k and v may have Hq / g heads, g query heads sharing
+ * one, as torch's grouped-query attention does); attn_mask (4th input) broadcasts to [..., L, S] and is boolean (bool
  * dtype, True = keep) or float (added to the scores); attribute is_causal (0/1, default 0;
  * keeps j <= l, top-left aligned like torch's tril; an error together with a mask) and
  * scale (default 1/sqrt(E)).
@@ -122,12 +123,44 @@ static void sdpa_free(void *p)
     free(pP);
 }
 
-/* q, k, v shapes, their batch broadcast and the output shape into geom.attention. */
-static int sdpa_shapes(parity_op_call *pCall, char *zErr, size_t nErr)
+/* Grouped-query attention (torch's enable_gqa = 1: Llama-3, Mistral, Qwen configs): q
+ * [.., Hq, L, E] against k, v [.., Hkv, S, E] with Hkv dividing Hq. The batch broadcast
+ * is then worked out with Hkv in q's place (aQDim), and the group size kept, so that row
+ * addressing (parity_attention_row) maps query head h to k/v head h / (Hq / Hkv). Returns
+ * 0, or -1 with zErr when the heads do not group. */
+static int sdpa_group(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                      uint64_t *aQDim, char *zErr, size_t nErr)
 {
     const parity_operand *pQ = &pCall->aIn[0], *pK = &pCall->aIn[1], *pV = &pCall->aIn[2];
     parity_attention_geometry *pG = &pCall->geom.attention;
-    uint64_t aWant[PARITY_MAX_RANK];
+    int64_t gqa = 0;
+    uint64_t hQ, hK;
+    memcpy(aQDim, pQ->aDim, sizeof pQ->aDim);
+    pG->nGroup = 1;
+    if (parity_param_int(aAttr, nAttr, "enable_gqa", &gqa, NULL, zErr, nErr) != 0) return -1;
+    if (!gqa || pQ->rank < 3 || pK->rank < 3 || pV->rank < 3) return 0;
+    hQ = pQ->aDim[pQ->rank - 3];
+    hK = pK->aDim[pK->rank - 3];
+    if (hK == hQ) return 0;
+    if (hK == 0 || pV->aDim[pV->rank - 3] != hK || hQ % hK != 0) {
+        snprintf(zErr, nErr, "scaled_dot_product_attention: enable_gqa needs k and v with the "
+                 "same number of heads dividing q's, got %llu query heads, %llu and %llu",
+                 (unsigned long long)hQ, (unsigned long long)hK,
+                 (unsigned long long)pV->aDim[pV->rank - 3]);
+        return -1;
+    }
+    pG->nGroup = hQ / hK;
+    aQDim[pQ->rank - 3] = hK;
+    return 0;
+}
+
+/* q, k, v shapes, their batch broadcast and the output shape into geom.attention. */
+static int sdpa_shapes(parity_op_call *pCall, const parity_attr *aAttr, size_t nAttr,
+                       char *zErr, size_t nErr)
+{
+    const parity_operand *pQ = &pCall->aIn[0], *pK = &pCall->aIn[1], *pV = &pCall->aIn[2];
+    parity_attention_geometry *pG = &pCall->geom.attention;
+    uint64_t aWant[PARITY_MAX_RANK], aQDim[PARITY_MAX_RANK];
     int d, nQ, nK, nV, nWant = 0;
     char zA[128], zB[128], zC[128];
 
@@ -151,21 +184,27 @@ static int sdpa_shapes(parity_op_call *pCall, char *zErr, size_t nErr)
         return -1;
     }
     nQ = pQ->rank - 2; nK = pK->rank - 2; nV = pV->rank - 2;
+    if (sdpa_group(pCall, aAttr, nAttr, aQDim, zErr, nErr) != 0) return -1;
     {
         const int anRank[3] = { nQ, nK, nV };
-        const uint64_t *const aapDim[3] = { pQ->aDim, pK->aDim, pV->aDim };
+        const uint64_t *const aapDim[3] = { aQDim, pK->aDim, pV->aDim };
         int iBad;
         pG->nBatch = parity_broadcast_shape(3, anRank, aapDim, pG->aBatchDim, &iBad);
         if (pG->nBatch < 0) {
             snprintf(zErr, nErr, "scaled_dot_product_attention: batch dimensions of q %s, "
-                     "k %s, v %s do not broadcast",
+                     "k %s, v %s do not broadcast%s",
                      parity_shape_str(pQ->rank, pQ->aDim, zA, sizeof zA),
                      parity_shape_str(pK->rank, pK->aDim, zB, sizeof zB),
-                     parity_shape_str(pV->rank, pV->aDim, zC, sizeof zC));
+                     parity_shape_str(pV->rank, pV->aDim, zC, sizeof zC),
+                     pQ->rank >= 3 && pK->rank >= 3 ? " (grouped-query heads need the "
+                     "attribute enable_gqa = 1)" : "");
             return -1;
         }
     }
+    /* the head dim: the last batch dim; the output has q's heads there */
+    pG->iGroupDim = pG->nBatch - 1;
     for (d = 0; d < pG->nBatch; d++) aWant[nWant++] = pG->aBatchDim[d];
+    if (pG->nGroup > 1) aWant[pG->iGroupDim] *= pG->nGroup;
     aWant[nWant++] = pG->L;
     aWant[nWant++] = pG->Ev;
     if (!parity_op_take_out(pCall, nWant, aWant)) {
@@ -174,10 +213,17 @@ static int sdpa_shapes(parity_op_call *pCall, char *zErr, size_t nErr)
                  parity_shape_str(pCall->outRank, pCall->aOutDim, zB, sizeof zB));
         return -1;
     }
-    /* the batch dims broadcast (checked above): these cannot fail */
-    parity_broadcast_strides(pG->nBatch, pG->aBatchDim, pQ->aDim, nQ, pG->L * pG->E, pG->aStrQ);
+    /* the batch dims broadcast (checked above): these cannot fail. Under grouped heads,
+     * q's strides come from its own heads, k's and v's from the Hkv of aBatchDim; the
+     * batch is then q's (aBatchDim's head dim scaled back up). */
+    parity_broadcast_strides(pG->nBatch, pG->aBatchDim, aQDim, nQ, pG->L * pG->E, pG->aStrQ);
     parity_broadcast_strides(pG->nBatch, pG->aBatchDim, pK->aDim, nK, pG->S * pG->E, pG->aStrK);
     parity_broadcast_strides(pG->nBatch, pG->aBatchDim, pV->aDim, nV, pG->S * pG->Ev, pG->aStrV);
+    if (pG->nGroup > 1) {
+        pG->aBatchDim[pG->iGroupDim] *= pG->nGroup;
+        parity_broadcast_strides(pG->nBatch, pG->aBatchDim, pQ->aDim, nQ, pG->L * pG->E,
+                                 pG->aStrQ);
+    }
     pG->nRow = pG->L;
     for (d = 0; d < pG->nBatch; d++) pG->nRow *= pG->aBatchDim[d];
     return 0;
@@ -229,7 +275,7 @@ static int sdpa_prepare(parity_op_call *pCall, const parity_attr *aAttr, size_t 
 
     if (!pP) { snprintf(zErr, nErr, "out of memory"); return -1; }
     pCall->pParams = pP;
-    if (sdpa_shapes(pCall, zErr, nErr) != 0) return -1;
+    if (sdpa_shapes(pCall, aAttr, nAttr, zErr, nErr) != 0) return -1;
     if (parity_param_int(aAttr, nAttr, "is_causal", &causal, NULL, zErr, nErr) != 0) return -1;
     if (causal != 0 && causal != 1) {
         snprintf(zErr, nErr, "scaled_dot_product_attention: is_causal must be 0 or 1, got %lld",
@@ -315,10 +361,11 @@ void parity_attention_row(const parity_attention_geometry *pG, uint64_t iRow, ui
     for (d = pG->nBatch - 1; d >= 0; d--) {
         uint64_t idx = iB % pG->aBatchDim[d];
         iB /= pG->aBatchDim[d];
+        uint64_t kv = d == pG->iGroupDim ? idx / pG->nGroup : idx;  /* head h reads h / g */
         q += idx * pG->aStrQ[d];
-        k += idx * pG->aStrK[d];
-        v += idx * pG->aStrV[d];
         m += idx * pG->aStrM[d];
+        k += kv * pG->aStrK[d];
+        v += kv * pG->aStrV[d];
     }
     *pQ = q + l * pG->E;
     *pK = k;
