@@ -108,6 +108,52 @@ def _attr_value(v):
     return None
 
 
+def _segment(name):
+    """A module's name as a path segment: a submodule called `out` (or `input`) would make
+    its group collide with the output dataset of its parent (/out/out under the dataset
+    /out; /input/0), so those two names get an `@` (/out@/out); FORMAT.md says so."""
+    if name in ("out", "input"):
+        return name + "@"
+    return name
+
+
+def _flatten(value, key=()):
+    """The tensors of a module's output, each with the path of keys that reaches it: a
+    tensor; a tuple or list (index); a dict, transformers' ModelOutput (an OrderedDict of
+    the fields that are set) or a dataclass (field name); nested as deep as they go. Other
+    values (None, numbers, strings) hold no tensor."""
+    import dataclasses
+    if isinstance(value, torch.Tensor):
+        return [(key, value)]
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, (tuple, list)):
+        items = list(enumerate(value))
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+    else:
+        return []
+    out = []
+    for k, v in items:
+        out.extend(_flatten(v, key + (str(k),)))
+    return out
+
+
+def _output_names(output):
+    """[(leaf name, tensor)] for a module's output: `out` when it holds one tensor (a
+    tensor, or MultiheadAttention's (out, None)), else `out_<keys>` per tensor, keys joined
+    by `_` (out_0, out_1_0 for an LSTM's (out, (h, c)), out_last_hidden_state for a
+    ModelOutput). A tensor reached twice is named once, by its first key."""
+    flat, seen = [], set()
+    for key, t in _flatten(output):
+        if id(t) not in seen:
+            seen.add(id(t))
+            flat.append((key, t))
+    if len(flat) == 1:
+        return [("out", flat[0][1])]
+    return [("out_" + "_".join(k.replace("/", "_") for k in key), t) for key, t in flat]
+
+
 class _Record:
     __slots__ = ("name", "data", "op", "inputs", "order", "attrs", "output_of", "version")
 
@@ -164,7 +210,7 @@ class _Recorder:
 
     @staticmethod
     def _join(mpath, leaf):
-        return "/" + "/".join([s for s in mpath.split(".") if s] + [leaf])
+        return "/" + "/".join([_segment(s) for s in mpath.split(".") if s] + [leaf])
 
     def unique(self, name):
         base, k = name, 1
@@ -221,16 +267,12 @@ class _Recorder:
         return entry is None or self.by_id.get(id(o)) is entry.get(id(o))
 
     def module_output(self, mpath, inputs, output, entry=None):
-        """Names the records behind a module's output /<path>/out (outermost wins). A tuple
-        output with one tensor in it (MultiheadAttention's (out, None)) is named the same;
-        with several, tensor j of it is /<path>/out_<j>. entry: the records its tensor
-        inputs had when it was entered."""
-        if isinstance(output, torch.Tensor):
-            outs = [("out", output)]
-        elif isinstance(output, (tuple, list)):
-            tensors = [(j, o) for j, o in enumerate(output) if isinstance(o, torch.Tensor)]
-            outs = [("out" if len(tensors) == 1 else "out_%d" % j, o) for j, o in tensors]
-        else:
+        """Names the records behind a module's output /<path>/out (outermost wins); an
+        output of several tensors (tuples, dicts, ModelOutput, nested) names each
+        /<path>/out_<keys> (_output_names). entry: the records its tensor inputs had when
+        it was entered."""
+        outs = _output_names(output)
+        if not outs:
             return
         n = self.calls.get(mpath, 0)
         for leaf, o in outs:
@@ -310,6 +352,30 @@ def _op_attrs(func, args, kwargs):
     return attrs, tensors
 
 
+def _piece(short, attrs, j, outs, tensors):
+    """Output j of a layout op with several outputs as the single-output op it is, so every
+    output carries an `op` the registry judges exactly (none compared bit for bit as if it
+    were an input): chunk j of split / split_with_sizes is slice(dim, start, end) of the
+    input, and output j of unbind(dim) is select(dim, j). (op, attrs), or None for other
+    ops. split's output 0 keeps the registry's own split."""
+    if short in ("split", "unsafe_split") and "split_size" in attrs:
+        if j == 0:
+            return None
+        dim = int(attrs.get("dim", 0))
+        start = j * int(attrs["split_size"])
+    elif short in ("split_with_sizes", "unsafe_split_with_sizes") and "split_sizes" in attrs:
+        dim = int(attrs.get("dim", 0))
+        start = int(sum(int(x) for x in numpy.atleast_1d(attrs["split_sizes"])[:j]))
+    elif short == "unbind":
+        dim = int(attrs.get("dim", 0))
+        return "aten.select.int", {"dim": numpy.int64(dim), "index": numpy.int64(j)}
+    else:
+        return None
+    size = outs[j].shape[dim]
+    return "aten.slice.Tensor", {"dim": numpy.int64(dim), "start": numpy.int64(start),
+                                 "end": numpy.int64(start + size), "step": numpy.int64(1)}
+
+
 def _op_name(func):
     """The capture's op: the aten overload name (aten.addmm.default), which the registry
     maps to its own ops (the dispatch mode rewrites convolution and linear's
@@ -369,6 +435,13 @@ if TorchDispatchMode is not None:
             if opname == "aten.convolution.default" and not attrs.get("transposed", 1) and \
                     tensors[0].dim() == 4:
                 opname = "conv2d"
+            if opname == "aten._scaled_dot_product_flash_attention_for_cpu.default" and \
+                    len(tensors) >= 2 and tensors[0].dim() >= 3 and tensors[1].dim() >= 3 and \
+                    tensors[0].shape[-3] != tensors[1].shape[-3]:
+                # torch's CPU flash kernel groups query heads over fewer k/v heads by itself
+                # (sdpa(enable_gqa=True) reaches it with k, v as given): the registry's op
+                # takes the grouping as enable_gqa
+                attrs["enable_gqa"] = numpy.int64(1)
             if opname == "aten._to_copy.default" and isinstance(out, torch.Tensor):
                 attrs["to"] = str(out.dtype).replace("torch.", "")   # the registry's cast
                 attrs.pop("dtype", None)   # the capture's own dtype attribute marks storage
@@ -392,17 +465,20 @@ if TorchDispatchMode is not None:
                 a = dict(attrs)
                 if dt:
                     a["dtype"] = dt
+                piece = _piece(short, attrs, j, outs, tensors)
                 if first is None:
+                    pop, pattrs = piece if piece else (opname, a)
+                    if piece and dt:
+                        pattrs["dtype"] = dt
                     first = self.rec.add(_Record(self.rec._join(mpath, "%d.%s" % (k, short)),
-                                                 data, opname, inputs, next(self.rec.order), a), o)
-                elif short == "split" and "split_size" in attrs:
-                    # chunk j of a split is a slice of its input: the registry's exact rule
-                    dim, size = int(attrs.get("dim", 0)), int(attrs["split_size"])
-                    a.pop("split_size")
-                    a.update(dim=numpy.int64(dim), start=numpy.int64(j * size),
-                             end=numpy.int64(j * size + o.shape[dim]), step=numpy.int64(1))
-                    self.rec.add(_Record(first.name + "#%d" % j, data, "aten.slice.Tensor",
-                                         inputs[:1], next(self.rec.order), a), o)
+                                                 data, pop, inputs if not piece else inputs[:1],
+                                                 next(self.rec.order), pattrs), o)
+                elif piece:
+                    pop, pattrs = piece
+                    if dt:
+                        pattrs["dtype"] = dt
+                    self.rec.add(_Record(first.name + "#%d" % j, data, pop, inputs[:1],
+                                         next(self.rec.order), pattrs), o)
                 else:
                     a = {"dtype": dt} if dt else {}
                     self.rec.add(_Record(first.name + "#%d" % j, data, attrs=a,
@@ -453,6 +529,18 @@ def _write(path, rec, side, identity, outcomes=None):
                 rule, name, "no such tensor in this capture (%s)" % side if name not in names
                 else "the rule must be a string (argmax, topk:K, threshold:T, tokens)"))
     tmp = path + ".tmp"
+    try:
+        _write_file(tmp, rec, side, identity, outcomes)
+    except BaseException:
+        import os
+        if os.path.exists(tmp):
+            os.remove(tmp)   # a failed capture leaves nothing behind
+        raise
+    import os
+    os.replace(tmp, path)
+
+
+def _write_file(tmp, rec, side, identity, outcomes):
     with h5py.File(tmp, "w") as f:
         f.attrs["parity_format"] = PARITY_FORMAT
         f.attrs["side"] = side
@@ -478,8 +566,6 @@ def _write(path, rec, side, identity, outcomes=None):
                 d.attrs[key] = value
             if r.name in outcomes:
                 d.attrs["outcome"] = outcomes[r.name]
-    import os
-    os.replace(tmp, path)
 
 
 def _identity(model, side, compiler, extra):
@@ -521,16 +607,31 @@ def capture_eager(module, inputs, path, fastpath=False, steady_calls=0, steady_i
         for h in handles:
             h.remove()
     identity["fastpath"] = "on" if fastpath else "off"
-    if isinstance(out, torch.Tensor) and id(out) in rec.by_id:
-        r = rec.by_id[id(out)]
-        if r.name != "/out":
-            rec.names.discard(r.name)
-            r.name = rec.unique("/out")
+    _name_outputs(rec, out, add_missing=False)
     ident = _identity(model, "eager", None, identity)
     with _timing_fast_paths(fastpath):
         ident.update(_steady_state(model, inputs, steady_calls, steady_inputs, dynamo=False))
     _write(path, rec, "eager", ident, outcomes)
     return out
+
+
+def _name_outputs(rec, out, add_missing):
+    """Names the model's outputs /out, or /out_<keys> for a dict, ModelOutput, tuple or
+    nested output (_output_names), on both sides alike. add_missing (the compiled side,
+    whose compiled callable ran unrecorded): a tensor with no record gets one. A graph input
+    or parameter returned as it is keeps its own name."""
+    for leaf, t in _output_names(out):
+        want = "/" + leaf
+        r = rec.by_id.get(id(t))
+        if r is None:
+            if add_missing:
+                data, dt = rec.snapshot(t)
+                rec.add(_Record(want, data, attrs={"dtype": dt} if dt else {}), t)
+            continue
+        if r.name == want or r.name.startswith("/input/") or id(t) in rec.params:
+            continue
+        rec.names.discard(r.name)
+        r.name = rec.unique(want)
 
 
 class _Compiled(torch.nn.Module):
@@ -542,6 +643,13 @@ class _Compiled(torch.nn.Module):
         super().__init__()
         object.__setattr__(self, "fn", fn)
         object.__setattr__(self, "orig", orig)
+        # the leaf's own parameters and buffers, the same objects under the same names, so
+        # the model's code still finds them (transformers' self.dtype is the first
+        # parameter's; diffusers reads it too) and named_parameters() lines up with eager's
+        for name, p in orig.named_parameters(recurse=False):
+            self._parameters[name] = p
+        for name, b in orig.named_buffers(recurse=False):
+            self._buffers[name] = b
 
     def __getattr__(self, name):
         try:
@@ -549,12 +657,12 @@ class _Compiled(torch.nn.Module):
         except AttributeError:
             return getattr(object.__getattribute__(self, "orig"), name)
 
-    def forward(self, *args):
+    def forward(self, *args, **kwargs):
         # torch.compile runs a frame eagerly while a Python dispatch mode is active (the
         # recorder's _EagerMode is, around the whole run): without stepping outside it, the
         # "compiled" leaf ran eager's own kernels and matched eager bit for bit
         with _outside_dispatch_modes():
-            return self.fn(*args)
+            return self.fn(*args, **kwargs)
 
 
 def _leaves(model):
@@ -646,21 +754,22 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
                     """A compiled leaf's output: recorded under the leaf's name. An input
                     it returns is passed through unless the leaf changed it in place
                     (recording was paused inside: the data tells)."""
-                    if not isinstance(o, torch.Tensor):
-                        return
-                    data, dt = rec.snapshot(o)
-                    if any(o is x for x in args if isinstance(x, torch.Tensor)):
-                        before = entry.get(id(o))
-                        if before is None or (before.data.shape == data.shape and
-                                              before.data.tobytes() == data.tobytes()):
-                            return
-                    attrs = {"dtype": dt} if dt else {}
                     orig = object.__getattribute__(m, "orig")
-                    for kind, declared in (contract or {}).items():
+                    declared = {}
+                    for kind, d in (contract or {}).items():
                         if isinstance(orig, kind):
-                            attrs.update(declared)
+                            declared = d
                             break
-                    rec.add(_Record("/0.compiled", data, attrs=attrs), o)
+                    for _, t in _output_names(o):   # each tensor of a tuple (LSTM) or dict
+                        data, dt = rec.snapshot(t)
+                        if any(t is x for x in args if isinstance(x, torch.Tensor)):
+                            before = entry.get(id(t))
+                            if before is None or (before.data.shape == data.shape and
+                                                  before.data.tobytes() == data.tobytes()):
+                                continue
+                        attrs = {"dtype": dt} if dt else {}
+                        attrs.update(declared)
+                        rec.add(_Record("/0.compiled", data, attrs=attrs), t)
                     rec.module_output(mpath, args, o, entry)
                 handles = rec.hooks(work, post)
                 try:
@@ -669,14 +778,10 @@ def capture_compiled(module, inputs, path, compile_leaf=None, whole_model=None, 
                 finally:
                     for h in handles:
                         h.remove()
-        if isinstance(out, torch.Tensor):
-            r = rec.by_id.get(id(out))
-            if r is None:
-                data, dt = rec.snapshot(out)
-                rec.add(_Record("/out", data, attrs={"dtype": dt} if dt else {}), out)
-            elif r.name != "/out":
-                rec.names.discard(r.name)
-                r.name = rec.unique("/out")
+        _name_outputs(rec, out, add_missing=True)
+        if not _output_names(out):
+            raise TypeError("parity_torch: the compiled model returned no tensor (%s)"
+                            % type(out).__name__)
     identity["fastpath"] = "on" if fastpath else "off"
     if compiler is None:   # the compiler function's name (torchscript_freeze, ...)
         compiler = getattr(compile_leaf or whole_model, "__name__", None)

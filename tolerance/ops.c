@@ -71,6 +71,10 @@ static const struct { const char *zAten, *zOp; } aAtenAlias[] = {
     { "contiguous", "reshape" },
     { "detach", "reshape" },
     { "alias", "reshape" },
+    /* a constant tensor made in the model's code (torch.tensor(...)) lifted into the graph:
+     * its input unchanged */
+    { "lift_fresh", "reshape" },
+    { "lift_fresh_copy", "reshape" },
     { "flatten", "reshape" },
     { "squeeze", "reshape" },
     { "unsqueeze", "reshape" },
