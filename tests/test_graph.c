@@ -551,9 +551,10 @@ Test(graph, emulated_correct_implementations_stay_within_the_radius)
 Test(graph, unary_reach_holds_the_function_over_wide_boxes)
 {
     static const char *azOp[] = { "gelu", "silu", "mish", "sigmoid", "tanh", "exp", "log",
-                                  "sqrt", "rsqrt", "reciprocal", "erf", "neg", "abs", "relu" };
+                                  "sqrt", "rsqrt", "reciprocal", "erf", "neg", "abs", "relu",
+                                  "cos", "sin", "hardsigmoid", "hardswish" };
     static const double aCenter[] = { -0.75, -1.28, -1.19, -2.0, -3.0, 0.1, 2.0, 0.6, 5.0,
-                                      -9.0 };
+                                      -9.0, 1.5707963, 3.1415927, -1.5, 40.0 };
     static const double aRadius[] = { 0.05, 0.3, 1.5, 1.8 };
     size_t iOp, iC, iR;
     mpfr_t ref;

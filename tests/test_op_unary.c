@@ -54,6 +54,24 @@ static float k_sqrt(float x) { return sqrtf(x); }
 static float k_rsqrt(float x) { return 1.0f / sqrtf(x); }
 static float k_reciprocal(float x) { return 1.0f / x; }
 static float k_erf(float x) { return erff(x); }
+static float k_cos(float x) { return cosf(x); }
+static float k_sin(float x) { return sinf(x); }
+/* torch's CPU kernels and Inductor's decompositions: min(max(x + 3, 0), 6) / 6, times x for
+ * hardswish (x * relu6(x + 3) first, which overflows past 5.7e37 as torch's does); oneDNN's
+ * eltwise form x * (1/6) + 1/2, clamped, which cancels near -3. NaN passes through. */
+static float relu6_of_x_plus_3(float x)
+{
+    float g = x + 3.0f;
+    return g < 0.0f ? 0.0f : (g > 6.0f ? 6.0f : g);
+}
+static float k_hardsigmoid(float x) { return x != x ? x : relu6_of_x_plus_3(x) / 6.0f; }
+static float k_hardsigmoid_affine(float x)
+{
+    float g = x * (1.0f / 6.0f) + 0.5f;
+    return x != x ? x : (g < 0.0f ? 0.0f : (g > 1.0f ? 1.0f : g));
+}
+static float k_hardswish(float x) { return x != x ? x : x * relu6_of_x_plus_3(x) / 6.0f; }
+static float k_hardswish_affine(float x) { return x != x ? x : x * k_hardsigmoid_affine(x); }
 static float k_neg(float x) { return -x; }
 static float k_abs(float x) { return fabsf(x); }
 /* torch's softplus, elu and mish kernels (beta 1, threshold 20, alpha 1) */
@@ -109,7 +127,10 @@ static const op_case kCases[] = {
     { "erf", NULL, k_erf },         { "neg", NULL, k_neg },
     { "abs", NULL, k_abs },         { "softplus", NULL, k_softplus },
     { "elu", NULL, k_elu },         { "mish", NULL, k_mish },
-    { "elu", NULL, k_elu_expm1 },
+    { "elu", NULL, k_elu_expm1 },   { "cos", NULL, k_cos },
+    { "sin", NULL, k_sin },         { "hardsigmoid", NULL, k_hardsigmoid },
+    { "hardsigmoid", NULL, k_hardsigmoid_affine }, { "hardswish", NULL, k_hardswish },
+    { "hardswish", NULL, k_hardswish_affine },
 };
 #define N_CASES (sizeof kCases / sizeof kCases[0])
 
@@ -297,7 +318,8 @@ Test(op_unary, glibc_float_kernels_within)
 Test(op_unary, glibc_uses_part_of_the_allowance)
 {
     static const char *azOp[] = { "exp", "log", "tanh", "erf", "sqrt", "rsqrt", "reciprocal",
-                                  "sigmoid", "silu", "gelu", "softplus", "elu", "mish" };
+                                  "sigmoid", "silu", "gelu", "softplus", "elu", "mish", "cos",
+                                  "sin", "hardsigmoid", "hardswish" };
     size_t n, i, k;
     float *xf = make_inputs(&n);
     double *x = malloc(sizeof(double) * n), *c = malloc(sizeof(double) * n);
@@ -381,7 +403,8 @@ Test(op_unary, bound_sizes)
 Test(op_unary, special_values)
 {
     const char *azAll[] = { "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt",
-                            "reciprocal", "erf", "neg", "abs", "softplus", "elu", "mish" };
+                            "reciprocal", "erf", "neg", "abs", "softplus", "elu", "mish", "cos",
+                            "sin", "hardsigmoid", "hardswish" };
     double ref, b;
     mpfr_t r;
     size_t k;
@@ -447,6 +470,28 @@ Test(op_unary, special_values)
     cr_expect_eq(fails_one("mish", -INFINITY, 0.0), 1);
     cr_expect_eq(fails_one("mish", INFINITY, INFINITY), 0);
     cr_expect_eq(fails_one("mish", INFINITY, NAN), 1);
+    /* cos, sin, hardsigmoid, hardswish: torch 2.15's values */
+    cr_expect_eq(fails_one("cos", INFINITY, NAN), 0);
+    cr_expect_eq(fails_one("cos", -INFINITY, 1.0), 1);
+    cr_expect_eq(fails_one("cos", -0.0, 1.0), 0);
+    cr_expect_eq(fails_one("sin", -INFINITY, NAN), 0);
+    cr_expect_eq(fails_one("sin", INFINITY, 0.0), 1);
+    cr_expect_eq(fails_one("hardsigmoid", -INFINITY, 0.0), 0);
+    cr_expect_eq(fails_one("hardsigmoid", INFINITY, 1.0), 0);
+    cr_expect_eq(fails_one("hardsigmoid", INFINITY, NAN), 1);
+    cr_expect_eq(fails_one("hardsigmoid", -0.0, 0.5), 0);
+    cr_expect_eq(fails_one("hardsigmoid", -3.5, 0.0), 0);      /* clamped: exact */
+    cr_expect_eq(fails_one("hardsigmoid", -3.5, 1e-9), 1);
+    cr_expect_eq(fails_one("hardswish", -INFINITY, NAN), 0);    /* torch: -Inf * 0 */
+    cr_expect_eq(fails_one("hardswish", -INFINITY, 0.0), 1);
+    cr_expect_eq(fails_one("hardswish", INFINITY, INFINITY), 0);
+    cr_expect_eq(fails_one("hardswish", 4.0, 4.0), 0);
+    cr_expect_eq(fails_one("hardswish", 4.0, nextafterf(4.0f, 5.0f)), 0);   /* 1 ulp */
+    cr_expect_eq(fails_one("hardswish", 4.0, 4.0 + 3 * (nextafterf(4.0f, 5.0f) - 4.0f)), 1);
+    /* torch's x * relu6(x + 3) overflows past 5.7e37: its infinity is no divergence,
+     * below that threshold it is */
+    cr_expect_eq(fails_one("hardswish", 1e38, INFINITY), 0);
+    cr_expect_eq(fails_one("hardswish", 1e37, INFINITY), 1);
     {
         parity_attr aA[2];
         double aV[2];

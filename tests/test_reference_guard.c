@@ -237,6 +237,16 @@ static void ev_unary_one(const gcase *pC, double x, mpfr_t r)
         mpfr_ui_div(t, 1, s, MPFR_RNDN);
     } else if (is_op(pC, "reciprocal")) mpfr_ui_div(t, 1, xm, MPFR_RNDN);
     else if (is_op(pC, "erf")) mpfr_erf(t, xm, MPFR_RNDN);
+    else if (is_op(pC, "cos")) mpfr_cos(t, xm, MPFR_RNDN);
+    else if (is_op(pC, "sin")) mpfr_sin(t, xm, MPFR_RNDN);
+    else if (is_op(pC, "hardsigmoid") || is_op(pC, "hardswish")) {
+        /* relu6(x + 3) / 6, times x for hardswish */
+        mpfr_add_ui(s, xm, 3, MPFR_RNDN);
+        if (mpfr_sgn(s) < 0) mpfr_set_zero(s, 1);
+        if (mpfr_cmp_ui(s, 6) > 0) mpfr_set_ui(s, 6, MPFR_RNDN);
+        mpfr_div_ui(t, s, 6, MPFR_RNDN);
+        if (is_op(pC, "hardswish")) mpfr_mul(t, t, xm, MPFR_RNDN);
+    }
     else if (is_op(pC, "tanh")) mpfr_tanh(t, xm, MPFR_RNDN);
     else if (is_op(pC, "neg")) mpfr_neg(t, xm, MPFR_RNDN);
     else if (is_op(pC, "abs")) mpfr_abs(t, xm, MPFR_RNDN);
@@ -946,7 +956,8 @@ static void evaluate(const gcase *pC, mpfr_t *aM)
     if (is_op(pC, "where") || is_op(pC, "masked_fill")) { ev_where(pC, aM); return; }
     static const char *const azElem[] = {
         "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "reciprocal",
-        "erf", "neg", "abs", "softplus", "elu", "mish", "add", "sub", "mul", "div", "maximum",
+        "erf", "cos", "sin", "hardsigmoid", "hardswish", "neg", "abs", "softplus", "elu", "mish",
+        "add", "sub", "mul", "div", "maximum",
         "minimum", NULL };
     int i;
     for (i = 0; azElem[i]; i++)
@@ -984,7 +995,8 @@ static int in_list(const char *z, const char *const *az)
 
 static const char *const kUnaryOps[] = {
     "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "reciprocal",
-    "erf", "neg", "abs", "softplus", "elu", "mish", NULL };
+    "erf", "cos", "sin", "hardsigmoid", "hardswish", "neg", "abs", "softplus", "elu", "mish",
+    NULL };
 static const char *const kBinaryOps[] = { "add", "sub", "mul", "div", "maximum", "minimum", NULL };
 static const char *const kReduceOps[] = { "sum", "mean", "amax", "amin", NULL };
 

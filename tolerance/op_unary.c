@@ -1,7 +1,7 @@
 /*
  * op_unary.c - the unary elementwise ops without attributes (besides gelu's): gelu
  * (approximate "none" or "tanh"), silu, sigmoid, mish, tanh, exp, log, sqrt, rsqrt,
- * reciprocal, erf, neg, abs. One table (kUnary below) drives them all: name, MPFR
+ * reciprocal, erf, cos, sin, hardsigmoid, hardswish, neg, abs. One table (kUnary below) drives them all: name, MPFR
  * reference, allowance, special values. One prepare (shapes equal; gelu's `approximate`)
  * and one element function serve every row. softplus and elu, whose attributes change
  * their special values and allowance, live in op_unary_param.c and share this file's
@@ -18,6 +18,8 @@
  *                                                  evaluated as  x / (1 + exp(-2z))
  *   mish(x)      = x tanh(log(1 + exp(x)))         evaluated as  x tanh(max(x, 0) +
  *                                                                log1p(exp(-|x|)))
+ *   hardsigmoid(x) = min(max(x + 3, 0), 6) / 6     (exact but for the last rounding)
+ *   hardswish(x)   = x hardsigmoid(x)
  * (the identities 1 + erf(t) = erfc(-t) and (1 + tanh z)/2 = 1/(1 + exp(-2z)) are exact; the
  * plain forms lose up to all 128 bits to cancellation for negative x). "tanh" gelu is its own
  * function (torch's approximate="tanh"), referenced by its own formula, not judged against
@@ -34,6 +36,8 @@
  * through torch's formulas: log(+-0) = -Inf, sqrt(-0) = -0, rsqrt(+0) = +Inf and
  * rsqrt(-0) = -Inf (IEEE rSqrt and torch's 1/sqrt; mpfr_rec_sqrt gives +Inf there, which is
  * why the table decides), reciprocal(-0) = -Inf, exp(-Inf) = 0, sigmoid(-Inf) = 0,
+ * cos(+-0) = 1, sin(+-0) = +-0, cos and sin of +-Inf NaN (C99 F.9.1.4), hardsigmoid(-Inf)
+ * = 0 and (+Inf) = 1, hardswish(+-0) = +-0, hardswish(-Inf) = NaN (torch: -Inf * 0),
  * mish(-0) = -0, and silu(-Inf) = gelu(-Inf) = mish(-Inf) = NaN (torch computes -Inf * 0
  * there). In-domain NaNs (log, sqrt, rsqrt of negative x) come from MPFR, which returns NaN
  * exactly there.
@@ -56,6 +60,15 @@
  *                                A kernel of the framework itself is no divergence.
  *   rsqrt                 c = 2 (1/sqrt(x): two correct roundings, relative 2u + u^2;
  *                                also CUDA's rsqrtf, 2 ulps)
+ *   cos, sin              c = c_f, relative to the result everywhere, also near the zeros
+ *                                of the result and for large |x|: glibc's cosf/sinf and the
+ *                                vectorised SLEEF u10 kernels torch's CPU kernels and
+ *                                Inductor's C++ call reduce the argument exactly (Payne-Hanek)
+ *                                and are within 1 ulp (glibc manual; SLEEF's documented
+ *                                error bound of its u10 functions), CUDA's sinf/cosf within 2
+ *                                (CUDA C Programming Guide, table of single-precision
+ *                                functions). Fast-math __sinf/__cosf (absolute error 2^-21.4
+ *                                after a short reduction) are not covered, as for exp.
  *   neg, abs              c = 0 (exact)
  * Composites are not primitive: their allowance is derived from c_f and the kernel's own
  * roundings (first order in u; "ulp" is ulp_acc, ulp(v) >= u|v|, so a relative error r u is
@@ -94,6 +107,21 @@
  *     = -4.1e-8 comes out -0). That loses what torch keeps and is reported, not absorbed
  *     (README, "Findings in oneDNN 2.6.3"); an allowance of |x| 4 ulp(1/2) for x < 0 would
  *     absorb it and is left out on purpose.
+ *   hardsigmoid = min(max(x + 3, 0), 6) / 6 (torch's CPU kernel) or, as Inductor's
+ *     decompositions and oneDNN's write it, min(max(x * (1/6) + 1/2, 0), 1): the first form
+ *     rounds x + 3 and the quotient, relative u each, 2 ulps of the result; the second
+ *     rounds 1/6 (relative u/2), x/6 (u/2 of |x|/6) and the sum, whose operands cancel
+ *     near x = -3: an absolute |x| (u/2 + u/2) / 6 <= |x| u / 6 besides 0.5 ulp of the
+ *     result. c = 2, plus |x| 1/2 ulp(1/2) (cG = 1/2 at gScale 2, with 3x margin over
+ *     |x| u / 6 = |x| ulp(1/2) / 6; ulp(1/2) = u in every binary format). Past +-3 both
+ *     forms clamp to exactly 0 or 1, and the |x| term is dropped there.
+ *   hardswish = x * hardsigmoid(x) (either form, then the product; torch's CPU kernel is
+ *     x * min(max(x + 3, 0), 6) / 6, the same error): g's 2 ulp(g) + |x| ulp(1/2) / 6
+ *     absolute, with g < 1 in the linear region so 2 ulp(g) <= 2 ulp(1/2), times |x|, plus
+ *     the product's rounding: c = 1, plus |x| 3 ulp(1/2) (cG = 3 at gScale 2, covering
+ *     2 + 1/6 ulp(1/2)). Its product x * 6 overflows acc past max / 6 (5.7e37 in
+ *     float32: torch 2.15 gives hardswish(1e38) = inf): there the bound is vacuous
+ *     (overflowPossible, ops.h), as for a sum some legal order overflows.
  *   sigmoid and silu also cover a kernel whose exp(-x) overflows the acc dtype (x < -ln of
  *     its largest finite value, -88.7 in float32) and returns 0: the bound then adds |ref|.
  * In these rows the allowance covers all internal roundings of the kernel; c_f applies only
@@ -133,8 +161,10 @@ typedef struct {
     double c;                 /* ulps of acc at |ref| */
     double cG;                /* composite x g(x): ulps of acc at gScale, times |x| */
     int gScale;               /* 0 none, 1 g = sigmoid(x), 2 g's ulps at 1/2,
-                               * 3 g = tanh(softplus(x)) */
-    int expOverflow;          /* the kernel's exp(-x) may overflow acc (sigmoid, silu) */
+                               * 3 g = tanh(softplus(x)), 4 at 1/2 for |x| < 3 and none
+                               * beyond (hardsigmoid, hardswish clamp exactly there) */
+    int expOverflow;          /* 1: the kernel's exp(-x) may overflow acc (sigmoid, silu);
+                               * 2: its x * 6 may (hardswish) */
     double aSpecial[4];       /* result at -Inf, -0, +0, +Inf (NaN -> NaN always) */
     double (*xFastRef)(double x);   /* binary64 reference for the fast path, or NULL */
     double fastRel;           /* its stated relative error (see "Fast path") */
@@ -147,7 +177,7 @@ typedef struct {
     double dipLo, dipHi, dipMin;
 } unary_fn;
 
-enum { SHAPE_UP, SHAPE_DOWN, SHAPE_POLE_DOWN, SHAPE_V, SHAPE_DIP };
+enum { SHAPE_UP, SHAPE_DOWN, SHAPE_POLE_DOWN, SHAPE_V, SHAPE_DIP, SHAPE_COS, SHAPE_SIN };
 
 /* ---- references of the composites ------------------------------------------------ */
 
@@ -252,6 +282,32 @@ static int ref_mish(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd)
     return rc;
 }
 
+/* min(max(x + 3, 0), 6) / 6, exact up to the last rounding: x + 3 at 53 + 1100 bits holds
+ * every binary64 x exactly. timesX: times x (hardswish), at 2 prec(y) + 1100 bits, exact. */
+static int ref_hard_sigmoid_times(mpfr_ptr y, mpfr_srcptr x, int timesX, mpfr_rnd_t rnd)
+{
+    mpfr_t t;
+    int rc;
+    mpfr_init2(t, 2 * mpfr_get_prec(y) + 1100);
+    mpfr_add_ui(t, x, 3, MPFR_RNDN);
+    if (mpfr_sgn(t) < 0) mpfr_set_zero(t, 1);
+    if (mpfr_cmp_ui(t, 6) > 0) mpfr_set_ui(t, 6, MPFR_RNDN);
+    if (timesX) mpfr_mul(t, t, x, MPFR_RNDN);
+    rc = mpfr_div_ui(y, t, 6, rnd);
+    mpfr_clear(t);
+    return rc;
+}
+
+static int ref_hardsigmoid(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd)
+{
+    return ref_hard_sigmoid_times(y, x, 0, rnd);
+}
+
+static int ref_hardswish(mpfr_ptr y, mpfr_srcptr x, mpfr_rnd_t rnd)
+{
+    return ref_hard_sigmoid_times(y, x, 1, rnd);
+}
+
 /* ---- binary64 references of the fast path ----------------------------------------- */
 
 /* Fast path (ops.h, xFast; judge.c). Each function below evaluates the row's reference in
@@ -314,6 +370,12 @@ static const unary_fn kUnary[] = {
     { "rsqrt",      NULL,   mpfr_rec_sqrt,  2.0,          0,              0, 0, { NaN_, -INF_, INF_,  0.0 },  fast_rsqrt,      F, 0, SHAPE_DOWN, 0, 0, 0 },
     { "reciprocal", NULL,   ref_reciprocal, 0.5,          0,              0, 0, { -0.0, -INF_, INF_,  0.0 },  fast_reciprocal, F, -INF_, SHAPE_POLE_DOWN, 0, 0, 0 },
     { "erf",        NULL,   mpfr_erf,       C_FN,         0,              0, 0, { -1.0, -0.0,  0.0,   1.0 },  erf,             F, -INF_, SHAPE_UP, 0, 0, 0 },
+    /* no fast path: glibc's double cos and sin are not documented to 2^-32 at every x */
+    { "cos",        NULL,   mpfr_cos,       C_FN,         0,              0, 0, { NaN_, 1.0,   1.0,   NaN_ }, NULL,            0, 0, SHAPE_COS, 0, 0, 0 },
+    { "sin",        NULL,   mpfr_sin,       C_FN,         0,              0, 0, { NaN_, -0.0,  0.0,   NaN_ }, NULL,            0, 0, SHAPE_SIN, 0, 0, 0 },
+    /* hardswish's minimum: x = -3/2, value -3/8 exactly */
+    { "hardsigmoid", NULL,  ref_hardsigmoid, 2.0,         0.5,            4, 0, { 0.0,  0.5,   0.5,   1.0 },  NULL,            0, 0, SHAPE_UP, 0, 0, 0 },
+    { "hardswish",  NULL,   ref_hardswish,  1.0,          3.0,            4, 2, { NaN_, -0.0,  0.0,   INF_ }, NULL,            0, 0, SHAPE_DIP, -1.5, -1.5, -0.375 },
     /* exact in binary64: stated error 0 */
     { "neg",        NULL,   mpfr_neg,       0.0,          0,              0, 0, { INF_, 0.0,   -0.0,  -INF_ }, fast_neg,       0, -INF_, SHAPE_DOWN, 0, 0, 0 },
     { "abs",        NULL,   mpfr_abs,       0.0,          0,              0, 0, { INF_, 0.0,   0.0,   INF_ },  fabs,           0, -INF_, SHAPE_V, 0, 0, 0 },
@@ -398,12 +460,14 @@ double parity_unary_bound(const parity_op_call *pCall, mpfr_srcptr ref, double a
 static double unary_allowance(const unary_fn *pF, parity_dtype acc, double x, double y)
 {
     double a = pF->c * parity_ulp_at(acc, y);
-    if (pF->gScale) {
+    if (pF->gScale == 4) {
+        if (fabs(x) < 3.0) a += fabs(x) * pF->cG * parity_ulp_at(acc, 0.5);
+    } else if (pF->gScale) {
         double g = pF->gScale == 1 ? 1.0 / (1.0 + exp(-x))
                  : pF->gScale == 3 ? tanh(parity_unary_softplus_d(x)) : 0.5;
         a += fabs(x) * pF->cG * parity_ulp_at(acc, g);
     }
-    if (pF->expOverflow && -x > log(parity_dtype_max_finite(acc)) * (1.0 - 1e-6)) a += y;
+    if (pF->expOverflow == 1 && -x > log(parity_dtype_max_finite(acc)) * (1.0 - 1e-6)) a += y;
     return a;
 }
 
@@ -466,6 +530,10 @@ static int unary_element(parity_op_call *pCall, uint64_t linear, mpfr_t ref, dou
         if (mpfr_nan_p(ref) || mpfr_inf_p(ref)) return 0;
         y = fabs(mpfr_get_d(ref, MPFR_RNDU));
         a = unary_allowance(pF, acc, x, y);
+        /* torch's hardswish kernel forms x * relu6(x + 3) before dividing by 6: past
+         * max / 6 (5.7e37 in float32) that overflows, a legal kernel's infinity */
+        if (pF->expOverflow == 2 && fabs(x) * 6.0 > parity_dtype_max_finite(acc))
+            pCall->overflowPossible = 1;
     }
     *pBound = parity_unary_bound(pCall, ref, fabs(y), a);
     return 0;
@@ -497,6 +565,40 @@ static int unary_at(const unary_fn *pF, double x, double *pLo, double *pHi)
     return 0;
 }
 
+/* cos (sin: isSin) over [lo, hi] given enclosures of its values at the ends: their hull,
+ * widened to 1 where the box holds a maximum (cos: 2k pi; sin: pi/2 + 2k pi) and to -1
+ * where it holds a minimum (cos: (2k + 1) pi; sin: -pi/2 + 2k pi). The test is made in
+ * binary64 on x / (pi/2), whose rounding is far below the 2^-20 relative slack it is
+ * given, so a box within that of an extremum counts as holding it (wider, never
+ * narrower). A box of pi or more holds both. */
+static int periodic_reach(int isSin, double lo, double hi, double aLo, double aHi, double bLo,
+                          double bHi, double *pLo, double *pHi)
+{
+    double qLo, qHi, slack;
+    *pLo = fmin(aLo, bLo);
+    *pHi = fmax(aHi, bHi);
+    if (hi - lo >= M_PI || fmax(fabs(lo), fabs(hi)) >= 0x1p30) {   /* or too far to step */
+        *pLo = -1.0;
+        *pHi = 1.0;
+        return 0;
+    }
+    /* quarter periods: extrema of cos at even multiples of pi/2 (max at 4k, min at 4k+2),
+     * of sin at odd ones (max at 4k+1, min at 4k+3) */
+    slack = 0x1p-20 * (1.0 + fmax(fabs(lo), fabs(hi)) / M_PI_2);
+    qLo = lo / M_PI_2 - slack;
+    qHi = hi / M_PI_2 + slack;
+    {
+        double q;
+        for (q = ceil(qLo); q <= qHi; q += 1.0) {
+            double m = fmod(q - (isSin ? 1.0 : 0.0), 4.0);
+            if (m < 0) m += 4.0;
+            if (m == 0.0) *pHi = 1.0;
+            else if (m == 2.0) *pLo = -1.0;
+        }
+    }
+    return 0;
+}
+
 /* The reach of the row's function over [lo, hi]: [*pLo, *pHi]. Returns -1 where it is
  * not finite or not a function there (a pole inside, a domain edge). */
 static int unary_reach(const unary_fn *pF, double lo, double hi, double *pLo, double *pHi)
@@ -514,6 +616,9 @@ static int unary_reach(const unary_fn *pF, double lo, double hi, double *pLo, do
         *pLo = bLo;
         *pHi = aHi;
         return 0;
+    case SHAPE_COS:
+    case SHAPE_SIN:
+        return periodic_reach(pF->shape == SHAPE_SIN, lo, hi, aLo, aHi, bLo, bHi, pLo, pHi);
     case SHAPE_V:        /* abs */
         *pLo = lo <= 0.0 && hi >= 0.0 ? 0.0 : fmin(aLo, bLo);
         *pHi = fmax(aHi, bHi);
@@ -532,14 +637,17 @@ static double unary_allowance_box(const unary_fn *pF, parity_dtype acc, double l
                                   double yMax)
 {
     double a = pF->c * parity_ulp_at(acc, yMax), xMax = fmax(fabs(lo), fabs(hi));
-    if (pF->gScale) {
+    if (pF->gScale == 4) {
+        if (lo < 3.0 && hi > -3.0) a += fmin(xMax, 3.0) * pF->cG * parity_ulp_at(acc, 0.5);
+    } else if (pF->gScale) {
         double g = pF->gScale == 1 ? 1.0 / (1.0 + exp(-hi))
                  : pF->gScale == 3 ? tanh(parity_unary_softplus_d(hi)) : 0.5;
         /* g in binary64 is a few ulps of binary64 off; ulp_acc is a step function, so
          * nudge it up by far more than that before taking the step */
         a += xMax * pF->cG * parity_ulp_at(acc, g * (1.0 + 0x1p-40));
     }
-    if (pF->expOverflow && -lo > log(parity_dtype_max_finite(acc)) * (1.0 - 1e-6)) a += yMax;
+    if (pF->expOverflow == 1 && -lo > log(parity_dtype_max_finite(acc)) * (1.0 - 1e-6))
+        a += yMax;
     return a;
 }
 
@@ -614,5 +722,13 @@ UNARY_OP(parity_op_sqrt, "sqrt", "correctly rounded in acc (IEEE 754), 0.5 ulp; 
 UNARY_OP(parity_op_rsqrt, "rsqrt", "2 ulps of acc (1/sqrt: two roundings); 0.5 ulp_out")
 UNARY_OP(parity_op_reciprocal, "reciprocal", "correctly rounded in acc (IEEE 754), 0.5 ulp; 0.5 ulp_out")
 UNARY_OP(parity_op_erf, "erf", "4 ulps of acc (glibc manual, Errors in Math Functions); 0.5 ulp_out")
+UNARY_OP(parity_op_cos, "cos", "4 ulps of acc, relative everywhere (glibc, SLEEF u10: exact "
+         "argument reduction, 1 ulp; CUDA cosf: 2); 0.5 ulp_out")
+UNARY_OP(parity_op_sin, "sin", "4 ulps of acc, relative everywhere (glibc, SLEEF u10: exact "
+         "argument reduction, 1 ulp; CUDA sinf: 2); 0.5 ulp_out")
+UNARY_OP(parity_op_hardsigmoid, "hardsigmoid",
+         "2 ulps + |x| ulp(1/2) / 2 (the x/6 + 1/2 form cancels near -3); 0.5 ulp_out")
+UNARY_OP(parity_op_hardswish, "hardswish",
+         "1 ulp + |x| 3 ulp(1/2) (x times hardsigmoid's error); 0.5 ulp_out")
 UNARY_OP(parity_op_neg, "neg", "exact; only the rounding to the output dtype (0.5 ulp)")
 UNARY_OP(parity_op_abs, "abs", "exact; only the rounding to the output dtype (0.5 ulp)")

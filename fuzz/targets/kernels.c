@@ -135,7 +135,8 @@ static double *acc_copy(const kern_ctx *pK, const parity_operand *pIn)
 
 typedef enum {
     U_RELU, U_GELU, U_GELU_TANH, U_SILU, U_SIGMOID, U_TANH, U_EXP, U_LOG, U_SQRT, U_RSQRT,
-    U_RECIPROCAL, U_ERF, U_NEG, U_ABS, U_SOFTPLUS, U_ELU, U_MISH, U_CLAMP, U_POW
+    U_RECIPROCAL, U_ERF, U_COS, U_SIN, U_HARDSIGMOID, U_HARDSWISH, U_NEG, U_ABS, U_SOFTPLUS,
+    U_ELU, U_MISH, U_CLAMP, U_POW
 } unary_kind;
 
 static const kind_row aUnaryKind[] = {
@@ -143,6 +144,8 @@ static const kind_row aUnaryKind[] = {
     { &parity_op_sigmoid, U_SIGMOID }, { &parity_op_tanh, U_TANH }, { &parity_op_exp, U_EXP },
     { &parity_op_log, U_LOG }, { &parity_op_sqrt, U_SQRT }, { &parity_op_rsqrt, U_RSQRT },
     { &parity_op_reciprocal, U_RECIPROCAL }, { &parity_op_erf, U_ERF },
+    { &parity_op_cos, U_COS }, { &parity_op_sin, U_SIN },
+    { &parity_op_hardsigmoid, U_HARDSIGMOID }, { &parity_op_hardswish, U_HARDSWISH },
     { &parity_op_neg, U_NEG }, { &parity_op_abs, U_ABS }, { &parity_op_softplus, U_SOFTPLUS },
     { &parity_op_elu, U_ELU }, { &parity_op_mish, U_MISH },
     { &parity_op_clamp, U_CLAMP }, { &parity_op_hardtanh, U_CLAMP }, { &parity_op_pow, U_POW },
@@ -194,6 +197,17 @@ static double unary_one(const kern_ctx *pK, unary_kind kind, const unary_attrs *
     case U_RSQRT: return kern_acc(pK, 1.0 / parity_kern_sqrt(pK, x));   /* 1/sqrt(-0) = -Inf */
     case U_RECIPROCAL: return kern_acc(pK, 1.0 / x);
     case U_ERF: return kern_erf(pK, x);
+    case U_COS: return pK->f32 ? (double)cosf((float)x) : cos(x);
+    case U_SIN: return pK->f32 ? (double)sinf((float)x) : sin(x);
+    case U_HARDSIGMOID:  /* min(max(x + 3, 0), 6) / 6 (at::native hardsigmoid_kernel) */
+    case U_HARDSWISH: {  /* x * min(max(x + 3, 0), 6) / 6 (hardswish_kernel) */
+        double g;
+        if (x != x) return x;
+        g = kern_acc(pK, x + 3.0);
+        g = g < 0.0 ? 0.0 : (g > 6.0 ? 6.0 : g);
+        return kind == U_HARDSIGMOID ? kern_acc(pK, g / 6.0)
+                                     : kern_acc(pK, kern_acc(pK, x * g) / 6.0);
+    }
     case U_NEG: return -x;
     case U_ABS: return fabs(x);
     case U_SOFTPLUS: {  /* x * beta > threshold ? x : log1p(exp(x * beta)) / beta */

@@ -38,6 +38,10 @@ OPS = {
     "rsqrt": (torch.rsqrt, {}),
     "reciprocal": (torch.reciprocal, {}),
     "log": (torch.log, {}),
+    "cos": (torch.cos, {}),
+    "sin": (torch.sin, {}),
+    "hardsigmoid": (torch.nn.functional.hardsigmoid, {}),
+    "hardswish": (torch.nn.functional.hardswish, {}),
 }
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
