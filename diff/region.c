@@ -44,7 +44,13 @@ static int region_add(region_builder *pB, size_t iT, int *pRef)
         snprintf(pB->zWhy, pB->nWhy, "%s is unusable in the eager capture", pI->zPath);
         return -1;
     }
-    if (iT != pB->iTarget && (!pI->zOp || pI->nInput == 0 || held_by_compiled(pB->pCompCap, pI))) {
+    /* A fused-away integer or bool intermediate (position ids, a mask, an index) enters as
+     * an input with eager's values: integer ops are exact, so a correct compiled kernel
+     * computed the same integers from the same operands, and the registry's float models
+     * cannot carry an integer node. (An integer a float comparison made, fused away, is
+     * taken as eager's: a flipped comparison there is outside what the region judges.) */
+    if (iT != pB->iTarget && (!pI->zOp || pI->nInput == 0 || !parity_dtype_is_float(pI->dtype) ||
+                              held_by_compiled(pB->pCompCap, pI))) {
         if (pReg->nInput == REGION_MAX_INPUTS) {
             snprintf(pB->zWhy, pB->nWhy, "the fused region has more than %d inputs",
                      REGION_MAX_INPUTS);

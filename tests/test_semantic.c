@@ -2119,3 +2119,57 @@ Test(semantic, only_inputs_compared_is_no_pass)
     cr_expect(count_newlines(run.zErr) == 1, "one line on stderr: %s", run.zErr);
     diff_free(&run);
 }
+
+/* Llama's rotary embedding fused whole (per-leaf torch.compile): int64 position ids
+ * reshaped and cast to float, times the inverse frequencies, then cos, with only the cos
+ * captured compiled. The fused-away int64 reshape enters the region with eager's values
+ * (integer ops are exact), so the region is judged; a defect in the cos still fails local. */
+static void write_rotary(const char *zFile, const char *zSide, int fused, float bump)
+{
+    const uint64_t aIds[1] = { 8 }, aCol[2] = { 8, 1 }, aF[1] = { 1 }, aY[2] = { 8, 1 };
+    const char *const azView[] = { "/ids" }, *const azCast[] = { "/ids2" };
+    const char *const azMul[] = { "/pf", "/inv" }, *const azCos[] = { "/ang" };
+    int64_t ids[8];
+    float pf[8], inv = 0.37f, ang[8], y[8];
+    parity_writer *pW = cap_open(zFile, zSide);
+    int i;
+    for (i = 0; i < 8; i++) {
+        ids[i] = 3 * i;
+        pf[i] = (float)ids[i];
+        ang[i] = pf[i] * inv;
+        y[i] = cosf(ang[i]);
+    }
+    y[5] += bump;
+    cr_assert(parity_writer_tensor(pW, "/ids", PARITY_DT_I64, 1, aIds, ids) == 0);
+    cap_f32(pW, "/inv", 1, aF, &inv);
+    if (!fused) {
+        cr_assert(parity_writer_tensor(pW, "/ids2", PARITY_DT_I64, 2, aCol, ids) == 0);
+        cap_op(pW, "/ids2", "aten.view.default", azView, 1, 0);
+        cap_f32(pW, "/pf", 2, aCol, pf);
+        cap_op(pW, "/pf", "aten._to_copy.default", azCast, 1, 1);
+        cr_assert(parity_writer_attr_string(pW, "/pf", "to", "float32") == 0);
+        cap_f32(pW, "/ang", 2, aCol, ang);
+        cap_op(pW, "/ang", "aten.mul.Tensor", azMul, 2, 2);
+    }
+    cap_f32(pW, "/y", 2, aY, y);
+    cap_op(pW, "/y", "aten.cos.default", azCos, 1, 3);
+    cap_close(pW);
+}
+
+Test(semantic, fused_integer_intermediate_enters_the_region_as_eager_values)
+{
+    diff_run run;
+    write_rotary("re.h5", "eager", 0, 0.0f);
+    write_rotary("rc.h5", "compiled", 1, 0.0f);
+    run_diff("re.h5", "rc.h5", &run);
+    assert_exit(&run, 0);
+    cr_expect_str_eq(status_of(&run, "/y"), "pass");
+    cr_expect(!json_is_null(json_object_get(tensor_of(&run, "/y"), "judgement")),
+              "%s", str_of(tensor_of(&run, "/y"), "model_note"));
+    diff_free(&run);
+    write_rotary("rc.h5", "compiled", 1, 1e-3f);
+    run_diff("re.h5", "rc.h5", &run);
+    assert_exit(&run, 1);
+    cr_expect_str_eq(cause_of(&run, "/y"), "local");
+    diff_free(&run);
+}
