@@ -33,9 +33,10 @@ status=0
 # The real compilers' worker campaigns (label compilers: about 6 minutes of test time,
 # mostly the compilers' own Python) run in the release build only: the C they drive, the
 # cmd: target, the oracle and triage, runs under the sanitizers in test_fuzz_worker's fake
-# workers and the corpus tests' replays.
+# workers and the corpus tests' replays. The zoo (label zoo, a minute of torch.compile)
+# runs there too; its paritydiff work is what test_semantic and the torch tests run here.
 (cd build-asan && PARITY_SWEEP_N=300 PARITY_VALIDATION_N=2000 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-   ctest --output-on-failure -j"$jobs" -LE compilers) 2>&1 | tee "$log" || status=$?
+   ctest --output-on-failure -j"$jobs" -LE "compilers|zoo") 2>&1 | tee "$log" || status=$?
 if grep -qE "runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer" "$log"; then
   echo "run-tests: a sanitizer reported an error (see above)" >&2
   status=1
