@@ -336,16 +336,59 @@ static void add_compiled_only(diff_run *pD)
     }
 }
 
-/* Global warnings: one line per tensor warning, so the text report and stderr can show
- * them without walking every tensor. */
+/* How many tensors carry warning zText (pR->azWarning[i] of tensor k and later ones). */
+static size_t count_same_warning(const parity_diff_result *pRes, size_t k, const char *zText)
+{
+    size_t n = 0, j, i;
+    for (j = k; j < pRes->nTensor; j++)
+        for (i = 0; i < pRes->aTensor[j].nWarning; i++)
+            if (strcmp(pRes->aTensor[j].azWarning[i], zText) == 0) { n++; break; }
+    return n;
+}
+
+/* Whether a tensor before k carries zText already (its line, or its summary, is out). */
+static int warning_seen_before(const parity_diff_result *pRes, size_t k, const char *zText)
+{
+    size_t j, i;
+    for (j = 0; j < k; j++)
+        for (i = 0; i < pRes->aTensor[j].nWarning; i++)
+            if (strcmp(pRes->aTensor[j].azWarning[i], zText) == 0) return 1;
+    return 0;
+}
+
+/* Global warnings: one line per tensor warning ("NAME: warning"), so the text report and
+ * stderr can show them without walking every tensor; a text that more than
+ * WARNING_SUMMARY_AT tensors carry word for word (dtypes differ under autocast, zero-size
+ * tensors) is one summary line instead: "warning (N tensors: /a, /b, /c, ...)". */
+#define WARNING_SUMMARY_AT 3
 static void collect_warnings(parity_diff_result *pRes)
 {
     size_t k, i;
     for (k = 0; k < pRes->nTensor; k++) {
         parity_tensor_result *pR = &pRes->aTensor[k];
         for (i = 0; i < pR->nWarning; i++) {
+            const char *zText = pR->azWarning[i];
             char zLine[1200];
-            snprintf(zLine, sizeof zLine, "%.400s: %.700s", pR->zName, pR->azWarning[i]);
+            size_t n, len, j, shown = 0;
+            if (warning_seen_before(pRes, k, zText)) {
+                if (count_same_warning(pRes, 0, zText) > WARNING_SUMMARY_AT) continue;
+            } else if ((n = count_same_warning(pRes, k, zText)) > WARNING_SUMMARY_AT) {
+                len = (size_t)snprintf(zLine, sizeof zLine, "%.700s (%zu tensors:", zText, n);
+                for (j = k; j < pRes->nTensor && shown < 3 && len < sizeof zLine; j++) {
+                    size_t q;
+                    for (q = 0; q < pRes->aTensor[j].nWarning; q++)
+                        if (strcmp(pRes->aTensor[j].azWarning[q], zText) == 0) break;
+                    if (q == pRes->aTensor[j].nWarning) continue;
+                    len += (size_t)snprintf(zLine + len, sizeof zLine - len, "%s %.100s",
+                                            shown ? "," : "", pRes->aTensor[j].zName);
+                    shown++;
+                }
+                if (len < sizeof zLine)
+                    snprintf(zLine + len, sizeof zLine - len, "%s)", n > shown ? ", ..." : "");
+                parity_result_push(&pRes->oom, &pRes->azWarning, &pRes->nWarning, zLine);
+                continue;
+            }
+            snprintf(zLine, sizeof zLine, "%.400s: %.700s", pR->zName, zText);
             parity_result_push(&pRes->oom, &pRes->azWarning, &pRes->nWarning, zLine);
         }
     }

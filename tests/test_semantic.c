@@ -2173,3 +2173,53 @@ Test(semantic, fused_integer_intermediate_enters_the_region_as_eager_values)
     cr_expect_str_eq(cause_of(&run, "/y"), "local");
     diff_free(&run);
 }
+
+/* A warning that many tensors carry word for word is one summary line among the global
+ * warnings (stderr, the text report's top), and stays in each tensor's own list. */
+static void write_zero_size(const char *zFile, const char *zSide, int nZero)
+{
+    const uint64_t aZ[2] = { 0, 4 }, aX[1] = { 4 };
+    const char *const azX[] = { "/x" };
+    float x[4] = { -1.0f, 0.5f, 2.0f, -0.25f }, y[4] = { 0.0f, 0.5f, 2.0f, 0.0f };
+    parity_writer *pW = cap_open(zFile, zSide);
+    char zName[32];
+    int i;
+    cap_f32(pW, "/x", 1, aX, x);
+    cap_f32(pW, "/y", 1, aX, y);
+    cap_op(pW, "/y", "relu", azX, 1, 0);
+    for (i = 0; i < nZero; i++) {
+        snprintf(zName, sizeof zName, "/z%d", i);
+        cap_f32(pW, zName, 2, aZ, x);
+    }
+    cap_close(pW);
+}
+
+static size_t global_warnings_with(const diff_run *pRun, const char *zText)
+{
+    json_t *pList = json_object_get(pRun->pJson, "warnings");
+    size_t i, n = 0;
+    for (i = 0; i < json_array_size(pList); i++)
+        if (strstr(json_string_value(json_array_get(pList, i)), zText)) n++;
+    return n;
+}
+
+Test(semantic, repeated_warning_is_one_summary_line)
+{
+    diff_run run;
+    write_zero_size("ze.h5", "eager", 5);
+    write_zero_size("zc.h5", "compiled", 5);
+    run_diff("ze.h5", "zc.h5", &run);
+    assert_exit(&run, 0);
+    cr_expect_eq(global_warnings_with(&run, "zero-size tensor"), 1, "%s", run.zErr);
+    cr_expect_eq(global_warnings_with(&run, "zero-size tensor: nothing to compare (5 tensors: /z0, "
+                                     "/z1, /z2, ...)"), 1, "%s", run.zErr);
+    cr_expect(json_array_size(json_object_get(tensor_of(&run, "/z4"), "warnings")) == 1);
+    diff_free(&run);
+    /* three are still named one by one */
+    write_zero_size("ze.h5", "eager", 3);
+    write_zero_size("zc.h5", "compiled", 3);
+    run_diff("ze.h5", "zc.h5", &run);
+    cr_expect_eq(global_warnings_with(&run, "zero-size tensor"), 3);
+    cr_expect_eq(global_warnings_with(&run, "/z2: zero-size tensor: nothing to compare"), 1);
+    diff_free(&run);
+}
