@@ -336,62 +336,79 @@ static void add_compiled_only(diff_run *pD)
     }
 }
 
-/* How many tensors carry warning zText (pR->azWarning[i] of tensor k and later ones). */
-static size_t count_same_warning(const parity_diff_result *pRes, size_t k, const char *zText)
+/* One tensor warning, for grouping equal texts: its text, tensor and place in that
+ * tensor's list; after sorting, nSame (entries with its text) and whether it is the
+ * group's first in tensor order. */
+typedef struct {
+    const char *zText;
+    size_t k, i, nSame;
+    int first;
+} warning_ref;
+
+static int warning_ref_cmp(const void *pA, const void *pB)
 {
-    size_t n = 0, j, i;
-    for (j = k; j < pRes->nTensor; j++)
-        for (i = 0; i < pRes->aTensor[j].nWarning; i++)
-            if (strcmp(pRes->aTensor[j].azWarning[i], zText) == 0) { n++; break; }
-    return n;
+    const warning_ref *a = pA, *b = pB;
+    int c = strcmp(a->zText, b->zText);
+    if (c) return c;
+    return a->k < b->k ? -1 : a->k > b->k ? 1 : (a->i > b->i) - (a->i < b->i);
 }
 
-/* Whether a tensor before k carries zText already (its line, or its summary, is out). */
-static int warning_seen_before(const parity_diff_result *pRes, size_t k, const char *zText)
+static int warning_ref_order(const void *pA, const void *pB)
 {
-    size_t j, i;
-    for (j = 0; j < k; j++)
-        for (i = 0; i < pRes->aTensor[j].nWarning; i++)
-            if (strcmp(pRes->aTensor[j].azWarning[i], zText) == 0) return 1;
-    return 0;
+    const warning_ref *a = pA, *b = pB;
+    return a->k < b->k ? -1 : a->k > b->k ? 1 : (a->i > b->i) - (a->i < b->i);
 }
 
 /* Global warnings: one line per tensor warning ("NAME: warning"), so the text report and
  * stderr can show them without walking every tensor; a text that more than
  * WARNING_SUMMARY_AT tensors carry word for word (dtypes differ under autocast, zero-size
- * tensors) is one summary line instead: "warning (N tensors: /a, /b, /c, ...)". */
+ * tensors) is one summary line instead, where its first carrier stands: "warning (N
+ * tensors: /a, /b, /c, ...)". Equal texts are grouped by sorting (n log n: an autocast
+ * capture has a warning on every tensor). */
 #define WARNING_SUMMARY_AT 3
 static void collect_warnings(parity_diff_result *pRes)
 {
-    size_t k, i;
-    for (k = 0; k < pRes->nTensor; k++) {
-        parity_tensor_result *pR = &pRes->aTensor[k];
-        for (i = 0; i < pR->nWarning; i++) {
-            const char *zText = pR->azWarning[i];
-            char zLine[1200];
-            size_t n, len, j, shown = 0;
-            if (warning_seen_before(pRes, k, zText)) {
-                if (count_same_warning(pRes, 0, zText) > WARNING_SUMMARY_AT) continue;
-            } else if ((n = count_same_warning(pRes, k, zText)) > WARNING_SUMMARY_AT) {
-                len = (size_t)snprintf(zLine, sizeof zLine, "%.700s (%zu tensors:", zText, n);
-                for (j = k; j < pRes->nTensor && shown < 3 && len < sizeof zLine; j++) {
-                    size_t q;
-                    for (q = 0; q < pRes->aTensor[j].nWarning; q++)
-                        if (strcmp(pRes->aTensor[j].azWarning[q], zText) == 0) break;
-                    if (q == pRes->aTensor[j].nWarning) continue;
-                    len += (size_t)snprintf(zLine + len, sizeof zLine - len, "%s %.100s",
-                                            shown ? "," : "", pRes->aTensor[j].zName);
-                    shown++;
-                }
-                if (len < sizeof zLine)
-                    snprintf(zLine + len, sizeof zLine - len, "%s)", n > shown ? ", ..." : "");
-                parity_result_push(&pRes->oom, &pRes->azWarning, &pRes->nWarning, zLine);
-                continue;
-            }
-            snprintf(zLine, sizeof zLine, "%.400s: %.700s", pR->zName, zText);
-            parity_result_push(&pRes->oom, &pRes->azWarning, &pRes->nWarning, zLine);
+    size_t k, i, n = 0, g, j;
+    warning_ref *a;
+    for (k = 0; k < pRes->nTensor; k++) n += pRes->aTensor[k].nWarning;
+    if (n == 0) return;
+    if (!(a = parity_malloc(n * sizeof *a))) { pRes->oom = 1; return; }
+    for (k = 0, j = 0; k < pRes->nTensor; k++)
+        for (i = 0; i < pRes->aTensor[k].nWarning; i++, j++) {
+            a[j].zText = pRes->aTensor[k].azWarning[i];
+            a[j].k = k;
+            a[j].i = i;
+        }
+    qsort(a, n, sizeof *a, warning_ref_cmp);
+    for (g = 0; g < n; g = j) {
+        for (j = g; j < n && strcmp(a[j].zText, a[g].zText) == 0; j++) {}
+        for (i = g; i < j; i++) {
+            a[i].nSame = j - g;
+            a[i].first = i == g;
         }
     }
+    qsort(a, n, sizeof *a, warning_ref_order);
+    for (j = 0; j < n; j++) {
+        char zLine[1200];
+        if (a[j].nSame <= WARNING_SUMMARY_AT) {
+            snprintf(zLine, sizeof zLine, "%.400s: %.700s", pRes->aTensor[a[j].k].zName,
+                     a[j].zText);
+        } else if (a[j].first) {
+            size_t len = (size_t)snprintf(zLine, sizeof zLine, "%.700s (%zu tensors:",
+                                          a[j].zText, a[j].nSame), shown = 0, q;
+            for (q = j; q < n && shown < 3 && len < sizeof zLine; q++)
+                if (strcmp(a[q].zText, a[j].zText) == 0)
+                    len += (size_t)snprintf(zLine + len, sizeof zLine - len, "%s %.100s",
+                                            shown++ ? "," : "", pRes->aTensor[a[q].k].zName);
+            if (len < sizeof zLine)
+                snprintf(zLine + len, sizeof zLine - len, "%s)",
+                         a[j].nSame > shown ? ", ..." : "");
+        } else {
+            continue;
+        }
+        parity_result_push(&pRes->oom, &pRes->azWarning, &pRes->nWarning, zLine);
+    }
+    free(a);
 }
 
 /* run_failure (FORMAT.md): that side's run crashed, hung or errored, so the tensors it
